@@ -1,0 +1,54 @@
+//! The validation registry: cases that compare a measured quantity with an analytic or experimental reference.
+//! `eddies validate` prints them, and the tests in `tests/` assert them, so both read the same numbers.
+
+/// One validation result.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Measurement {
+    /// Case name, e.g. `reint/mass-conservation-2d`.
+    pub case: String,
+    /// What the run measured.
+    pub measured: f64,
+    /// The reference value or bound.
+    pub reference: f64,
+    /// Allowed deviation: `|measured − reference| ≤ tolerance` for [`Measurement::within`]; for
+    /// [`Measurement::at_most`] the bound is `reference` itself and the tolerance is 0.
+    pub tolerance: f64,
+    /// Unit of `measured` and `reference` (`"1"` for ratios).
+    pub unit: &'static str,
+    /// Whether the case passed.
+    pub pass: bool,
+}
+
+impl Measurement {
+    /// Passes when `|measured − reference| ≤ tolerance`.
+    pub fn within(case: &str, measured: f64, reference: f64, tolerance: f64, unit: &'static str) -> Self {
+        let pass = (measured - reference).abs() <= tolerance;
+        Self { case: case.to_string(), measured, reference, tolerance, unit, pass }
+    }
+
+    /// Passes when `measured ≤ bound`.
+    pub fn at_most(case: &str, measured: f64, bound: f64, unit: &'static str) -> Self {
+        Self { case: case.to_string(), measured, reference: bound, tolerance: 0.0, unit, pass: measured <= bound }
+    }
+
+    /// Passes when `measured ≥ bound`.
+    pub fn at_least(case: &str, measured: f64, bound: f64, unit: &'static str) -> Self {
+        Self { case: case.to_string(), measured, reference: bound, tolerance: 0.0, unit, pass: measured >= bound }
+    }
+}
+
+/// A registered validation case.
+#[derive(Clone, Copy, Debug)]
+pub struct Case {
+    /// Unique name, `method/what`.
+    pub name: &'static str,
+    /// One line: what is checked against what.
+    pub description: &'static str,
+    /// Runs the case; `quick` shortens it (fewer steps, smaller grids) with the same reference.
+    pub run: fn(quick: bool) -> Measurement,
+}
+
+/// Every validation case of every method, in a stable order.
+pub fn cases() -> Vec<Case> {
+    crate::reint::validation::cases()
+}
