@@ -43,19 +43,9 @@ impl Shape {
     pub fn sdf(&self, p: DVec3) -> f64 {
         match self {
             Shape::Box { min, max } => {
-                let center = (*min + *max) * 0.5;
-                let half = (*max - *min) * 0.5;
-                // With an infinite extent, centre and half-size are inf/NaN: measure that axis as inside.
-                let d = DVec3::from_array(std::array::from_fn(|k| {
-                    if half[k].is_infinite() {
-                        f64::NEG_INFINITY
-                    } else {
-                        (p[k] - center[k]).abs() - half[k]
-                    }
-                }));
-                let outside = d.max(DVec3::ZERO).length();
-                let inside = d.max_element().min(0.0);
-                outside + inside
+                // Per-axis signed distance to the slab [min, max]; exact with infinite extents too.
+                let d = (*min - p).max(p - *max);
+                d.max(DVec3::ZERO).length() + d.max_element().min(0.0)
             }
             Shape::Sphere { center, radius } => (p - *center).length() - radius,
             Shape::Cylinder { center, axis, radius, height } => {

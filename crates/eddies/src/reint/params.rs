@@ -22,7 +22,7 @@ pub enum Eos {
     /// Tait/Cole, `P = k((ρ/ρ₀)^γ − 1)` with `k = ρ₀ c² / γ` (seed 000; γ = 7 for water).
     Tait { gamma: f32 },
     /// Moroz's liquid law `P = k ρ (ρ − ρ₀)` with `k = c² / ρ₀`, so that `dP/dρ = c²` at rest (seed 000). Its
-    /// negative pressure below rest density gives liquids cohesion: drops and streams hold together.
+    /// negative pressure below rest density gives liquids cohesion when [`ReintParams::tension`] is on.
     #[default]
     Quadratic,
 }
@@ -58,6 +58,11 @@ pub struct ReintParams {
     pub kernel_radius: f32,
     /// Kinematic viscosity (m²/s); 0 disables the viscous force.
     pub viscosity: f32,
+    /// Whether negative pressure (below rest density) acts. It gives liquids cohesion — streams and drops
+    /// that hold together, the look of seed 000's paint — but it is what triggers SPH's tensile instability:
+    /// particles pair up, density alternates cell by cell and the fluid never comes to rest. Off, negative
+    /// pressures are clamped to zero, the usual remedy in weakly compressible SPH.
+    pub tension: bool,
     /// Whether SPH forces act at all. Without them the method is pure mass-conserving advection of the
     /// initial velocity field (plus gravity).
     pub forces: bool,
@@ -71,6 +76,7 @@ impl Default for ReintParams {
             sound_speed: 10.0,
             kernel_radius: 1.5,
             viscosity: 0.0,
+            tension: false,
             forces: true,
         }
     }
