@@ -6,6 +6,7 @@
 //! reassociation is involved: each lane computes exactly what the scalar loop would).
 
 use super::state::{Layout, State};
+use super::MAX_SUBSTANCES;
 use crate::par::{self, SharedSlice};
 
 /// Cells per inner chunk: the accumulators of one chunk stay in L1 and the loop vectorises over it.
@@ -123,6 +124,67 @@ pub(crate) fn density<const D: usize, const S: usize>(
     });
 }
 
+/// Per-lane sums of one quantity over the 3^D neighbourhood, added in mirror-symmetric order: within a row
+/// `(left + right) + centre`, then rows and planes the same way. Float addition is commutative, so a cell and
+/// its mirror image add the very same numbers in the very same pairs and get the same bits — a
+/// mirror-symmetric scene stays exactly symmetric, however long it runs.
+pub(crate) struct Tree {
+    row: [[f32; LANES]; 3],
+    plane: [[f32; LANES]; 3],
+}
+
+impl Tree {
+    pub(crate) const fn new() -> Self {
+        Self { row: [[0.0; LANES]; 3], plane: [[0.0; LANES]; 3] }
+    }
+
+    /// Stores the triplet sum `(left + right) + centre` of row `dy` for lane `l`.
+    #[inline(always)]
+    fn set(&mut self, ro: usize, l: usize, left: f32, right: f32, centre: f32) {
+        self.row[ro % 3][l] = (left + right) + centre;
+    }
+
+    /// Folds the three rows of plane `dz` once they are complete.
+    #[inline(always)]
+    fn fold_rows(&mut self, dz: usize, w: usize) {
+        for l in 0..w {
+            self.plane[dz][l] = (self.row[0][l] + self.row[2][l]) + self.row[1][l];
+        }
+    }
+
+    /// The neighbourhood sum of lane `l` (after every row has been set and folded).
+    #[inline(always)]
+    fn total<const D: usize>(&self, l: usize) -> f32 {
+        if D == 2 {
+            self.plane[0][l]
+        } else {
+            (self.plane[0][l] + self.plane[2][l]) + self.plane[1][l]
+        }
+    }
+}
+
+/// Runs `row(ro, delta, off)` for each of the 3^(D−1) neighbour rows of a cell, in order (`ro`: the row's
+/// ordinal, whose `ro % 3` is the tree row to set; `delta`, `off`: index step and centre offset of the row's
+/// x = 0 member), folding every completed plane of the given trees.
+#[inline(always)]
+fn for_each_row<const D: usize>(
+    layout: &Layout<D>,
+    w: usize,
+    trees: &mut [&mut Tree],
+    mut row: impl FnMut(usize, isize, [f32; D], &mut [&mut Tree]),
+) {
+    let rows = layout.neighbours.len() / 3;
+    for ro in 0..rows {
+        let (delta, off) = layout.neighbours[3 * ro + 1];
+        row(ro, delta, off, trees);
+        if ro % 3 == 2 {
+            for t in trees.iter_mut() {
+                t.fold_rows(ro / 3, w);
+            }
+        }
+    }
+}
+
 /// Constants of the SPH force, in cell units (see [`sph_forces`]).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct ForceConsts {
@@ -164,47 +226,55 @@ pub(crate) fn sph_forces<const D: usize>(
         for l in 0..w {
             inv_rho_i[l] = if rho_i[l] > 0.0 { 1.0 / rho_i[l] } else { 0.0 };
         }
-        let mut ap = [[0.0f32; LANES]; D];
-        let mut av = [[0.0f32; LANES]; D];
-        for &(delta, off) in &layout.neighbours {
-            if delta == 0 {
-                continue;
-            }
+        // Pressure and viscous sums per axis: trees 0..D and D..2D.
+        let mut trees: [Tree; 6] = std::array::from_fn(|_| Tree::new());
+        let mut refs: Vec<&mut Tree> = trees.iter_mut().take(2 * D).collect();
+        for_each_row(layout, w, &mut refs, |ro, delta, roff, t| {
             let j0 = (i0 as isize + delta) as usize;
-            let xj: [&[f32]; D] = std::array::from_fn(|a| &pos[a][j0..j0 + w]);
-            let vj: [&[f32]; D] = std::array::from_fn(|a| &vel[a][j0..j0 + w]);
-            let rho_j = &rho[j0..j0 + w];
-            let q_j = &q[j0..j0 + w];
-            for l in 0..w {
-                // d = Xᵢ − Xⱼ, with Xⱼ measured from cell i's centre.
+            // The pair term of neighbour j (at centre offset `off`) on lane l: pressure and viscous parts.
+            let pair = |j: usize, ox: f32, l: usize| -> ([f32; D], [f32; D]) {
                 let mut d = [0.0f32; D];
                 let mut r2 = 0.0;
                 for a in 0..D {
-                    d[a] = xi[a][l] - (off[a] + xj[a][l]);
+                    let off = if a == 0 { ox } else { roff[a] };
+                    // d = Xᵢ − Xⱼ, with Xⱼ measured from cell i's centre.
+                    d[a] = xi[a][l] - (off + pos[a][j]);
                     r2 += d[a] * d[a];
                 }
                 let r = r2.sqrt();
                 let t = pos_part(h - r);
                 let t2 = t * t;
                 let inv_r = if r > 0.0 { 1.0 / r } else { 0.0 };
-                let fp = rho_j[l] * (q_i[l] + q_j[l]) * t2 * inv_r;
-                for a in 0..D {
-                    ap[a][l] += fp * d[a];
-                }
+                let fp = rho[j] * (q_i[l] + q[j]) * t2 * inv_r;
+                let mut fv = 0.0;
                 if viscous {
-                    let present = if rho_j[l] > 0.0 { 1.0 } else { 0.0 };
-                    let fv = present * (1.0 + rho_j[l] * inv_rho_i[l]) * t2 * r / (r2 + eps2);
-                    for a in 0..D {
-                        av[a][l] += fv * (vi[a][l] - vj[a][l]);
-                    }
+                    let present = if rho[j] > 0.0 { 1.0 } else { 0.0 };
+                    // (1 + ρⱼ/ρᵢ) is what makes the pair force symmetric; for a speck next to liquid it
+                    // would exceed the explicit stability limit of the viscous term by orders of
+                    // magnitude, so the ratio is capped at the floor of the pressure term (1/S_FLOOR).
+                    let ratio = (rho[j] * inv_rho_i[l]).min(1.0 / S_FLOOR);
+                    fv = present * (1.0 + ratio) * t2 * r / (r2 + eps2);
+                }
+                (
+                    std::array::from_fn(|a| fp * d[a]),
+                    std::array::from_fn(|a| fv * (vi[a][l] - vel[a][j])),
+                )
+            };
+            for l in 0..w {
+                let (pl, vl) = pair(j0 + l - 1, -1.0, l);
+                let (pr, vr) = pair(j0 + l + 1, 1.0, l);
+                let (pc, vc) = pair(j0 + l, 0.0, l);
+                for a in 0..D {
+                    t[a].set(ro, l, pl[a], pr[a], pc[a]);
+                    t[D + a].set(ro, l, vl[a], vr[a], vc[a]);
                 }
             }
-        }
+        });
         for a in 0..D {
             // SAFETY: chunks of distinct rows are disjoint.
             let o = unsafe { out[a].slice_mut(i0..i0 + w) };
             for l in 0..w {
-                o[l] = k.pressure * ap[a][l] - k.viscosity * av[a][l];
+                o[l] = k.pressure * trees[a].total::<D>(l) - k.viscosity * trees[D + a].total::<D>(l);
             }
         }
     });
@@ -309,47 +379,58 @@ pub(crate) fn normalise<const D: usize, const S: usize>(
     let mass: [&[f32]; S] = std::array::from_fn(|k| state.mass[k].as_slice());
     let scale_out = SharedSlice::new(scale);
     let deficit_out: Vec<SharedSlice<f32>> = deficit.iter_mut().map(|v| SharedSlice::new(v)).collect();
-    let count = layout.neighbours.len();
     for_each_chunk(layout, |i0, w| {
         let x: [&[f32]; D] = std::array::from_fn(|a| &pos[a][i0..i0 + w]);
         let m: [&[f32]; S] = std::array::from_fn(|k| &mass[k][i0..i0 + w]);
-        let mut fracs = [[0.0f32; LANES]; 27];
-        let mut total = [0.0f32; LANES];
-        for (n, &(delta, off)) in layout.neighbours.iter().enumerate() {
-            // The gather of target t = j − delta sees this source at offset `off`.
+        // The overlap of this source's box with the target at each neighbour offset. The gather of target
+        // t = j − delta sees this source at centre offset `off`, so the same arithmetic gives the same bits.
+        let frac_of = |l: usize, ox: f32, roff: [f32; D], t: usize| -> f32 {
+            let mut frac = 1.0;
+            for a in 0..D {
+                let off = if a == 0 { ox } else { roff[a] };
+                frac *= overlap(off + x[a][l], r).0;
+            }
+            match fluid {
+                Some(f) => frac * f[t],
+                None => frac,
+            }
+        };
+        let mut fracs = [[[0.0f32; LANES]; 3]; 9];
+        let mut total = Tree::new();
+        for_each_row(layout, w, &mut [&mut total], |ro, delta, roff, t| {
             let t0 = (i0 as isize - delta) as usize;
             for l in 0..w {
-                let mut frac = 1.0;
-                for a in 0..D {
-                    frac *= overlap(off[a] + x[a][l], r).0;
-                }
-                let frac = match fluid {
-                    Some(f) => frac * f[t0 + l],
-                    None => frac,
-                };
-                fracs[n][l] = frac;
-                total[l] += frac;
+                // Target at x-offset −1 from this source sees it at +1, and so on.
+                let left = frac_of(l, -1.0, roff, t0 + l + 1);
+                let right = frac_of(l, 1.0, roff, t0 + l - 1);
+                let centre = frac_of(l, 0.0, roff, t0 + l);
+                fracs[ro][0][l] = left;
+                fracs[ro][1][l] = centre;
+                fracs[ro][2][l] = right;
+                t[0].set(ro, l, left, right, centre);
             }
-        }
+        });
         let mut inv = [0.0f32; LANES];
         for l in 0..w {
-            inv[l] = if total[l] > 0.0 { 1.0 / total[l] } else { 0.0 };
+            let total = total.total::<D>(l);
+            inv[l] = if total > 0.0 { 1.0 / total } else { 0.0 };
         }
-        let mut handed = [[0.0f32; LANES]; S];
-        for frac in fracs.iter().take(count) {
+        let mut handed: [Tree; MAX_SUBSTANCES] = std::array::from_fn(|_| Tree::new());
+        let mut refs: Vec<&mut Tree> = handed.iter_mut().take(S).collect();
+        for_each_row(layout, w, &mut refs, |ro, _, _, t| {
             for l in 0..w {
-                let fs = frac[l] * inv[l];
+                let [left, centre, right] = [0, 1, 2].map(|c| fracs[ro][c][l] * inv[l]);
                 for k in 0..S {
-                    handed[k][l] += part(fs, m[k][l]);
+                    t[k].set(ro, l, part(left, m[k][l]), part(right, m[k][l]), part(centre, m[k][l]));
                 }
             }
-        }
+        });
         // SAFETY: chunks of distinct rows are disjoint.
         unsafe { scale_out.slice_mut(i0..i0 + w) }.copy_from_slice(&inv[..w]);
         for k in 0..S {
             let d = unsafe { deficit_out[k].slice_mut(i0..i0 + w) };
             for l in 0..w {
-                d[l] = m[k][l] - handed[k][l];
+                d[l] = m[k][l] - handed[k].total::<D>(l);
             }
         }
     });
@@ -381,58 +462,66 @@ pub(crate) fn reintegrate<const D: usize, const S: usize>(
     let out_vel: Vec<SharedSlice<f32>> = dst.vel.iter_mut().map(|v| SharedSlice::new(v)).collect();
     let out_mass: Vec<SharedSlice<f32>> = dst.mass.iter_mut().map(|v| SharedSlice::new(v)).collect();
     for_each_chunk(layout, |i0, w| {
-        let mut am = [[0.0f32; LANES]; S];
-        let mut at = [0.0f32; LANES];
-        let mut ax = [[0.0f32; LANES]; D];
-        let mut av = [[0.0f32; LANES]; D];
-        for &(delta, off) in &layout.neighbours {
+        // Trees: mass per substance (0..S), total mass (S), centre (S+1..S+1+D), momentum (S+1+D..).
+        let mut trees: [Tree; MAX_SUBSTANCES + 7] = std::array::from_fn(|_| Tree::new());
+        let mut refs: Vec<&mut Tree> = trees.iter_mut().take(S + 1 + 2 * D).collect();
+        for_each_row(layout, w, &mut refs, |ro, delta, roff, t| {
             let j0 = (i0 as isize + delta) as usize;
-            let xj: [&[f32]; D] = std::array::from_fn(|a| &pos[a][j0..j0 + w]);
-            let vj: [&[f32]; D] = std::array::from_fn(|a| &vel[a][j0..j0 + w]);
-            let mj: [&[f32]; S] = std::array::from_fn(|k| &mass[k][j0..j0 + w]);
-            let dj: [&[f32]; S] = std::array::from_fn(|k| &deficit[k][j0..j0 + w]);
-            let sj = &scale[j0..j0 + w];
-            for l in 0..w {
+            // What source j, at centre offset (ox, roff), hands this cell: masses, total, centre and momentum
+            // weights.
+            let hand = |j: usize, ox: f32| -> ([f32; S], f32, [f32; D], [f32; D]) {
                 let mut frac = 1.0;
                 let mut centre = [0.0f32; D];
                 let mut owns = true;
                 for a in 0..D {
-                    let x = off[a] + xj[a][l];
+                    let x = if a == 0 { ox } else { roff[a] } + pos[a][j];
                     let (len, c) = overlap(x, r);
                     frac *= len;
                     centre[a] = c;
                     owns &= centre_in_cell(x);
                 }
-                let fs = frac * sj[l];
+                let fs = frac * scale[j];
+                let mut masses = [0.0f32; S];
                 let mut m = 0.0;
                 for k in 0..S {
-                    let p = part(fs, mj[k][l]) + if owns { dj[k][l] } else { 0.0 };
-                    am[k][l] += p;
-                    m += p * unit[k];
+                    masses[k] = part(fs, mass[k][j]) + if owns { deficit[k][j] } else { 0.0 };
+                    m += masses[k] * unit[k];
                 }
-                at[l] += m;
+                (masses, m, std::array::from_fn(|a| m * centre[a]), std::array::from_fn(|a| m * vel[a][j]))
+            };
+            for l in 0..w {
+                let (ml, tl, xl, vl) = hand(j0 + l - 1, -1.0);
+                let (mr, tr, xr, vr) = hand(j0 + l + 1, 1.0);
+                let (mc, tc, xc, vc) = hand(j0 + l, 0.0);
+                for k in 0..S {
+                    t[k].set(ro, l, ml[k], mr[k], mc[k]);
+                }
+                t[S].set(ro, l, tl, tr, tc);
                 for a in 0..D {
-                    ax[a][l] += m * centre[a];
-                    av[a][l] += m * vj[a][l];
+                    t[S + 1 + a].set(ro, l, xl[a], xr[a], xc[a]);
+                    t[S + 1 + D + a].set(ro, l, vl[a], vr[a], vc[a]);
                 }
             }
-        }
+        });
         let mut inv = [0.0f32; LANES];
         for l in 0..w {
-            inv[l] = if at[l] > 0.0 { 1.0 / at[l] } else { 0.0 };
+            let at = trees[S].total::<D>(l);
+            inv[l] = if at > 0.0 { 1.0 / at } else { 0.0 };
         }
         // SAFETY (all writes below): chunks of distinct rows are disjoint.
         for k in 0..S {
             let o = unsafe { out_mass[k].slice_mut(i0..i0 + w) };
-            o.copy_from_slice(&am[k][..w]);
+            for l in 0..w {
+                o[l] = trees[k].total::<D>(l);
+            }
         }
         for a in 0..D {
             let (x, v) = unsafe { (out_pos[a].slice_mut(i0..i0 + w), out_vel[a].slice_mut(i0..i0 + w)) };
             for l in 0..w {
                 // The centre of mass of parts that all lie in the cell lies in the cell; the clamp only
                 // removes rounding.
-                x[l] = (ax[a][l] * inv[l]).clamp(-0.5, 0.5);
-                v[l] = av[a][l] * inv[l];
+                x[l] = (trees[S + 1 + a].total::<D>(l) * inv[l]).clamp(-0.5, 0.5);
+                v[l] = trees[S + 1 + D + a].total::<D>(l) * inv[l];
             }
         }
     });
