@@ -6,8 +6,8 @@
 //! reassociation is involved: each lane computes exactly what the scalar loop would).
 
 use super::state::{Layout, State};
-use super::MAX_SUBSTANCES;
-use crate::par::{self, SharedSlice};
+use crate::par::SharedSlice;
+use rayon::prelude::*;
 
 /// Cells per inner chunk: the accumulators of one chunk stay in L1 and the loop vectorises over it.
 pub(crate) const LANES: usize = 64;
@@ -27,15 +27,21 @@ fn pos_part(x: f32) -> f32 {
     }
 }
 
-/// Runs `f(first_index, len)` over the chunks of every interior row, rows in parallel.
-fn for_each_chunk<const D: usize>(layout: &Layout<D>, f: impl Fn(usize, usize) + Sync + Send) {
+/// Runs `f(scratch, first_index, len)` over the chunks of every interior row, rows in parallel. Each worker
+/// job builds its scratch once with `init`; kernels overwrite every scratch value they read, so results do
+/// not depend on which job ran which row.
+fn for_each_chunk<const D: usize, T>(
+    layout: &Layout<D>,
+    init: impl Fn() -> T + Sync + Send,
+    f: impl Fn(&mut T, usize, usize) + Sync + Send,
+) {
     let nx = layout.n[0];
-    par::for_each(layout.rows(), grain(nx), |row| {
+    (0..layout.rows()).into_par_iter().with_min_len(grain(nx)).for_each_init(init, |scratch, row| {
         let start = layout.row_start(row);
         let mut x = 0;
         while x < nx {
             let w = LANES.min(nx - x);
-            f(start + x, w);
+            f(scratch, start + x, w);
             x += w;
         }
     });
@@ -102,7 +108,7 @@ pub(crate) fn density<const D: usize, const S: usize>(
     let mass: [&[f32]; S] = std::array::from_fn(|k| state.mass[k].as_slice());
     let rho_out = SharedSlice::new(rho);
     let q_out = SharedSlice::new(q);
-    for_each_chunk(layout, |i0, w| {
+    for_each_chunk(layout, || (), |_, i0, w| {
         // SAFETY: chunks of distinct rows are disjoint.
         let (rho, q) = unsafe { (rho_out.slice_mut(i0..i0 + w), q_out.slice_mut(i0..i0 + w)) };
         let m: [&[f32]; S] = std::array::from_fn(|k| &mass[k][i0..i0 + w]);
@@ -128,6 +134,7 @@ pub(crate) fn density<const D: usize, const S: usize>(
 /// `(left + right) + centre`, then rows and planes the same way. Float addition is commutative, so a cell and
 /// its mirror image add the very same numbers in the very same pairs and get the same bits — a
 /// mirror-symmetric scene stays exactly symmetric, however long it runs.
+#[derive(Clone)]
 pub(crate) struct Tree {
     row: [[f32; LANES]; 3],
     plane: [[f32; LANES]; 3],
@@ -138,17 +145,24 @@ impl Tree {
         Self { row: [[0.0; LANES]; 3], plane: [[0.0; LANES]; 3] }
     }
 
-    /// Stores the triplet sum `(left + right) + centre` of row `dy` for lane `l`.
+    /// Stores the sums `(left + right) + centre` of neighbour row `ro`.
     #[inline(always)]
-    fn set(&mut self, ro: usize, l: usize, left: f32, right: f32, centre: f32) {
-        self.row[ro % 3][l] = (left + right) + centre;
+    fn set_row(&mut self, ro: usize, w: usize, left: &[f32; LANES], right: &[f32; LANES], centre: &[f32; LANES]) {
+        let row = &mut self.row[ro % 3];
+        for l in 0..w.min(LANES) {
+            row[l] = (left[l] + right[l]) + centre[l];
+        }
     }
 
-    /// Folds the three rows of plane `dz` once they are complete.
+    /// Folds the three rows of a plane once row `ro` completed it.
     #[inline(always)]
-    fn fold_rows(&mut self, dz: usize, w: usize) {
-        for l in 0..w {
-            self.plane[dz][l] = (self.row[0][l] + self.row[2][l]) + self.row[1][l];
+    fn fold(&mut self, ro: usize, w: usize) {
+        if ro % 3 != 2 {
+            return;
+        }
+        let plane = &mut self.plane[ro / 3];
+        for l in 0..w.min(LANES) {
+            plane[l] = (self.row[0][l] + self.row[2][l]) + self.row[1][l];
         }
     }
 
@@ -163,26 +177,13 @@ impl Tree {
     }
 }
 
-/// Runs `row(ro, delta, off)` for each of the 3^(D−1) neighbour rows of a cell, in order (`ro`: the row's
-/// ordinal, whose `ro % 3` is the tree row to set; `delta`, `off`: index step and centre offset of the row's
-/// x = 0 member), folding every completed plane of the given trees.
+/// The three members of neighbour row `ro`: `(slot, shift, offset)` for the x-offsets −1, +1 and 0 — `slot`
+/// is where their results go (left, right, centre), `shift` their first source index from `j0 − 1`, and
+/// `offset` the centre offset (cells) of the source's cell.
 #[inline(always)]
-fn for_each_row<const D: usize>(
-    layout: &Layout<D>,
-    w: usize,
-    trees: &mut [&mut Tree],
-    mut row: impl FnMut(usize, isize, [f32; D], &mut [&mut Tree]),
-) {
-    let rows = layout.neighbours.len() / 3;
-    for ro in 0..rows {
-        let (delta, off) = layout.neighbours[3 * ro + 1];
-        row(ro, delta, off, trees);
-        if ro % 3 == 2 {
-            for t in trees.iter_mut() {
-                t.fold_rows(ro / 3, w);
-            }
-        }
-    }
+fn row_members<const D: usize>(roff: [f32; D]) -> [(usize, usize, [f32; D]); 3] {
+    let with_x = |ox: f32| -> [f32; D] { std::array::from_fn(|a| if a == 0 { ox } else { roff[a] }) };
+    [(0, 0, with_x(-1.0)), (1, 2, with_x(1.0)), (2, 1, with_x(0.0))]
 }
 
 /// Constants of the SPH force, in cell units (see [`sph_forces`]).
@@ -196,13 +197,30 @@ pub(crate) struct ForceConsts {
     pub viscosity: f32,
 }
 
+/// Pair terms of one x-offset of a neighbour row, per lane and axis.
+#[derive(Clone)]
+struct PairRow<const D: usize> {
+    pressure: [[f32; LANES]; D],
+    viscous: [[f32; LANES]; D],
+}
+
+/// Scratch of the force stage.
+#[derive(Clone)]
+struct ForceScratch<const D: usize> {
+    rows: [PairRow<D>; 3],
+    pressure: [Tree; D],
+    viscous: [Tree; D],
+}
+
 /// Stage "forces": SPH pressure and viscous accelerations (cells/s²) of every particle from its 3^D
 /// neighbours (seed 000 with the symmetric pressure force of Monaghan 1992, the viscous term of Morris et al.
 /// 1997, and the spiky kernel W = σ (h − r)³ of Desbrun and Gascuel 1996, whose gradient does not vanish at
 /// short range and so does not let particles clump).
 ///
-/// aᵢ = Σⱼ ρⱼ (qᵢ + qⱼ) 3σ(h − r)² d̂/Δx² − Σⱼ [ρⱼ>0] ν (1 + ρⱼ/ρᵢ) 3σ(h − r)² r/(r² + 0.01h²) vᵢⱼ/Δx²,
-/// with d = Xᵢ − Xⱼ in cells, r = |d| < h, and ρⱼ Δx^D = mⱼ.
+/// aᵢ = k_p Σⱼ ρⱼ (qᵢ + qⱼ)(h − r)² d/r − k_ν Σⱼ [ρⱼ>0] (1 + ρⱼ/ρᵢ)(h − r)² r/(r² + 0.01h²) vᵢⱼ,
+/// with d = Xᵢ − Xⱼ in cells, r = |d| < h, and ρⱼ Δx^D = mⱼ. The ratio ρⱼ/ρᵢ, which makes the pair force
+/// symmetric, is capped at 1/S_FLOOR: for a speck next to liquid it would exceed the explicit stability limit
+/// of the viscous term by orders of magnitude.
 pub(crate) fn sph_forces<const D: usize>(
     layout: &Layout<D>,
     state: &State<D>,
@@ -214,10 +232,18 @@ pub(crate) fn sph_forces<const D: usize>(
     let pos: [&[f32]; D] = std::array::from_fn(|a| state.pos[a].as_slice());
     let vel: [&[f32]; D] = std::array::from_fn(|a| state.vel[a].as_slice());
     let out: Vec<SharedSlice<f32>> = acc.iter_mut().map(|v| SharedSlice::new(v)).collect();
-    let h = k.h;
-    let eps2 = 0.01 * h * h;
-    let viscous = k.viscosity > 0.0;
-    for_each_chunk(layout, |i0, w| {
+    let (h, eps2, viscous) = (k.h, 0.01 * k.h * k.h, k.viscosity > 0.0);
+    let rows = layout.neighbours.len() / 3;
+    let init = || {
+        let pair = PairRow { pressure: [[0.0; LANES]; D], viscous: [[0.0; LANES]; D] };
+        Box::new(ForceScratch {
+            rows: std::array::from_fn(|_| pair.clone()),
+            pressure: std::array::from_fn(|_| Tree::new()),
+            viscous: std::array::from_fn(|_| Tree::new()),
+        })
+    };
+    for_each_chunk(layout, init, |sc, i0, w| {
+        let w = w.min(LANES);
         let xi: [&[f32]; D] = std::array::from_fn(|a| &pos[a][i0..i0 + w]);
         let vi: [&[f32]; D] = std::array::from_fn(|a| &vel[a][i0..i0 + w]);
         let rho_i = &rho[i0..i0 + w];
@@ -226,55 +252,63 @@ pub(crate) fn sph_forces<const D: usize>(
         for l in 0..w {
             inv_rho_i[l] = if rho_i[l] > 0.0 { 1.0 / rho_i[l] } else { 0.0 };
         }
-        // Pressure and viscous sums per axis: trees 0..D and D..2D.
-        let mut trees: [Tree; 6] = std::array::from_fn(|_| Tree::new());
-        let mut refs: Vec<&mut Tree> = trees.iter_mut().take(2 * D).collect();
-        for_each_row(layout, w, &mut refs, |ro, delta, roff, t| {
+        for ro in 0..rows {
+            let (delta, roff) = layout.neighbours[3 * ro + 1];
             let j0 = (i0 as isize + delta) as usize;
-            // The pair term of neighbour j (at centre offset `off`) on lane l: pressure and viscous parts.
-            let pair = |j: usize, ox: f32, l: usize| -> ([f32; D], [f32; D]) {
-                let mut d = [0.0f32; D];
-                let mut r2 = 0.0;
+            for (slot, shift, off) in row_members(roff) {
+                let j = j0 - 1 + shift;
+                let xj: [&[f32]; D] = std::array::from_fn(|a| &pos[a][j..j + w]);
+                let vj: [&[f32]; D] = std::array::from_fn(|a| &vel[a][j..j + w]);
+                let (rho_j, q_j) = (&rho[j..j + w], &q[j..j + w]);
+                let out = &mut sc.rows[slot];
+                // d = Xᵢ − Xⱼ, with Xⱼ measured from cell i's centre.
+                let mut d = [[0.0f32; LANES]; D];
+                let mut r2 = [0.0f32; LANES];
                 for a in 0..D {
-                    let off = if a == 0 { ox } else { roff[a] };
-                    // d = Xᵢ − Xⱼ, with Xⱼ measured from cell i's centre.
-                    d[a] = xi[a][l] - (off + pos[a][j]);
-                    r2 += d[a] * d[a];
+                    for l in 0..w {
+                        d[a][l] = xi[a][l] - (off[a] + xj[a][l]);
+                        r2[l] += d[a][l] * d[a][l];
+                    }
                 }
-                let r = r2.sqrt();
-                let t = pos_part(h - r);
-                let t2 = t * t;
-                let inv_r = if r > 0.0 { 1.0 / r } else { 0.0 };
-                let fp = rho[j] * (q_i[l] + q[j]) * t2 * inv_r;
-                let mut fv = 0.0;
-                if viscous {
-                    let present = if rho[j] > 0.0 { 1.0 } else { 0.0 };
-                    // (1 + ρⱼ/ρᵢ) is what makes the pair force symmetric; for a speck next to liquid it
-                    // would exceed the explicit stability limit of the viscous term by orders of
-                    // magnitude, so the ratio is capped at the floor of the pressure term (1/S_FLOOR).
-                    let ratio = (rho[j] * inv_rho_i[l]).min(1.0 / S_FLOOR);
-                    fv = present * (1.0 + ratio) * t2 * r / (r2 + eps2);
+                let mut fp = [0.0f32; LANES];
+                let mut fv = [0.0f32; LANES];
+                for l in 0..w {
+                    let r = r2[l].sqrt();
+                    let t = pos_part(h - r);
+                    let t2 = t * t;
+                    let inv_r = if r > 0.0 { 1.0 / r } else { 0.0 };
+                    fp[l] = rho_j[l] * (q_i[l] + q_j[l]) * t2 * inv_r;
+                    let present = if rho_j[l] > 0.0 { 1.0 } else { 0.0 };
+                    let ratio = (rho_j[l] * inv_rho_i[l]).min(1.0 / S_FLOOR);
+                    fv[l] = present * (1.0 + ratio) * t2 * r / (r2[l] + eps2);
                 }
-                (
-                    std::array::from_fn(|a| fp * d[a]),
-                    std::array::from_fn(|a| fv * (vi[a][l] - vel[a][j])),
-                )
-            };
-            for l in 0..w {
-                let (pl, vl) = pair(j0 + l - 1, -1.0, l);
-                let (pr, vr) = pair(j0 + l + 1, 1.0, l);
-                let (pc, vc) = pair(j0 + l, 0.0, l);
                 for a in 0..D {
-                    t[a].set(ro, l, pl[a], pr[a], pc[a]);
-                    t[D + a].set(ro, l, vl[a], vr[a], vc[a]);
+                    for l in 0..w {
+                        out.pressure[a][l] = fp[l] * d[a][l];
+                    }
+                    if viscous {
+                        for l in 0..w {
+                            out.viscous[a][l] = fv[l] * (vi[a][l] - vj[a][l]);
+                        }
+                    }
                 }
             }
-        });
+            let [left, right, centre] = &sc.rows;
+            for a in 0..D {
+                sc.pressure[a].set_row(ro, w, &left.pressure[a], &right.pressure[a], &centre.pressure[a]);
+                sc.pressure[a].fold(ro, w);
+                if viscous {
+                    sc.viscous[a].set_row(ro, w, &left.viscous[a], &right.viscous[a], &centre.viscous[a]);
+                    sc.viscous[a].fold(ro, w);
+                }
+            }
+        }
         for a in 0..D {
             // SAFETY: chunks of distinct rows are disjoint.
             let o = unsafe { out[a].slice_mut(i0..i0 + w) };
             for l in 0..w {
-                o[l] = k.pressure * trees[a].total::<D>(l) - k.viscosity * trees[D + a].total::<D>(l);
+                let viscous_part = if viscous { sc.viscous[a].total::<D>(l) } else { 0.0 };
+                o[l] = k.pressure * sc.pressure[a].total::<D>(l) - k.viscosity * viscous_part;
             }
         }
     });
@@ -296,7 +330,7 @@ pub(crate) fn advance<const D: usize>(
     let vmax = (reach + 0.5) / dt;
     let pos: Vec<SharedSlice<f32>> = state.pos.iter_mut().map(|v| SharedSlice::new(v)).collect();
     let vel: Vec<SharedSlice<f32>> = state.vel.iter_mut().map(|v| SharedSlice::new(v)).collect();
-    for_each_chunk(layout, |i0, w| {
+    for_each_chunk(layout, || (), |_, i0, w| {
         for a in 0..D {
             // SAFETY: chunks of distinct rows are disjoint.
             let (x, v) = unsafe { (pos[a].slice_mut(i0..i0 + w), vel[a].slice_mut(i0..i0 + w)) };
@@ -379,52 +413,68 @@ pub(crate) fn normalise<const D: usize, const S: usize>(
     let mass: [&[f32]; S] = std::array::from_fn(|k| state.mass[k].as_slice());
     let scale_out = SharedSlice::new(scale);
     let deficit_out: Vec<SharedSlice<f32>> = deficit.iter_mut().map(|v| SharedSlice::new(v)).collect();
-    for_each_chunk(layout, |i0, w| {
+    let rows = layout.neighbours.len() / 3;
+    let init = || Box::new(([[[0.0f32; LANES]; 3]; 9], Tree::new(), [Tree::new(), Tree::new(), Tree::new(), Tree::new()]));
+    for_each_chunk(layout, init, |sc, i0, w| {
+        let w = w.min(LANES);
+        let (fracs, total, handed) = &mut **sc;
         let x: [&[f32]; D] = std::array::from_fn(|a| &pos[a][i0..i0 + w]);
         let m: [&[f32]; S] = std::array::from_fn(|k| &mass[k][i0..i0 + w]);
-        // The overlap of this source's box with the target at each neighbour offset. The gather of target
-        // t = j − delta sees this source at centre offset `off`, so the same arithmetic gives the same bits.
-        let frac_of = |l: usize, ox: f32, roff: [f32; D], t: usize| -> f32 {
-            let mut frac = 1.0;
-            for a in 0..D {
-                let off = if a == 0 { ox } else { roff[a] };
-                frac *= overlap(off + x[a][l], r).0;
-            }
-            match fluid {
-                Some(f) => frac * f[t],
-                None => frac,
-            }
-        };
-        let mut fracs = [[[0.0f32; LANES]; 3]; 9];
-        let mut total = Tree::new();
-        for_each_row(layout, w, &mut [&mut total], |ro, delta, roff, t| {
-            let t0 = (i0 as isize - delta) as usize;
-            for l in 0..w {
-                // Target at x-offset −1 from this source sees it at +1, and so on.
-                let left = frac_of(l, -1.0, roff, t0 + l + 1);
-                let right = frac_of(l, 1.0, roff, t0 + l - 1);
-                let centre = frac_of(l, 0.0, roff, t0 + l);
-                fracs[ro][0][l] = left;
-                fracs[ro][1][l] = centre;
-                fracs[ro][2][l] = right;
-                t[0].set(ro, l, left, right, centre);
-            }
-        });
-        let mut inv = [0.0f32; LANES];
-        for l in 0..w {
-            let total = total.total::<D>(l);
-            inv[l] = if total > 0.0 { 1.0 / total } else { 0.0 };
-        }
-        let mut handed: [Tree; MAX_SUBSTANCES] = std::array::from_fn(|_| Tree::new());
-        let mut refs: Vec<&mut Tree> = handed.iter_mut().take(S).collect();
-        for_each_row(layout, w, &mut refs, |ro, _, _, t| {
-            for l in 0..w {
-                let [left, centre, right] = [0, 1, 2].map(|c| fracs[ro][c][l] * inv[l]);
-                for k in 0..S {
-                    t[k].set(ro, l, part(left, m[k][l]), part(right, m[k][l]), part(centre, m[k][l]));
+        // The overlap of this source's box with each target. The gather of target t = j − delta sees this
+        // source at centre offset `off` and computes `overlap(off + x)` per axis and their product in axis
+        // order; the per-axis overlaps depend only on the offset along that axis, so they are computed once
+        // here (for −1, 0, +1) and multiplied in the same order, giving the gather's bits.
+        let mut lens = [[[0.0f32; LANES]; 3]; D];
+        for a in 0..D {
+            for (o, len) in lens[a].iter_mut().enumerate() {
+                let off = o as f32 - 1.0;
+                for l in 0..w {
+                    len[l] = overlap(off + x[a][l], r).0;
                 }
             }
-        });
+        }
+        for ro in 0..rows {
+            let (delta, roff) = layout.neighbours[3 * ro + 1];
+            let t0 = (i0 as isize - delta) as usize;
+            for (slot, shift, off) in row_members(roff) {
+                let frac = &mut fracs[ro][slot];
+                frac[..w].fill(1.0);
+                for a in 0..D {
+                    let len = &lens[a][(off[a] + 1.0) as usize];
+                    for l in 0..w {
+                        frac[l] *= len[l];
+                    }
+                }
+                if let Some(f) = fluid {
+                    // The target that sees this source at x-offset −1 lies at +1 from it, and so on.
+                    let t = t0 + 1 - shift;
+                    let f = &f[t..t + w];
+                    for l in 0..w {
+                        frac[l] *= f[l];
+                    }
+                }
+            }
+            let [left, right, centre] = &fracs[ro];
+            total.set_row(ro, w, left, right, centre);
+            total.fold(ro, w);
+        }
+        let mut inv = [0.0f32; LANES];
+        for l in 0..w {
+            let t = total.total::<D>(l);
+            inv[l] = if t > 0.0 { 1.0 / t } else { 0.0 };
+        }
+        for (k, tree) in handed.iter_mut().enumerate().take(S) {
+            for ro in 0..rows {
+                let mut parts = [[0.0f32; LANES]; 3];
+                for slot in 0..3 {
+                    for l in 0..w {
+                        parts[slot][l] = part(fracs[ro][slot][l] * inv[l], m[k][l]);
+                    }
+                }
+                tree.set_row(ro, w, &parts[0], &parts[1], &parts[2]);
+                tree.fold(ro, w);
+            }
+        }
         // SAFETY: chunks of distinct rows are disjoint.
         unsafe { scale_out.slice_mut(i0..i0 + w) }.copy_from_slice(&inv[..w]);
         for k in 0..S {
@@ -434,6 +484,29 @@ pub(crate) fn normalise<const D: usize, const S: usize>(
             }
         }
     });
+}
+
+/// What one x-offset of a neighbour row hands a chunk of cells, per lane.
+#[derive(Clone)]
+struct Handed<const D: usize, const S: usize> {
+    /// Quanta per substance.
+    mass: [[f32; LANES]; S],
+    /// The part's mass (kg).
+    total: [f32; LANES],
+    /// Mass times overlap centre.
+    centre: [[f32; LANES]; D],
+    /// Mass times velocity.
+    momentum: [[f32; LANES]; D],
+}
+
+/// Scratch of the gather.
+#[derive(Clone)]
+struct GatherScratch<const D: usize, const S: usize> {
+    rows: [Handed<D, S>; 3],
+    mass: [Tree; S],
+    total: Tree,
+    centre: [Tree; D],
+    momentum: [Tree; D],
 }
 
 /// Stage "reintegrate" (seed 000, "Using particle distributions"): every cell gathers, from the 3^D
@@ -461,58 +534,88 @@ pub(crate) fn reintegrate<const D: usize, const S: usize>(
     let out_pos: Vec<SharedSlice<f32>> = dst.pos.iter_mut().map(|v| SharedSlice::new(v)).collect();
     let out_vel: Vec<SharedSlice<f32>> = dst.vel.iter_mut().map(|v| SharedSlice::new(v)).collect();
     let out_mass: Vec<SharedSlice<f32>> = dst.mass.iter_mut().map(|v| SharedSlice::new(v)).collect();
-    for_each_chunk(layout, |i0, w| {
-        // Trees: mass per substance (0..S), total mass (S), centre (S+1..S+1+D), momentum (S+1+D..).
-        let mut trees: [Tree; MAX_SUBSTANCES + 7] = std::array::from_fn(|_| Tree::new());
-        let mut refs: Vec<&mut Tree> = trees.iter_mut().take(S + 1 + 2 * D).collect();
-        for_each_row(layout, w, &mut refs, |ro, delta, roff, t| {
+    let rows = layout.neighbours.len() / 3;
+    let init = || {
+        let handed = Handed::<D, S> {
+            mass: [[0.0; LANES]; S],
+            total: [0.0; LANES],
+            centre: [[0.0; LANES]; D],
+            momentum: [[0.0; LANES]; D],
+        };
+        Box::new(GatherScratch::<D, S> {
+            rows: std::array::from_fn(|_| handed.clone()),
+            mass: std::array::from_fn(|_| Tree::new()),
+            total: Tree::new(),
+            centre: std::array::from_fn(|_| Tree::new()),
+            momentum: std::array::from_fn(|_| Tree::new()),
+        })
+    };
+    for_each_chunk(layout, init, |sc, i0, w| {
+        let w = w.min(LANES);
+        for ro in 0..rows {
+            let (delta, roff) = layout.neighbours[3 * ro + 1];
             let j0 = (i0 as isize + delta) as usize;
-            // What source j, at centre offset (ox, roff), hands this cell: masses, total, centre and momentum
-            // weights.
-            let hand = |j: usize, ox: f32| -> ([f32; S], f32, [f32; D], [f32; D]) {
-                let mut frac = 1.0;
-                let mut centre = [0.0f32; D];
-                let mut owns = true;
+            for (slot, shift, off) in row_members(roff) {
+                let j = j0 - 1 + shift;
+                let out = &mut sc.rows[slot];
+                let mut frac = [1.0f32; LANES];
+                let mut owns = [1.0f32; LANES];
                 for a in 0..D {
-                    let x = if a == 0 { ox } else { roff[a] } + pos[a][j];
-                    let (len, c) = overlap(x, r);
-                    frac *= len;
-                    centre[a] = c;
-                    owns &= centre_in_cell(x);
+                    let xj = &pos[a][j..j + w];
+                    for l in 0..w {
+                        let x = off[a] + xj[l];
+                        let (len, c) = overlap(x, r);
+                        frac[l] *= len;
+                        out.centre[a][l] = c;
+                        owns[l] = if centre_in_cell(x) { owns[l] } else { 0.0 };
+                    }
                 }
-                let fs = frac * scale[j];
-                let mut masses = [0.0f32; S];
-                let mut m = 0.0;
+                let sj = &scale[j..j + w];
+                for l in 0..w {
+                    frac[l] *= sj[l];
+                }
+                out.total[..w].fill(0.0);
                 for k in 0..S {
-                    masses[k] = part(fs, mass[k][j]) + if owns { deficit[k][j] } else { 0.0 };
-                    m += masses[k] * unit[k];
+                    let (mj, dj) = (&mass[k][j..j + w], &deficit[k][j..j + w]);
+                    for l in 0..w {
+                        // The deficit only where this cell holds the box centre: owns is 1 or 0.
+                        let p = part(frac[l], mj[l]) + owns[l] * dj[l];
+                        out.mass[k][l] = p;
+                        out.total[l] += p * unit[k];
+                    }
                 }
-                (masses, m, std::array::from_fn(|a| m * centre[a]), std::array::from_fn(|a| m * vel[a][j]))
-            };
-            for l in 0..w {
-                let (ml, tl, xl, vl) = hand(j0 + l - 1, -1.0);
-                let (mr, tr, xr, vr) = hand(j0 + l + 1, 1.0);
-                let (mc, tc, xc, vc) = hand(j0 + l, 0.0);
-                for k in 0..S {
-                    t[k].set(ro, l, ml[k], mr[k], mc[k]);
-                }
-                t[S].set(ro, l, tl, tr, tc);
                 for a in 0..D {
-                    t[S + 1 + a].set(ro, l, xl[a], xr[a], xc[a]);
-                    t[S + 1 + D + a].set(ro, l, vl[a], vr[a], vc[a]);
+                    let vj = &vel[a][j..j + w];
+                    for l in 0..w {
+                        out.centre[a][l] *= out.total[l];
+                        out.momentum[a][l] = out.total[l] * vj[l];
+                    }
                 }
             }
-        });
+            let [left, right, centre] = &sc.rows;
+            for k in 0..S {
+                sc.mass[k].set_row(ro, w, &left.mass[k], &right.mass[k], &centre.mass[k]);
+                sc.mass[k].fold(ro, w);
+            }
+            sc.total.set_row(ro, w, &left.total, &right.total, &centre.total);
+            sc.total.fold(ro, w);
+            for a in 0..D {
+                sc.centre[a].set_row(ro, w, &left.centre[a], &right.centre[a], &centre.centre[a]);
+                sc.centre[a].fold(ro, w);
+                sc.momentum[a].set_row(ro, w, &left.momentum[a], &right.momentum[a], &centre.momentum[a]);
+                sc.momentum[a].fold(ro, w);
+            }
+        }
         let mut inv = [0.0f32; LANES];
         for l in 0..w {
-            let at = trees[S].total::<D>(l);
-            inv[l] = if at > 0.0 { 1.0 / at } else { 0.0 };
+            let t = sc.total.total::<D>(l);
+            inv[l] = if t > 0.0 { 1.0 / t } else { 0.0 };
         }
         // SAFETY (all writes below): chunks of distinct rows are disjoint.
         for k in 0..S {
             let o = unsafe { out_mass[k].slice_mut(i0..i0 + w) };
             for l in 0..w {
-                o[l] = trees[k].total::<D>(l);
+                o[l] = sc.mass[k].total::<D>(l);
             }
         }
         for a in 0..D {
@@ -520,8 +623,8 @@ pub(crate) fn reintegrate<const D: usize, const S: usize>(
             for l in 0..w {
                 // The centre of mass of parts that all lie in the cell lies in the cell; the clamp only
                 // removes rounding.
-                x[l] = (trees[S + 1 + a].total::<D>(l) * inv[l]).clamp(-0.5, 0.5);
-                v[l] = trees[S + 1 + D + a].total::<D>(l) * inv[l];
+                x[l] = (sc.centre[a].total::<D>(l) * inv[l]).clamp(-0.5, 0.5);
+                v[l] = sc.momentum[a].total::<D>(l) * inv[l];
             }
         }
     });

@@ -1,0 +1,269 @@
+//! `eddies bench`: a registry of named performance cases, printed as a table or as JSON Lines
+//! (`{"bench", "size", "metric", "value", "unit", "threads"}`), the rows of docs/PERFORMANCE.md.
+//!
+//! Each case sets up a simulation, takes [`WARMUP_STEPS`] steps to warm caches and allocators, then times
+//! single steps with `std::time::Instant` and reports the median, which is robust to the occasional slow step
+//! caused by the operating system.
+
+use std::io::Write;
+use std::time::Instant;
+
+use eddies::reint::{ReintConfig, ReintParams, ReintSim};
+use eddies::{Shape, Simulation};
+use glam::DVec3;
+
+use crate::error::CliError;
+use crate::validate::short_number;
+
+/// Steps taken before timing.
+pub const WARMUP_STEPS: usize = 3;
+
+/// One measured number.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BenchRow {
+    /// Case name.
+    pub bench: String,
+    /// Problem size, e.g. `1024x1024`.
+    pub size: String,
+    /// What was measured, e.g. `throughput`.
+    pub metric: String,
+    /// The value.
+    pub value: f64,
+    /// Its unit, e.g. `cell-updates/s`.
+    pub unit: String,
+    /// Worker threads used.
+    pub threads: usize,
+}
+
+/// A registered benchmark.
+#[derive(Clone, Copy, Debug)]
+pub struct BenchCase {
+    /// Unique name, `method-dim-what`.
+    pub name: &'static str,
+    /// One line: what is timed.
+    pub description: &'static str,
+    /// Runs the case; `quick` uses a smaller grid and fewer repetitions.
+    pub run: fn(quick: bool) -> Result<Vec<BenchRow>, String>,
+}
+
+/// Every benchmark, in a stable order.
+pub fn cases() -> Vec<BenchCase> {
+    vec![
+        BenchCase {
+            name: "reint-2d-reintegrate",
+            description: "reintegration alone (no forces, no gravity), 1024² (quick: 256²)",
+            run: |q| reint_bench::<2>("reint-2d-reintegrate", if q { 256 } else { 1024 }, false, q),
+        },
+        BenchCase {
+            name: "reint-2d-step",
+            description:
+                "a full reint step (SPH forces, gravity, reintegration), 1024² (quick: 256²)",
+            run: |q| reint_bench::<2>("reint-2d-step", if q { 256 } else { 1024 }, true, q),
+        },
+        BenchCase {
+            name: "reint-3d-reintegrate",
+            description: "reintegration alone (no forces, no gravity), 128³ (quick: 48³)",
+            run: |q| reint_bench::<3>("reint-3d-reintegrate", if q { 48 } else { 128 }, false, q),
+        },
+        BenchCase {
+            name: "reint-3d-step",
+            description:
+                "a full reint step (SPH forces, gravity, reintegration), 128³ (quick: 48³)",
+            run: |q| reint_bench::<3>("reint-3d-step", if q { 48 } else { 128 }, true, q),
+        },
+    ]
+}
+
+/// Median of the samples (they are sorted in place).
+pub fn median(samples: &mut [f64]) -> f64 {
+    samples.sort_by(f64::total_cmp);
+    let n = samples.len();
+    if n == 0 {
+        f64::NAN
+    } else if n % 2 == 1 {
+        samples[n / 2]
+    } else {
+        0.5 * (samples[n / 2 - 1] + samples[n / 2])
+    }
+}
+
+/// A dam-break-like state on an `n`-per-axis grid: a block of fluid moving right and a blob moving down and
+/// left, with vacuum around, so that the timed steps see fluid, surfaces and empty cells.
+fn reint_bench<const D: usize>(
+    name: &str,
+    n: usize,
+    forces: bool,
+    quick: bool,
+) -> Result<Vec<BenchRow>, String> {
+    let mut cfg = ReintConfig::<D> {
+        resolution: [n; D],
+        cell_size: 1.0 / n as f64,
+        params: ReintParams {
+            forces,
+            ..ReintParams::default()
+        },
+        ..ReintConfig::default()
+    };
+    if !forces {
+        cfg.gravity = [0.0; D];
+    }
+    let mut sim = ReintSim::<D>::new(cfg).map_err(|e| e.to_string())?;
+    let block = if D == 2 {
+        Shape::box2([0.0, 0.0], [0.5, 0.5])
+    } else {
+        Shape::Box {
+            min: DVec3::ZERO,
+            max: DVec3::new(0.5, 0.5, 1.0),
+        }
+    };
+    let blob = Shape::Sphere {
+        center: DVec3::new(0.7, 0.7, if D == 3 { 0.5 } else { 0.0 }),
+        radius: 0.2,
+    };
+    let mut right = [0.0f32; D];
+    right[0] = 0.5;
+    right[1] = 0.2;
+    let mut down = [0.0f32; D];
+    down[0] = -0.3;
+    down[1] = -0.5;
+    sim.fill(&block, 0, 1.0, right);
+    sim.fill(&blob, 0, 1.0, down);
+
+    let cells = n.pow(D as u32) as f64;
+    let dt = {
+        let dt = sim.max_dt(0.5);
+        if dt.is_finite() && dt > 0.0 {
+            dt
+        } else {
+            0.5 / n as f64
+        }
+    };
+    for _ in 0..WARMUP_STEPS {
+        sim.step(dt).map_err(|e| e.to_string())?;
+    }
+    let reps = match (quick, D) {
+        (true, _) => 5,
+        (false, 2) => 20,
+        (false, _) => 10,
+    };
+    let mut samples = Vec::with_capacity(reps);
+    for _ in 0..reps {
+        let start = Instant::now();
+        sim.step(dt).map_err(|e| e.to_string())?;
+        samples.push(start.elapsed().as_secs_f64());
+    }
+    let seconds = median(&mut samples);
+    let size = vec![n.to_string(); D].join("x");
+    let threads = rayon::current_num_threads();
+    let row = |metric: &str, value: f64, unit: &str| BenchRow {
+        bench: name.to_string(),
+        size: size.clone(),
+        metric: metric.to_string(),
+        value,
+        unit: unit.to_string(),
+        threads,
+    };
+    Ok(vec![
+        row("throughput", cells / seconds, "cell-updates/s"),
+        row("step-time", seconds * 1e3, "ms"),
+    ])
+}
+
+/// One JSON line for a row, keys in the documented order.
+pub fn json_line(r: &BenchRow) -> String {
+    format!(
+        "{{\"bench\":{},\"size\":{},\"metric\":{},\"value\":{},\"unit\":{},\"threads\":{}}}",
+        serde_json::Value::String(r.bench.clone()),
+        serde_json::Value::String(r.size.clone()),
+        serde_json::Value::String(r.metric.clone()),
+        serde_json::Number::from_f64(r.value).map_or_else(|| "null".into(), |n| n.to_string()),
+        serde_json::Value::String(r.unit.clone()),
+        r.threads
+    )
+}
+
+/// Runs the cases whose name contains `filter`, printing rows as they arrive.
+pub fn run(
+    filter: Option<&str>,
+    quick: bool,
+    json: bool,
+    out: &mut dyn Write,
+) -> Result<(), CliError> {
+    let all = cases();
+    let chosen: Vec<&BenchCase> = all
+        .iter()
+        .filter(|c| filter.map_or(true, |f| c.name.contains(f)))
+        .collect();
+    if chosen.is_empty() {
+        let names: Vec<&str> = all.iter().map(|c| c.name).collect();
+        return Err(CliError::input(
+            format!("no benchmark matches \"{}\"", filter.unwrap_or("")),
+            vec![format!("  benchmarks: {}", names.join(", "))],
+        ));
+    }
+    let io = |e: std::io::Error| CliError::other(format!("cannot write to stdout: {e}"));
+    let width = chosen.iter().map(|c| c.name.len()).max().unwrap_or(5);
+    if !json {
+        writeln!(
+            out,
+            "{:<width$}  {:>11}  {:<10}  {:>12}  {:<15}  threads",
+            "bench", "size", "metric", "value", "unit"
+        )
+        .map_err(io)?;
+    }
+    for case in chosen {
+        let rows = (case.run)(quick)
+            .map_err(|e| CliError::other(format!("benchmark {} failed: {e}", case.name)))?;
+        for r in &rows {
+            if json {
+                writeln!(out, "{}", json_line(r)).map_err(io)?;
+            } else {
+                writeln!(
+                    out,
+                    "{:<width$}  {:>11}  {:<10}  {:>12}  {:<15}  {}",
+                    r.bench,
+                    r.size,
+                    r.metric,
+                    short_number(r.value),
+                    r.unit,
+                    r.threads
+                )
+                .map_err(io)?;
+            }
+        }
+        out.flush().map_err(io)?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn median_of_odd_and_even() {
+        assert_eq!(median(&mut [3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(&mut [4.0, 1.0, 3.0, 2.0]), 2.5);
+    }
+
+    #[test]
+    fn names_are_unique_and_json_has_documented_keys() {
+        let cs = cases();
+        let mut names: Vec<_> = cs.iter().map(|c| c.name).collect();
+        names.sort();
+        names.dedup();
+        assert_eq!(names.len(), cs.len());
+        let r = BenchRow {
+            bench: "b".into(),
+            size: "8x8".into(),
+            metric: "throughput".into(),
+            value: 2.0,
+            unit: "cell-updates/s".into(),
+            threads: 4,
+        };
+        let v: serde_json::Value = serde_json::from_str(&json_line(&r)).unwrap();
+        for key in ["bench", "size", "metric", "value", "unit", "threads"] {
+            assert!(v.get(key).is_some(), "{key}");
+        }
+    }
+}

@@ -1,0 +1,203 @@
+//! The command line: `eddies run | scenes | validate | bench`, parsed with clap, dispatched, and mapped to
+//! exit codes (see [`crate::error`]).
+
+use std::ffi::OsString;
+use std::io::Write;
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::error::{CliError, EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK};
+use crate::runner::{self, RunOptions};
+use crate::{bench, scenes, validate};
+
+/// Fluid simulation from scene files: reintegration tracking (and, in later builds, PIC/FLIP and vortex
+/// particles). Without a command, runs the showcase scene.
+#[derive(Debug, Parser)]
+#[command(name = "eddies", version)]
+pub struct Cli {
+    /// What to do (default: `run` the showcase scene).
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run a scene: write frames, stats.jsonl and the resolved scene.toml into the output folder.
+    Run(RunArgs),
+    /// List the built-in scenes.
+    Scenes,
+    /// Run the validation cases and compare each with its reference (exit 1 if any fails).
+    Validate(ValidateArgs),
+    /// Measure performance.
+    Bench(BenchArgs),
+}
+
+/// Arguments of `eddies run`.
+#[derive(Debug, Default, Args)]
+pub struct RunArgs {
+    /// A scene file (.toml) or the name of a built-in scene (see `eddies scenes`) [default: paint-stream]
+    pub scene: Option<String>,
+    /// Output folder [default: out/<scene name>]
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Number of output frames (sets time.frames)
+    #[arg(long, value_name = "N")]
+    pub frames: Option<u64>,
+    /// Override a scene key by its dotted path, e.g. `--set reint.viscosity=0.001` or
+    /// `--set region.0.density=0.5`; VALUE is read as TOML, else as a string. Repeatable.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub set: Vec<String>,
+    /// Worker threads (0: one per core)
+    #[arg(long, value_name = "N", default_value_t = 0, value_parser = threads_parser())]
+    pub threads: usize,
+    /// Fixed number of steps per frame (sets time.steps_per_frame; 0: adaptive from time.cfl)
+    #[arg(long, value_name = "N")]
+    pub steps_per_frame: Option<u64>,
+    /// Print nothing but errors
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+/// Arguments of `eddies validate`.
+#[derive(Debug, Args)]
+pub struct ValidateArgs {
+    /// Only cases whose name contains this text
+    pub filter: Option<String>,
+    /// Smaller grids and fewer steps, same references
+    #[arg(long)]
+    pub quick: bool,
+    /// One JSON object per line: {"case","measured","reference","tolerance","unit","pass"}
+    #[arg(long)]
+    pub json: bool,
+    /// Worker threads (0: one per core)
+    #[arg(long, value_name = "N", default_value_t = 0, value_parser = threads_parser())]
+    pub threads: usize,
+}
+
+/// Arguments of `eddies bench`.
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    /// Only benchmarks whose name contains this text
+    pub filter: Option<String>,
+    /// Smaller grids and fewer repetitions
+    #[arg(long)]
+    pub quick: bool,
+    /// One JSON object per line: {"bench","size","metric","value","unit","threads"}
+    #[arg(long)]
+    pub json: bool,
+    /// Worker threads (0: one per core)
+    #[arg(long, value_name = "N", default_value_t = 0, value_parser = threads_parser())]
+    pub threads: usize,
+}
+
+/// Most worker threads accepted: beyond this the operating system is likely to refuse them.
+pub const MAX_THREADS: u64 = 4096;
+
+fn threads_parser() -> clap::builder::RangedU64ValueParser<usize> {
+    clap::builder::RangedU64ValueParser::<usize>::new().range(0..=MAX_THREADS)
+}
+
+/// Runs the program on `args` (the first being the program name) and returns the exit code. Errors are
+/// printed to stderr.
+pub fn main_with_args<I, T>(args: I) -> i32
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    let cli = match Cli::try_parse_from(args) {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            return if e.use_stderr() {
+                EXIT_BAD_INPUT
+            } else {
+                EXIT_OK
+            };
+        }
+    };
+    match dispatch(cli.command.unwrap_or(Command::Run(RunArgs::default()))) {
+        Ok(code) => code,
+        Err(e) => {
+            eprint!("{}", e.report());
+            e.exit_code()
+        }
+    }
+}
+
+fn dispatch(command: Command) -> Result<i32, CliError> {
+    let stdout = std::io::stdout();
+    match command {
+        Command::Run(a) => {
+            let opts = RunOptions {
+                scene: a.scene,
+                out: a.out,
+                frames: a.frames,
+                sets: a.set,
+                threads: a.threads,
+                steps_per_frame: a.steps_per_frame,
+                quiet: a.quiet,
+            };
+            let s = runner::run(&opts)?;
+            if !opts.quiet {
+                let last = s.frames.saturating_sub(1);
+                println!(
+                    "wrote {} frames to {} ({} .. {}, stats.jsonl, scene.toml): {} steps, {:.2} s simulated in {:.1} s",
+                    s.frames,
+                    s.out.display(),
+                    crate::output::frame_name(0),
+                    crate::output::frame_name(last),
+                    s.steps,
+                    s.sim_time,
+                    s.wall.as_secs_f64()
+                );
+            }
+            Ok(EXIT_OK)
+        }
+        Command::Scenes => {
+            let width = scenes::BUILTIN
+                .iter()
+                .map(|s| s.name.len())
+                .max()
+                .unwrap_or(0);
+            let mut out = stdout.lock();
+            for s in scenes::BUILTIN {
+                let default = if s.name == scenes::SHOWCASE {
+                    " (default)"
+                } else {
+                    ""
+                };
+                writeln!(out, "{:<width$}  {}{default}", s.name, s.description())
+                    .map_err(|e| CliError::other(format!("cannot write to stdout: {e}")))?;
+            }
+            Ok(EXIT_OK)
+        }
+        Command::Validate(a) => {
+            let all_passed = eddies::par::with_threads(a.threads, || {
+                validate::run(a.filter.as_deref(), a.quick, a.json, &mut stdout.lock())
+            })?;
+            Ok(if all_passed { EXIT_OK } else { EXIT_FAILURE })
+        }
+        Command::Bench(a) => {
+            eddies::par::with_threads(a.threads, || {
+                bench::run(a.filter.as_deref(), a.quick, a.json, &mut stdout.lock())
+            })?;
+            Ok(EXIT_OK)
+        }
+    }
+}
+
+/// [`main_with_args`] on the process's arguments, with a panic (a bug) reported as exit code 1 rather than
+/// Rust's 101.
+pub fn main() -> i32 {
+    match std::panic::catch_unwind(|| main_with_args(std::env::args_os())) {
+        Ok(code) => code,
+        Err(_) => {
+            eprintln!(
+                "error: internal error (a bug in eddies); the panic message above says where"
+            );
+            EXIT_FAILURE
+        }
+    }
+}

@@ -1,0 +1,140 @@
+//! The error type of the program and its exit codes (DESIGN.md, "Interfaces": 0 success, 2 bad input, 3 the
+//! simulation diverged, 1 anything else). Every error prints as one `error: ...` line plus context lines.
+
+use std::io;
+use std::path::PathBuf;
+
+use eddies::SimError;
+
+use crate::load::SceneError;
+
+/// Exit code: success.
+pub const EXIT_OK: i32 = 0;
+/// Exit code: anything not covered by the other codes (I/O failures, internal errors).
+pub const EXIT_FAILURE: i32 = 1;
+/// Exit code: bad input (scene, flag, file).
+pub const EXIT_BAD_INPUT: i32 = 2;
+/// Exit code: the simulation diverged.
+pub const EXIT_DIVERGED: i32 = 3;
+
+/// Why a command failed.
+#[derive(Debug, thiserror::Error)]
+pub enum CliError {
+    /// A scene key has a bad value (or a `--set` does); located at file, line and column.
+    #[error("{0}")]
+    Scene(#[from] SceneError),
+    /// Bad input that is not a scene value: a missing scene file, an unknown scene name, a bad filter.
+    #[error("{message}")]
+    Input {
+        /// The error line.
+        message: String,
+        /// Lines printed after it.
+        context: Vec<String>,
+    },
+    /// The simulation blew up.
+    #[error("{source}")]
+    Diverged {
+        /// The method's report, naming the stage and step.
+        source: SimError,
+        /// Where the frames written so far are, and what to try.
+        context: Vec<String>,
+    },
+    /// An output file could not be written.
+    #[error("cannot write {}: {source}", path.display())]
+    Write {
+        /// The file or folder.
+        path: PathBuf,
+        /// The operating system's reason.
+        source: io::Error,
+    },
+    /// Anything else.
+    #[error("{message}")]
+    Other {
+        /// The error line.
+        message: String,
+        /// Lines printed after it.
+        context: Vec<String>,
+    },
+}
+
+impl CliError {
+    /// Bad input with context lines.
+    pub fn input(message: impl Into<String>, context: Vec<String>) -> Self {
+        Self::Input {
+            message: message.into(),
+            context,
+        }
+    }
+
+    /// A failure that is not the user's input.
+    pub fn other(message: impl Into<String>) -> Self {
+        Self::Other {
+            message: message.into(),
+            context: Vec::new(),
+        }
+    }
+
+    /// A write failure at `path`.
+    pub fn write(path: impl Into<PathBuf>, source: io::Error) -> Self {
+        Self::Write {
+            path: path.into(),
+            source,
+        }
+    }
+
+    /// The process exit code for this error.
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            CliError::Scene(_) | CliError::Input { .. } => EXIT_BAD_INPUT,
+            CliError::Diverged { .. } => EXIT_DIVERGED,
+            CliError::Write { .. } | CliError::Other { .. } => EXIT_FAILURE,
+        }
+    }
+
+    /// Lines printed after the error line.
+    pub fn context(&self) -> &[String] {
+        match self {
+            CliError::Scene(e) => &e.context,
+            CliError::Input { context, .. }
+            | CliError::Diverged { context, .. }
+            | CliError::Other { context, .. } => context,
+            CliError::Write { .. } => &[],
+        }
+    }
+
+    /// The whole report: `error: <message>` and the context lines, newline-terminated.
+    pub fn report(&self) -> String {
+        let mut s = format!("error: {self}\n");
+        for line in self.context() {
+            s.push_str(line);
+            s.push('\n');
+        }
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exit_codes_follow_the_contract() {
+        let diverged = CliError::Diverged {
+            source: SimError::Diverged {
+                stage: "forces",
+                step: 7,
+                detail: "NaN".into(),
+            },
+            context: vec!["  frames are in out/x".into()],
+        };
+        assert_eq!(diverged.exit_code(), EXIT_DIVERGED);
+        let report = diverged.report();
+        assert!(report.starts_with("error: simulation diverged in stage `forces` at step 7"));
+        assert_eq!(
+            report.lines().filter(|l| l.starts_with("error:")).count(),
+            1
+        );
+        assert_eq!(CliError::input("x", vec![]).exit_code(), EXIT_BAD_INPUT);
+        assert_eq!(CliError::other("x").exit_code(), EXIT_FAILURE);
+    }
+}

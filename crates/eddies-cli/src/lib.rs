@@ -1,0 +1,19 @@
+//! The `eddies` command-line program as a library, so that its parts are testable: the scene format
+//! ([`scene`]) and its loading with located errors ([`load`], [`keypath`]), the built-in scenes ([`scenes`]),
+//! setting up and running a simulation ([`setup`], [`runner`]) and its outputs ([`render`], [`npy`],
+//! [`output`]), the validation and benchmark tables ([`validate`], [`bench`]), the error type and exit codes
+//! ([`error`]) and the argument parser ([`cli`]).
+
+pub mod bench;
+pub mod cli;
+pub mod error;
+pub mod keypath;
+pub mod load;
+pub mod npy;
+pub mod output;
+pub mod render;
+pub mod runner;
+pub mod scene;
+pub mod scenes;
+pub mod setup;
+pub mod validate;

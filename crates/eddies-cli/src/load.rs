@@ -1,0 +1,740 @@
+//! From scene text and `--set` overrides to a checked [`Scene`], with every error located at the file, line
+//! and column of the key it is about (or at the `--set` flag that supplied the value).
+//!
+//! The pipeline: parse the text with `toml_edit` (syntax errors have a span); apply the overrides to an editable
+//! copy; deserialise the edited text with serde (unknown keys and wrong types have a span in the edited text,
+//! which we turn into a key path); fill in defaults and check ranges (errors carry a key path). A key path is
+//! then looked up in the original document for its position, unless an override supplied it.
+
+use std::fmt;
+use std::ops::Range;
+
+use toml_edit::{Document, DocumentMut, InlineTable, Item, Table, TableLike, Value};
+
+use crate::keypath::{KeyPath, Seg};
+use crate::scene::{method_unavailable, Invalid, Method, Scene};
+
+/// Where scene text came from.
+#[derive(Clone, Debug)]
+pub struct SceneSource {
+    /// How error messages name it: a file path, or `builtin:NAME.toml`.
+    pub label: String,
+    /// Short name for the default output folder (file stem or built-in name).
+    pub name: String,
+    /// The TOML text.
+    pub text: String,
+}
+
+/// A value supplied on the command line for one key (`--set`, `--frames`, `--steps-per-frame`).
+#[derive(Clone, Debug)]
+pub struct Override {
+    /// The key it sets.
+    pub path: KeyPath,
+    /// The value.
+    pub value: Value,
+    /// The flag as the user typed it, for error messages (`--set time.fps=0`).
+    pub origin: String,
+}
+
+impl Override {
+    /// Parses `--set key=value`: the value is read as TOML (number, boolean, array, inline table, quoted
+    /// string) and, failing that, taken as a bare string.
+    pub fn parse_set(arg: &str) -> Result<Self, SceneError> {
+        let origin = format!("--set {arg}");
+        let flag_error = |what: String, allowed: &str| SceneError {
+            location: origin.clone(),
+            key: String::new(),
+            what,
+            allowed: Some(allowed.to_string()),
+            context: Vec::new(),
+        };
+        let Some((key, raw)) = arg.split_once('=') else {
+            return Err(flag_error(
+                "expected KEY=VALUE".into(),
+                "e.g. --set reint.viscosity=0.001",
+            ));
+        };
+        let path = KeyPath::parse(key.trim())
+            .map_err(|e| flag_error(e, "a dotted key such as time.fps or region.0.density"))?;
+        let raw = raw.trim();
+        let mut value = raw.parse::<Value>().unwrap_or_else(|_| Value::from(raw));
+        value.decor_mut().clear();
+        Ok(Self {
+            path,
+            value,
+            origin,
+        })
+    }
+
+    /// An override from a dedicated flag such as `--frames 10`.
+    pub fn flag(path: KeyPath, value: Value, origin: String) -> Self {
+        Self {
+            path,
+            value,
+            origin,
+        }
+    }
+}
+
+/// A problem with a scene, located for the user.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SceneError {
+    /// `FILE:LINE:COL`, or the command-line flag that supplied the value.
+    pub location: String,
+    /// The key (`domain.resolution`), empty for syntax errors.
+    pub key: String,
+    /// What is wrong.
+    pub what: String,
+    /// What would be accepted, where that can be said.
+    pub allowed: Option<String>,
+    /// Lines printed after the error line: the source line with a caret, hints.
+    pub context: Vec<String>,
+}
+
+impl fmt::Display for SceneError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: ", self.location)?;
+        if !self.key.is_empty() {
+            write!(f, "{}: ", self.key)?;
+        }
+        write!(f, "{}", self.what)?;
+        if let Some(a) = &self.allowed {
+            write!(f, "; allowed: {a}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for SceneError {}
+
+/// Finds where keys are in the original scene text.
+#[derive(Clone, Debug)]
+pub struct Locator {
+    label: String,
+    text: String,
+    doc: Option<Document<String>>,
+    overrides: Vec<Override>,
+}
+
+/// A scene that deserialised and passed every check, with the means to locate later errors in its source.
+#[derive(Clone, Debug)]
+pub struct Loaded {
+    /// The resolved scene (defaults filled in, overrides applied).
+    pub scene: Scene,
+    /// Where its keys came from.
+    pub locator: Locator,
+}
+
+/// Loads, resolves and checks a scene; see the module documentation.
+pub fn load(src: &SceneSource, overrides: &[Override]) -> Result<Loaded, SceneError> {
+    let original =
+        Document::parse(src.text.clone()).map_err(|e| syntax_error(&src.label, &src.text, &e))?;
+    let locator = Locator {
+        label: src.label.clone(),
+        text: src.text.clone(),
+        doc: Some(original.clone()),
+        overrides: overrides.to_vec(),
+    };
+
+    // The effective text: the original with the overrides applied. Without overrides it is the original.
+    let effective = if overrides.is_empty() {
+        src.text.clone()
+    } else {
+        let mut doc = original.into_mut();
+        for ov in overrides {
+            apply(&mut doc, ov).map_err(|e| SceneError {
+                location: ov.origin.clone(),
+                key: ov.path.to_string(),
+                what: e,
+                allowed: None,
+                context: Vec::new(),
+            })?;
+        }
+        doc.to_string()
+    };
+    let eff_doc = Document::parse(effective.clone()).map_err(|e| SceneError {
+        location: "--set".into(),
+        key: String::new(),
+        what: format!(
+            "the scene with the overrides applied does not parse: {}",
+            e.message()
+        ),
+        allowed: None,
+        context: Vec::new(),
+    })?;
+
+    // A planned method gets its own message before its (not yet known) table is reported as unknown.
+    if let Some(Item::Value(Value::String(m))) = eff_doc.as_table().get("method") {
+        let planned = [Method::Flip, Method::Vpm];
+        if let Some(&m) = planned.iter().find(|p| p.name() == m.value()) {
+            return Err(locator.error(method_unavailable(m)));
+        }
+    }
+
+    let mut scene: Scene = toml::from_str(&effective).map_err(|e| {
+        let path = e
+            .span()
+            .and_then(|s| path_at_table(eff_doc.as_table(), s.start, &KeyPath::root()))
+            .unwrap_or_default();
+        let (what, allowed) = explain(e.message());
+        locator.error(Invalid {
+            path,
+            what,
+            allowed: allowed.unwrap_or_default(),
+        })
+    })?;
+    scene.resolve().map_err(|e| locator.error(e))?;
+    scene.validate().map_err(|e| locator.error(e))?;
+    Ok(Loaded { scene, locator })
+}
+
+impl Locator {
+    /// Locates `invalid` at the flag that supplied its key, or at the key (or its nearest enclosing table)
+    /// in the source.
+    pub fn error(&self, invalid: Invalid) -> SceneError {
+        let Invalid {
+            path,
+            what,
+            allowed,
+        } = invalid;
+        let allowed = (!allowed.is_empty()).then_some(allowed);
+        let from_flag = |ov: &Override| SceneError {
+            location: ov.origin.clone(),
+            key: path.to_string(),
+            what: what.clone(),
+            allowed: allowed.clone(),
+            context: vec![format!(
+                "  the value comes from {}; the scene is {}",
+                ov.origin, self.label
+            )],
+        };
+        if let Some(ov) = self
+            .overrides
+            .iter()
+            .rev()
+            .find(|o| o.path.is_prefix_of(&path))
+        {
+            return from_flag(ov);
+        }
+        let (span, found) = match &self.doc {
+            Some(doc) => span_of(doc.as_table(), &path),
+            None => (None, false),
+        };
+        if !found {
+            if let Some(ov) = self
+                .overrides
+                .iter()
+                .rev()
+                .find(|o| path.is_prefix_of(&o.path))
+            {
+                return from_flag(ov);
+            }
+        }
+        let span = span.unwrap_or(0..0);
+        let (line, col, context) = source_context(&self.text, &span);
+        let mut context = context;
+        if !found && !path.0.is_empty() {
+            context.push(format!(
+                "  `{path}` is not in the file; its default value is used"
+            ));
+        }
+        SceneError {
+            location: format!("{}:{line}:{col}", self.label),
+            key: path.to_string(),
+            what,
+            allowed,
+            context,
+        }
+    }
+}
+
+fn syntax_error(label: &str, text: &str, e: &toml_edit::TomlError) -> SceneError {
+    let span = e.span().unwrap_or(0..0);
+    let (line, col, context) = source_context(text, &span);
+    SceneError {
+        location: format!("{label}:{line}:{col}"),
+        key: String::new(),
+        what: format!(
+            "TOML syntax error: {}",
+            e.message().trim_end().replace('\n', "; ")
+        ),
+        allowed: None,
+        context,
+    }
+}
+
+/// Line and column (1-based, in characters) of `span.start`, and context lines showing the source line with
+/// a caret under the span.
+fn source_context(text: &str, span: &Range<usize>) -> (usize, usize, Vec<String>) {
+    let start = span.start.min(text.len());
+    let line_start = text[..start].rfind('\n').map_or(0, |i| i + 1);
+    let line_end = text[start..].find('\n').map_or(text.len(), |i| start + i);
+    let line = text[..start].matches('\n').count() + 1;
+    let col = text[line_start..start].chars().count() + 1;
+    let line_text = text[line_start..line_end].trim_end_matches('\r');
+    if text.is_empty() {
+        return (1, 1, Vec::new());
+    }
+    let width = text[start..span.end.clamp(start, line_end)]
+        .chars()
+        .count()
+        .max(1);
+    let gutter = " ".repeat(line.to_string().len());
+    let context = vec![
+        format!(" {gutter} |"),
+        format!(" {line} | {line_text}"),
+        format!(" {gutter} | {}{}", " ".repeat(col - 1), "^".repeat(width)),
+    ];
+    (line, col, context)
+}
+
+/// Turns a serde/toml deserialisation message into "what is wrong" and "what is allowed".
+fn explain(message: &str) -> (String, Option<String>) {
+    let message = message.trim();
+    let ticked = |s: &str| -> Vec<String> {
+        s.split('`')
+            .skip(1)
+            .step_by(2)
+            .map(str::to_string)
+            .collect()
+    };
+    if let Some(rest) = message.strip_prefix("unknown field ") {
+        let (name, expected) = rest.split_once(", ").unwrap_or((rest, ""));
+        let allowed = if expected.starts_with("there are no fields") {
+            "no keys here".to_string()
+        } else {
+            ticked(expected).join(", ")
+        };
+        return (format!("unknown key {name}"), Some(allowed));
+    }
+    if let Some(rest) = message.strip_prefix("unknown variant ") {
+        let (name, expected) = rest.split_once(", ").unwrap_or((rest, ""));
+        let name = name.trim_matches('`');
+        let allowed: Vec<_> = ticked(expected)
+            .iter()
+            .map(|v| format!("\"{v}\""))
+            .collect();
+        return (
+            format!("unknown value \"{name}\""),
+            Some(allowed.join(", ")),
+        );
+    }
+    for prefix in ["invalid type: ", "invalid value: ", "invalid length "] {
+        if let Some(rest) = message.strip_prefix(prefix) {
+            if let Some((found, expected)) = rest.rsplit_once(", expected ") {
+                let expected = expected_in_words(expected);
+                let found = if prefix == "invalid length " {
+                    format!("{found} elements")
+                } else {
+                    found.to_string()
+                };
+                return (
+                    format!("expected {expected}, found {found}"),
+                    Some(expected),
+                );
+            }
+        }
+    }
+    if let Some(rest) = message.strip_prefix("missing field ") {
+        return (format!("missing key {rest}"), None);
+    }
+    if let Some(rest) = message.strip_prefix("duplicate field ") {
+        return (
+            format!("key {rest} given twice"),
+            Some("each key once".into()),
+        );
+    }
+    (message.to_string(), None)
+}
+
+/// serde's names of expected types, in the words of a scene file.
+fn expected_in_words(expected: &str) -> String {
+    let e = expected.trim();
+    match e {
+        "i8" | "i16" | "i32" | "i64" | "u8" | "u16" | "u32" | "u64" | "usize" | "isize" => {
+            "an integer".into()
+        }
+        "f32" | "f64" => "a number".into(),
+        "a sequence" => "an array".into(),
+        "a map" => "a table".into(),
+        "a boolean" => "a boolean (true or false)".into(),
+        "enum Method" => "one of \"reint\", \"flip\", \"vpm\"".into(),
+        "enum BoundaryKind" => "one of \"closed\", \"open\"".into(),
+        "enum EosKind" => "one of \"quadratic\", \"tait\", \"ideal-gas\"".into(),
+        "enum Colormap" => "one of \"auto\", \"viridis\", \"inferno\", \"diverging\"".into(),
+        "enum View" => "one of \"projection\", \"slice\"".into(),
+        "enum ShapeSpec" => format!("a shape table with one of {}", crate::scene::SHAPE_KINDS),
+        _ if e.starts_with("struct ") => "a table".into(),
+        _ if e.starts_with("an array of length") || e.starts_with("a tuple") => e.into(),
+        _ => e.into(),
+    }
+}
+
+fn contains(span: Option<Range<usize>>, offset: usize) -> bool {
+    span.is_some_and(|s| offset >= s.start && offset < s.end.max(s.start + 1))
+}
+
+/// The path of the innermost key or value whose text contains byte `offset`.
+fn path_at_table(t: &dyn TableLike, offset: usize, path: &KeyPath) -> Option<KeyPath> {
+    for (name, item) in t.iter() {
+        let here = path.key(name);
+        if contains(t.key(name).and_then(|k| k.span()), offset) {
+            return Some(here);
+        }
+        if let Some(p) = path_at_item(item, offset, &here) {
+            return Some(p);
+        }
+    }
+    None
+}
+
+fn path_at_item(item: &Item, offset: usize, path: &KeyPath) -> Option<KeyPath> {
+    match item {
+        Item::Table(t) => path_at_table(t, offset, path)
+            .or_else(|| contains(t.span(), offset).then(|| path.clone())),
+        Item::ArrayOfTables(a) => a.iter().enumerate().find_map(|(i, t)| {
+            let here = path.index(i);
+            path_at_table(t, offset, &here).or_else(|| contains(t.span(), offset).then_some(here))
+        }),
+        Item::Value(v) => path_at_value(v, offset, path),
+        Item::None => None,
+    }
+}
+
+fn path_at_value(v: &Value, offset: usize, path: &KeyPath) -> Option<KeyPath> {
+    if !contains(v.span(), offset) {
+        return None;
+    }
+    let inner = match v {
+        Value::InlineTable(t) => path_at_table(t, offset, path),
+        Value::Array(a) => a
+            .iter()
+            .enumerate()
+            .find_map(|(i, v)| path_at_value(v, offset, &path.index(i))),
+        _ => None,
+    };
+    Some(inner.unwrap_or_else(|| path.clone()))
+}
+
+/// The span of the key at `path` in a parsed document (of its key, for table keys; of the element, for array
+/// elements), or of the deepest part of the path that exists; and whether the whole path exists.
+fn span_of(root: &Table, path: &KeyPath) -> (Option<Range<usize>>, bool) {
+    enum Node<'a> {
+        Table(&'a dyn TableLike),
+        Tables(&'a toml_edit::ArrayOfTables),
+        Array(&'a toml_edit::Array),
+        Leaf,
+    }
+    fn node(item: &Item) -> Node<'_> {
+        match item {
+            Item::Table(t) => Node::Table(t),
+            Item::ArrayOfTables(a) => Node::Tables(a),
+            Item::Value(v) => value_node(v),
+            Item::None => Node::Leaf,
+        }
+    }
+    fn value_node(v: &Value) -> Node<'_> {
+        match v {
+            Value::InlineTable(t) => Node::Table(t),
+            Value::Array(a) => Node::Array(a),
+            _ => Node::Leaf,
+        }
+    }
+    let mut cur = Node::Table(root);
+    let mut best = None;
+    for seg in &path.0 {
+        let next = match (&cur, seg) {
+            (Node::Table(t), Seg::Key(k)) => t.get_key_value(k).map(|(key, item)| {
+                best = key.span().or(best.clone());
+                node(item)
+            }),
+            (Node::Tables(a), Seg::Index(i)) => a.get(*i).map(|t| {
+                best = t.span().or(best.clone());
+                Node::Table(t)
+            }),
+            (Node::Array(a), Seg::Index(i)) => a.get(*i).map(|v| {
+                best = v.span().or(best.clone());
+                value_node(v)
+            }),
+            _ => None,
+        };
+        match next {
+            Some(n) => cur = n,
+            None => return (best, false),
+        }
+    }
+    (best, true)
+}
+
+/// Sets the value of `ov` in `doc`, creating tables on the way.
+fn apply(doc: &mut DocumentMut, ov: &Override) -> Result<(), String> {
+    set_in_table(
+        doc.as_table_mut(),
+        false,
+        &ov.path.0,
+        &ov.value,
+        &KeyPath::root(),
+    )
+}
+
+fn set_in_table(
+    t: &mut dyn TableLike,
+    inline: bool,
+    segs: &[Seg],
+    v: &Value,
+    done: &KeyPath,
+) -> Result<(), String> {
+    let Some((first, rest)) = segs.split_first() else {
+        return Err("the key is empty".into());
+    };
+    let Seg::Key(k) = first else {
+        return Err(format!("`{done}` is a table, not an array"));
+    };
+    let here = done.key(k);
+    if rest.is_empty() {
+        t.insert(k, Item::Value(v.clone()));
+        return Ok(());
+    }
+    if !t.contains_key(k) {
+        // Create what the next step of the path needs: a table for a key, a list for index 0 (an array of
+        // tables such as `[[emitter]]` at the top level, an inline array inside inline tables).
+        let new = match (&rest[0], inline) {
+            (Seg::Key(_), true) => Item::Value(Value::InlineTable(InlineTable::new())),
+            (Seg::Key(_), false) => {
+                let mut table = Table::new();
+                table.set_implicit(true);
+                Item::Table(table)
+            }
+            (Seg::Index(0), true) => Item::Value(Value::Array(toml_edit::Array::new())),
+            (Seg::Index(0), false) => Item::ArrayOfTables(toml_edit::ArrayOfTables::new()),
+            (Seg::Index(i), _) => {
+                return Err(format!(
+                    "`{here}` is not in the scene, so it has no element [{i}]; start at [0]"
+                ))
+            }
+        };
+        t.insert(k, new);
+    }
+    match t.get_mut(k) {
+        Some(item) => set_in_item(item, rest, v, &here),
+        None => Err(format!("cannot create `{here}`")),
+    }
+}
+
+fn set_in_item(item: &mut Item, segs: &[Seg], v: &Value, done: &KeyPath) -> Result<(), String> {
+    match item {
+        Item::Table(t) => set_in_table(t, false, segs, v, done),
+        Item::Value(val) => set_in_value(val, segs, v, done),
+        Item::ArrayOfTables(a) => {
+            let Some((Seg::Index(i), rest)) = segs.split_first() else {
+                return Err(format!(
+                    "`{done}` is an array of tables: give an index, e.g. `{done}[0]`"
+                ));
+            };
+            let len = a.len();
+            if *i > len {
+                return Err(format!(
+                    "`{done}` has {len} entries (indices 0 to {}); index {i} is out of range",
+                    len.max(1) - 1
+                ));
+            }
+            if *i == len {
+                a.push(Table::new());
+            }
+            let here = done.index(*i);
+            let Some(t) = a.get_mut(*i) else {
+                return Err(format!("cannot reach `{here}`"));
+            };
+            if rest.is_empty() {
+                let Value::InlineTable(new) = v else {
+                    return Err(format!(
+                        "`{here}` is a table; give an inline table such as {{ density = 0.5 }}"
+                    ));
+                };
+                *t = new.clone().into_table();
+                return Ok(());
+            }
+            set_in_table(t, false, rest, v, &here)
+        }
+        Item::None => Err(format!("`{done}` does not exist")),
+    }
+}
+
+fn set_in_value(val: &mut Value, segs: &[Seg], v: &Value, done: &KeyPath) -> Result<(), String> {
+    match val {
+        Value::InlineTable(t) => set_in_table(t, true, segs, v, done),
+        Value::Array(a) => {
+            let Some((Seg::Index(i), rest)) = segs.split_first() else {
+                return Err(format!(
+                    "`{done}` is an array: give an index, e.g. `{done}[0]`"
+                ));
+            };
+            let len = a.len();
+            if *i > len {
+                return Err(format!(
+                    "`{done}` has {len} elements; index {i} is out of range"
+                ));
+            }
+            if rest.is_empty() {
+                if *i == len {
+                    a.push(v.clone());
+                } else {
+                    a.replace(*i, v.clone());
+                }
+                return Ok(());
+            }
+            match a.get_mut(*i) {
+                Some(elem) => set_in_value(elem, rest, v, &done.index(*i)),
+                None => Err(format!(
+                    "`{done}` has {len} elements; index {i} is out of range"
+                )),
+            }
+        }
+        other => Err(format!(
+            "`{done}` is a {}, so it has no key `{}`",
+            other.type_name(),
+            KeyPath(segs.to_vec())
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn src(text: &str) -> SceneSource {
+        SceneSource {
+            label: "s.toml".into(),
+            name: "s".into(),
+            text: text.into(),
+        }
+    }
+
+    fn err(text: &str) -> SceneError {
+        load(&src(text), &[]).unwrap_err()
+    }
+
+    #[test]
+    fn unknown_key_is_located_at_the_key() {
+        let e = err("dim = 2\n[domain]\nresolutoin = [64, 64]\n");
+        assert_eq!(e.location, "s.toml:3:1");
+        assert_eq!(e.key, "domain.resolutoin");
+        assert!(e.what.contains("unknown key"), "{e}");
+        assert!(e.allowed.as_deref().unwrap().contains("resolution"), "{e}");
+        assert_eq!(e.context[1], " 3 | resolutoin = [64, 64]");
+        assert_eq!(e.context[2], "   | ^^^^^^^^^^");
+    }
+
+    #[test]
+    fn wrong_type_is_located_at_the_value() {
+        let e = err("[time]\nfps = \"fast\"\n");
+        assert_eq!(e.key, "time.fps");
+        assert_eq!(e.location, "s.toml:2:1");
+        assert!(e.what.contains("expected a number"), "{e}");
+    }
+
+    #[test]
+    fn type_error_inside_an_array_names_the_element() {
+        let e = err("[domain]\nresolution = [64, \"x\"]\n");
+        assert_eq!(e.key, "domain.resolution[1]");
+        assert_eq!(e.location, "s.toml:2:19");
+    }
+
+    #[test]
+    fn range_error_is_located_after_deserialising() {
+        let e = err("# a scene\n\n[domain]\nresolution = [-64, 64]\n");
+        assert_eq!(e.key, "domain.resolution[0]");
+        assert_eq!(e.location, "s.toml:4:15");
+        assert!(e.allowed.is_some());
+    }
+
+    #[test]
+    fn error_in_array_of_tables_names_the_entry() {
+        let text = "[[region]]\nshape = { sphere = { center = [0.5, 0.5], radius = 0.1 } }\n\
+                    [[region]]\nshape = { sphere = { center = [0.5, 0.5], radius = -0.1 } }\n";
+        let e = err(text);
+        assert_eq!(e.key, "region[1].shape.sphere.radius");
+        assert_eq!(e.location, "s.toml:4:43");
+    }
+
+    #[test]
+    fn unknown_shape_kind() {
+        let e = err("[[region]]\nshape = { ball = { center = [0.5, 0.5], radius = 0.1 } }\n");
+        assert!(e.key.starts_with("region[0].shape"), "{e}");
+        assert!(e.allowed.as_deref().unwrap().contains("\"sphere\""), "{e}");
+    }
+
+    #[test]
+    fn syntax_error_has_a_position() {
+        let e = err("dim = 2\n[domain\n");
+        assert!(e.location.starts_with("s.toml:2:"), "{e}");
+        assert!(e.what.starts_with("TOML syntax error"));
+    }
+
+    #[test]
+    fn planned_method_is_refused_clearly() {
+        let e = err("method = \"flip\"\n[flip]\npic_ratio = 0.05\n");
+        assert_eq!(e.key, "method");
+        assert!(e.what.contains("not available yet"), "{e}");
+    }
+
+    #[test]
+    fn set_overrides_and_errors_name_the_flag() {
+        let text = "[domain]\nresolution = [64, 64]\n[[region]]\nshape = { box = { min = [0.0, 0.0], max = [0.5, 0.5] } }\n";
+        let ovs = [
+            Override::parse_set("domain.resolution=[32,32]").unwrap(),
+            Override::parse_set("region.0.density=0.5").unwrap(),
+            Override::parse_set("reint.eos=tait").unwrap(),
+        ];
+        let loaded = load(&src(text), &ovs).unwrap();
+        assert_eq!(loaded.scene.domain.resolution, Some(vec![32, 32]));
+        assert_eq!(loaded.scene.region[0].density, 0.5);
+        assert_eq!(loaded.scene.reint.eos, crate::scene::EosKind::Tait);
+
+        let bad = Override::parse_set("time.fps=-1").unwrap();
+        let e = load(&src(text), &[bad]).unwrap_err();
+        assert_eq!(e.location, "--set time.fps=-1");
+        assert_eq!(e.key, "time.fps");
+
+        let typo = Override::parse_set("time.fsp=10").unwrap();
+        let e = load(&src(text), &[typo]).unwrap_err();
+        assert_eq!(e.location, "--set time.fsp=10");
+        assert!(e.what.contains("unknown key"), "{e}");
+
+        // Appending to an array of tables, and creating one.
+        let ovs = [
+            Override::parse_set("region.1.shape={sphere={center=[0.5,0.5],radius=0.1}}").unwrap(),
+            Override::parse_set("emitter[0].shape={box={min=[0.4,0.8],max=[0.6,0.9]}}").unwrap(),
+            Override::parse_set("emitter[0].velocity=[0.0,-1.0]").unwrap(),
+        ];
+        let scene = load(&src(text), &ovs).unwrap().scene;
+        assert_eq!(scene.region.len(), 2);
+        assert_eq!(scene.emitter.len(), 1);
+        assert_eq!(scene.emitter[0].velocity, Some(vec![0.0, -1.0]));
+
+        let e = load(
+            &src(text),
+            &[Override::parse_set("region.5.density=1").unwrap()],
+        )
+        .unwrap_err();
+        assert!(e.what.contains("out of range"), "{e}");
+        assert!(Override::parse_set("novalue").is_err());
+    }
+
+    #[test]
+    fn explain_rewrites_serde_messages() {
+        let (what, allowed) = explain("unknown field `fsp`, expected one of `frames`, `fps`");
+        assert_eq!(what, "unknown key `fsp`");
+        assert_eq!(allowed.unwrap(), "frames, fps");
+        let (what, allowed) = explain("invalid type: string \"a\", expected f64");
+        assert_eq!(what, "expected a number, found string \"a\"");
+        assert_eq!(allowed.unwrap(), "a number");
+    }
+
+    #[test]
+    fn source_context_counts_characters() {
+        let (line, col, ctx) = source_context("a = 1\nβ = \"x\"\n", &(11..14));
+        assert_eq!((line, col), (2, 5));
+        assert_eq!(ctx[2], "   |     ^^^");
+    }
+}

@@ -1,0 +1,459 @@
+//! `eddies run`: load and check a scene, refuse it before anything is written if it is wrong or too large,
+//! then step the simulation frame by frame and write the outputs.
+//!
+//! Time line: frame k (from 0) shows the state after (k + 1) / fps simulated seconds. Each frame is reached
+//! either by `steps_per_frame` equal steps, or adaptively by steps of `min(max_dt(cfl), time left)`; when the
+//! time left is less than two CFL steps it is split evenly, so that no step is a tiny remainder.
+
+use std::fs::{self, File};
+use std::io::{BufWriter, IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use eddies::{SimError, Simulation};
+use indicatif::{ProgressBar, ProgressStyle};
+use toml_edit::Value;
+
+use crate::error::CliError;
+use crate::keypath::KeyPath;
+use crate::load::{self, Loaded, Override, SceneSource};
+use crate::output::{self, frame_name};
+use crate::scene::Scene;
+use crate::{npy, render, scenes, setup};
+
+/// What `eddies run` was asked to do.
+#[derive(Clone, Debug, Default)]
+pub struct RunOptions {
+    /// A scene file or built-in name; `None` is the showcase.
+    pub scene: Option<String>,
+    /// Output folder; `None` is `out/<scene name>`.
+    pub out: Option<PathBuf>,
+    /// Overrides `time.frames`.
+    pub frames: Option<u64>,
+    /// `--set KEY=VALUE` arguments, in order.
+    pub sets: Vec<String>,
+    /// Worker threads (0: one per core).
+    pub threads: usize,
+    /// Overrides `time.steps_per_frame`.
+    pub steps_per_frame: Option<u64>,
+    /// No progress output.
+    pub quiet: bool,
+}
+
+/// What a finished run did.
+#[derive(Clone, Debug)]
+pub struct RunSummary {
+    /// The output folder.
+    pub out: PathBuf,
+    /// Frames written.
+    pub frames: usize,
+    /// Simulation steps taken.
+    pub steps: u64,
+    /// Simulated time (s).
+    pub sim_time: f64,
+    /// Wall time of the whole run.
+    pub wall: Duration,
+}
+
+/// Finds the scene text: an existing file, else a built-in scene, else an error listing the built-ins.
+pub fn scene_source(arg: Option<&str>) -> Result<SceneSource, CliError> {
+    let builtin_source = |b: &scenes::BuiltinScene| SceneSource {
+        label: b.label(),
+        name: b.name.to_string(),
+        text: b.source.to_string(),
+    };
+    let Some(arg) = arg else {
+        let b = scenes::find(scenes::SHOWCASE)
+            .ok_or_else(|| CliError::other("the showcase scene is missing"))?;
+        return Ok(builtin_source(b));
+    };
+    let path = Path::new(arg);
+    let looks_like_file =
+        arg.ends_with(".toml") || arg.contains(std::path::MAIN_SEPARATOR) || arg.contains('/');
+    if path.exists() || looks_like_file {
+        let text = fs::read(path).map_err(|e| {
+            CliError::input(
+                format!("cannot read scene file {arg}: {e}"),
+                vec![format!("  built-in scenes: {}", scenes::names())],
+            )
+        })?;
+        let text = String::from_utf8(text).map_err(|e| {
+            CliError::input(
+                format!("scene file {arg} is not UTF-8 text: {e}"),
+                Vec::new(),
+            )
+        })?;
+        let name = path
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .unwrap_or("scene")
+            .to_string();
+        return Ok(SceneSource {
+            label: arg.to_string(),
+            name,
+            text,
+        });
+    }
+    match scenes::find(arg) {
+        Some(b) => Ok(builtin_source(b)),
+        None => Err(CliError::input(
+            format!("no scene file or built-in scene named {arg}"),
+            vec![
+                format!("  built-in scenes: {}", scenes::names()),
+                "  scene files end in .toml".into(),
+            ],
+        )),
+    }
+}
+
+/// The overrides of the command line: `--set`s in order, then `--frames` and `--steps-per-frame`.
+pub fn overrides(opts: &RunOptions) -> Result<Vec<Override>, CliError> {
+    let mut ovs = opts
+        .sets
+        .iter()
+        .map(|s| Override::parse_set(s))
+        .collect::<Result<Vec<_>, _>>()?;
+    let int = |n: u64| Value::from(i64::try_from(n).unwrap_or(i64::MAX));
+    if let Some(n) = opts.frames {
+        ovs.push(Override::flag(
+            KeyPath::root().key("time").key("frames"),
+            int(n),
+            format!("--frames {n}"),
+        ));
+    }
+    if let Some(n) = opts.steps_per_frame {
+        let path = KeyPath::root().key("time").key("steps_per_frame");
+        ovs.push(Override::flag(
+            path,
+            int(n),
+            format!("--steps-per-frame {n}"),
+        ));
+    }
+    Ok(ovs)
+}
+
+/// Everything `run` does before it writes anything: find, load, check, and estimate memory. Returns the
+/// source, the checked scene and the memory estimate (bytes).
+pub fn prepare(opts: &RunOptions) -> Result<(SceneSource, Loaded, f64), CliError> {
+    let src = scene_source(opts.scene.as_deref())?;
+    let ovs = overrides(opts)?;
+    let loaded = load::load(&src, &ovs)?;
+    let bytes = setup::check_memory(&loaded, setup::available_memory())?;
+    Ok((src, loaded, bytes))
+}
+
+/// Runs a scene; see the module documentation.
+pub fn run(opts: &RunOptions) -> Result<RunSummary, CliError> {
+    let (src, loaded, bytes) = prepare(opts)?;
+    let out = opts
+        .out
+        .clone()
+        .unwrap_or_else(|| Path::new("out").join(&src.name));
+    let scene = loaded.scene;
+    eddies::par::with_threads(opts.threads, || {
+        if !opts.quiet {
+            eprintln!("{}", describe(&src, &scene, bytes, &out));
+        }
+        let sim = setup::build(&scene).map_err(|e| match e {
+            SimError::InvalidInput(msg) => CliError::input(
+                format!("{}: the simulation cannot be set up: {msg}", src.label),
+                Vec::new(),
+            ),
+            other => CliError::other(other.to_string()),
+        })?;
+        Runner::start(&src, &scene, sim, out, opts.quiet)?.run()
+    })
+}
+
+/// One line about the run, printed before it starts.
+fn describe(src: &SceneSource, scene: &Scene, bytes: f64, out: &Path) -> String {
+    let res: Vec<String> = scene.resolution().iter().map(|n| n.to_string()).collect();
+    let subs = scene.substances().len();
+    format!(
+        "eddies: {}: {} {}D, {} cells, {} substance{}, {} frames at {} fps ({:.2} s); about {}; {} threads -> {}",
+        src.name,
+        scene.method.name(),
+        scene.dim(),
+        res.join("x"),
+        subs,
+        if subs == 1 { "" } else { "s" },
+        scene.time.frames,
+        scene.time.fps,
+        scene.time.frames as f64 / scene.time.fps,
+        setup::format_bytes(bytes),
+        rayon::current_num_threads(),
+        out.display()
+    )
+}
+
+/// A run in progress: the simulation, the open stats file and the progress display.
+struct Runner<'a> {
+    scene: &'a Scene,
+    sim: Box<dyn Simulation>,
+    out: PathBuf,
+    stats: BufWriter<File>,
+    stats_path: PathBuf,
+    progress: Progress,
+    backdrop: render::Backdrop,
+    started: Instant,
+    frames_written: usize,
+}
+
+impl<'a> Runner<'a> {
+    /// Creates the output folder, clears an earlier run's frames from it, writes `scene.toml` and opens
+    /// `stats.jsonl`.
+    fn start(
+        src: &SceneSource,
+        scene: &'a Scene,
+        sim: Box<dyn Simulation>,
+        out: PathBuf,
+        quiet: bool,
+    ) -> Result<Self, CliError> {
+        fs::create_dir_all(&out).map_err(|e| {
+            CliError::input(
+                format!("cannot create the output folder {}: {e}", out.display()),
+                vec!["  choose another folder with --out DIR".into()],
+            )
+        })?;
+        output::remove_stale_outputs(&out).map_err(|e| CliError::write(&out, e))?;
+        let header = format!(
+            "Resolved scene \"{}\" (from {}), written by eddies {}: every default filled in and every\n\
+             command-line override applied. `eddies run` on this file repeats the run.",
+            src.name,
+            src.label,
+            env!("CARGO_PKG_VERSION")
+        );
+        let text = output::scene_toml(scene, &header).map_err(CliError::other)?;
+        let scene_path = out.join("scene.toml");
+        output::write_atomic(&scene_path, text.as_bytes())
+            .map_err(|e| CliError::write(&scene_path, e))?;
+        let stats_path = out.join("stats.jsonl");
+        let stats = File::create(&stats_path).map_err(|e| CliError::write(&stats_path, e))?;
+        let frames = scene.time.frames.max(0) as u64;
+        Ok(Self {
+            scene,
+            sim,
+            out,
+            stats: BufWriter::new(stats),
+            stats_path,
+            progress: Progress::new(frames, quiet),
+            backdrop: render::Backdrop::new(scene),
+            started: Instant::now(),
+            frames_written: 0,
+        })
+    }
+
+    fn run(mut self) -> Result<RunSummary, CliError> {
+        let frames = self.scene.time.frames.max(0) as usize;
+        let frame_dt = 1.0 / self.scene.time.fps;
+        for frame in 0..frames {
+            let t_end = (frame + 1) as f64 * frame_dt;
+            if let Err(e) = self.advance_to(t_end, frame_dt) {
+                // Keep what was written: the stats up to the failing step and the frames before it.
+                let _ = self.stats.flush();
+                self.progress.abandon();
+                return Err(self.failure(e));
+            }
+            self.write_frame(frame)?;
+            self.stats
+                .flush()
+                .map_err(|e| CliError::write(&self.stats_path, e))?;
+            self.progress.frame_done(
+                frame + 1,
+                self.sim.time(),
+                self.sim.steps(),
+                self.started.elapsed(),
+            );
+        }
+        self.progress.finish();
+        Ok(RunSummary {
+            out: self.out,
+            frames: self.frames_written,
+            steps: self.sim.steps(),
+            sim_time: self.sim.time(),
+            wall: self.started.elapsed(),
+        })
+    }
+
+    /// Steps until the simulated time reaches `t_end`.
+    fn advance_to(&mut self, t_end: f64, frame_dt: f64) -> Result<(), StepFailure> {
+        let spf = self.scene.time.steps_per_frame.max(0) as u64;
+        if spf > 0 {
+            let dt = frame_dt / spf as f64;
+            for _ in 0..spf {
+                self.step(dt)?;
+            }
+            return Ok(());
+        }
+        let cfl = self.scene.time.cfl;
+        loop {
+            let left = t_end - self.sim.time();
+            if left <= frame_dt * 1e-9 {
+                return Ok(());
+            }
+            let max = self.sim.max_dt(cfl);
+            if max.is_nan() || max <= 0.0 {
+                return Err(StepFailure::Sim(SimError::Diverged {
+                    stage: "max_dt",
+                    step: self.sim.steps(),
+                    detail: format!("the CFL time step is {max} s"),
+                }));
+            }
+            let dt = if max >= left {
+                left
+            } else if 2.0 * max > left {
+                0.5 * left
+            } else {
+                max
+            };
+            let before = self.sim.time();
+            self.step(dt)?;
+            if self.sim.time() <= before {
+                return Err(StepFailure::Stalled(before));
+            }
+        }
+    }
+
+    fn step(&mut self, dt: f64) -> Result<(), StepFailure> {
+        let rec = self.sim.step(dt).map_err(StepFailure::Sim)?;
+        writeln!(self.stats, "{}", output::stats_line(&rec)).map_err(StepFailure::Stats)?;
+        self.progress
+            .step_done(self.sim.time(), self.sim.steps(), self.started.elapsed());
+        Ok(())
+    }
+
+    /// Writes frame `frame`: the PNG, and with `output.npy` the particle and mass arrays.
+    fn write_frame(&mut self, frame: usize) -> Result<(), CliError> {
+        let picture = render::render(self.sim.as_ref(), self.scene, &self.backdrop)
+            .map_err(CliError::other)?;
+        let png = picture.to_png().map_err(CliError::other)?;
+        let path = self.out.join(frame_name(frame));
+        output::write_atomic(&path, &png).map_err(|e| CliError::write(&path, e))?;
+        if self.scene.output.npy {
+            let dim = self.sim.dim();
+            let positions = self.sim.particle_positions();
+            let bytes = npy::encode_f32(
+                &[positions.len() / dim, dim],
+                &positions[..positions.len() / dim * dim],
+            );
+            let path = self.out.join(output::particles_name(frame));
+            output::write_atomic(&path, &bytes).map_err(|e| CliError::write(&path, e))?;
+            let mass = self.sim.field("mass").ok_or_else(|| {
+                CliError::other("the simulation offers no \"mass\" field for output.npy")
+            })?;
+            let bytes = npy::encode_f32(&mass.shape, &mass.data);
+            let path = self.out.join(output::field_name("mass", frame));
+            output::write_atomic(&path, &bytes).map_err(|e| CliError::write(&path, e))?;
+        }
+        self.frames_written = frame + 1;
+        Ok(())
+    }
+
+    fn failure(&self, e: StepFailure) -> CliError {
+        let kept = if self.frames_written == 0 {
+            format!(
+                "  no frames were written; {} has the steps taken",
+                self.stats_path.display()
+            )
+        } else {
+            format!(
+                "  {} and {} to {} are kept in {}",
+                self.stats_path
+                    .file_name()
+                    .and_then(|n| n.to_str())
+                    .unwrap_or("stats.jsonl"),
+                frame_name(0),
+                frame_name(self.frames_written - 1),
+                self.out.display()
+            )
+        };
+        match e {
+            StepFailure::Sim(source @ SimError::Diverged { .. }) => CliError::Diverged {
+                source,
+                context: vec![
+                    kept,
+                    "  try a smaller time.cfl or more --steps-per-frame, and check the [reint] parameters".into(),
+                ],
+            },
+            StepFailure::Sim(SimError::InvalidInput(msg)) => CliError::input(msg, vec![kept]),
+            StepFailure::Stats(e) => CliError::write(&self.stats_path, e),
+            StepFailure::Stalled(t) => CliError::Other {
+                message: format!("the simulated time does not advance past {t} s"),
+                context: vec![kept],
+            },
+        }
+    }
+}
+
+/// Why stepping stopped.
+enum StepFailure {
+    Sim(SimError),
+    Stats(std::io::Error),
+    Stalled(f64),
+}
+
+/// Progress on stderr: a bar with steps/s and ETA on a terminal, else one line per frame.
+struct Progress {
+    bar: Option<ProgressBar>,
+    plain: bool,
+    frames: u64,
+    last_update: Instant,
+}
+
+impl Progress {
+    fn new(frames: u64, quiet: bool) -> Self {
+        let terminal = std::io::stderr().is_terminal();
+        let bar = (!quiet && terminal).then(|| {
+            let bar = ProgressBar::new(frames);
+            let style = ProgressStyle::with_template(
+                "{spinner} [{elapsed_precise}] {bar:32} {pos}/{len} frames  {msg}  ETA {eta}",
+            )
+            .unwrap_or_else(|_| ProgressStyle::default_bar());
+            bar.set_style(style);
+            bar.enable_steady_tick(Duration::from_millis(200));
+            bar
+        });
+        Self {
+            bar,
+            plain: !quiet && !terminal,
+            frames,
+            last_update: Instant::now(),
+        }
+    }
+
+    fn message(time: f64, steps: u64, elapsed: Duration) -> String {
+        let rate = steps as f64 / elapsed.as_secs_f64().max(1e-9);
+        format!("t={time:.2} s  steps={steps}  {rate:.1} steps/s")
+    }
+
+    fn step_done(&mut self, time: f64, steps: u64, elapsed: Duration) {
+        if let Some(bar) = &self.bar {
+            if self.last_update.elapsed() > Duration::from_millis(250) {
+                bar.set_message(Self::message(time, steps, elapsed));
+                self.last_update = Instant::now();
+            }
+        }
+    }
+
+    fn frame_done(&mut self, frame: usize, time: f64, steps: u64, elapsed: Duration) {
+        let msg = Self::message(time, steps, elapsed);
+        if let Some(bar) = &self.bar {
+            bar.set_message(msg);
+            bar.set_position(frame as u64);
+        } else if self.plain {
+            eprintln!("frame {frame}/{}  {msg}", self.frames);
+        }
+    }
+
+    fn finish(&self) {
+        if let Some(bar) = &self.bar {
+            bar.finish();
+        }
+    }
+
+    fn abandon(&self) {
+        if let Some(bar) = &self.bar {
+            bar.abandon();
+        }
+    }
+}

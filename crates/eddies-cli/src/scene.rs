@@ -1,0 +1,1215 @@
+//! The scene format: what a scene file (TOML) may contain, its defaults, and the checks on its values.
+//!
+//! Every key has a default (shape dimensions excepted: a sphere needs its radius) and a doc comment here, and
+//! unknown keys are errors. The structs deserialise with serde; [`Scene::resolve`] then fills in the
+//! defaults that depend on the dimension and [`Scene::validate`] checks every value, naming the key of the
+//! first bad one. [`crate::load`] turns those key paths into file, line and column.
+//!
+//! ```toml
+//! method = "reint"
+//! dim = 2
+//! [domain]
+//! size = [1.0, 1.0]
+//! resolution = [256, 256]
+//! [[region]]
+//! shape = { box = { min = [0.0, 0.0], max = [0.3, 0.6] } }
+//! ```
+
+use eddies::reint::MAX_SUBSTANCES;
+use eddies::Shape;
+use glam::{DQuat, DVec3};
+use serde::{Deserialize, Serialize};
+
+use crate::keypath::KeyPath;
+
+/// Fewest cells per axis: the SPH kernel and the reintegration gather need a few cells of room.
+pub const MIN_RESOLUTION: i64 = 4;
+/// Most cells per axis accepted before the memory check (keeps the cell count within 64 bits).
+pub const MAX_RESOLUTION: i64 = 1 << 20;
+/// Most output frames.
+pub const MAX_FRAMES: i64 = 10_000_000;
+/// Largest density fraction of a region or emitter: beyond a few times rest density the pressure law
+/// explodes on the first step.
+pub const MAX_DENSITY_FRACTION: f64 = 10.0;
+
+/// A value that is out of range, of the wrong shape, or inconsistent with another value.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Invalid {
+    /// The key the problem is with.
+    pub path: KeyPath,
+    /// What is wrong.
+    pub what: String,
+    /// What would be accepted.
+    pub allowed: String,
+}
+
+impl Invalid {
+    /// A problem with the value at `path`.
+    pub fn new(path: KeyPath, what: impl Into<String>, allowed: impl Into<String>) -> Self {
+        Self {
+            path,
+            what: what.into(),
+            allowed: allowed.into(),
+        }
+    }
+}
+
+/// Result of a check.
+pub type Check = Result<(), Invalid>;
+
+/// Simulation method.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Method {
+    /// Reintegration tracking with SPH forces (`eddies::reint`).
+    #[default]
+    Reint,
+    /// PIC/FLIP liquid (planned).
+    Flip,
+    /// Vortex particle method (planned).
+    Vpm,
+}
+
+impl Method {
+    /// The name used in scene files.
+    pub fn name(self) -> &'static str {
+        match self {
+            Method::Reint => "reint",
+            Method::Flip => "flip",
+            Method::Vpm => "vpm",
+        }
+    }
+}
+
+/// Methods this build can run.
+pub const AVAILABLE_METHODS: &[Method] = &[Method::Reint];
+
+/// A scene: the method, the domain, the time line, the method's parameters, the initial fluid, sources, sinks
+/// and obstacles, and what to write.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Scene {
+    /// Simulation method: "reint" (reintegration tracking); "flip" and "vpm" are planned. Default "reint".
+    pub method: Method,
+    /// Number of space dimensions, 2 or 3. Default 2.
+    pub dim: i64,
+    /// Seed for methods with random initial states (reint has none; kept so a scene can switch method).
+    /// Default 1.
+    pub seed: i64,
+    /// The box the simulation runs in.
+    pub domain: Domain,
+    /// Frames and time stepping.
+    pub time: Time,
+    /// Parameters of reintegration tracking.
+    pub reint: Reint,
+    /// The substances (1 to 4), referred to by index from regions and emitters. Default: one, water-like.
+    pub substance: Vec<SubstanceSpec>,
+    /// Initial fluid, filled in order (a later region replaces an earlier one where they overlap).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub region: Vec<Region>,
+    /// Solid obstacles.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub obstacle: Vec<Obstacle>,
+    /// Sources of fluid.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub emitter: Vec<EmitterSpec>,
+    /// Drains.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub sink: Vec<SinkSpec>,
+    /// What the frames show and which arrays are written.
+    pub output: Output,
+}
+
+impl Default for Scene {
+    fn default() -> Self {
+        Self {
+            method: Method::Reint,
+            dim: 2,
+            seed: 1,
+            domain: Domain::default(),
+            time: Time::default(),
+            reint: Reint::default(),
+            substance: Vec::new(),
+            region: Vec::new(),
+            obstacle: Vec::new(),
+            emitter: Vec::new(),
+            sink: Vec::new(),
+            output: Output::default(),
+        }
+    }
+}
+
+/// Domain edges.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum BoundaryKind {
+    /// Solid walls that keep the fluid in.
+    #[default]
+    Closed,
+    /// Fluid that leaves is gone.
+    Open,
+}
+
+/// `[domain]`: the simulated box, its lower corner at the origin.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Domain {
+    /// Edge lengths (m), one per axis; cells must be cubes, so `size` is proportional to `resolution`.
+    /// Default 1.0 along x and `resolution`-proportional along the other axes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub size: Option<Vec<f64>>,
+    /// Cells per axis, 4 to 2²⁰ each. Default 128 per axis.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resolution: Option<Vec<i64>>,
+    /// "closed" (walls) or "open". Default "closed".
+    pub boundary: BoundaryKind,
+    /// Gravity (m/s²), y is up. Default [0, -9.81] (2D) or [0, -9.81, 0] (3D).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gravity: Option<Vec<f64>>,
+}
+
+/// `[time]`: output frames and time stepping.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Time {
+    /// Number of output frames; frame k shows the state after (k + 1) / fps seconds. Default 60.
+    pub frames: i64,
+    /// Output frames per simulated second. Default 30.
+    pub fps: f64,
+    /// Steps per frame; 0 chooses the step from `cfl` (adaptive). Default 0.
+    pub steps_per_frame: i64,
+    /// Largest fraction of a cell the fluid may move per step (and the matching sound-speed limit), in
+    /// (0, 1]. Default 0.5.
+    pub cfl: f64,
+}
+
+impl Default for Time {
+    fn default() -> Self {
+        Self {
+            frames: 60,
+            fps: 30.0,
+            steps_per_frame: 0,
+            cfl: 0.5,
+        }
+    }
+}
+
+/// Pressure law of reint.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum EosKind {
+    /// `P = k ρ (ρ − ρ₀)`: liquids with cohesion (seed 000).
+    #[default]
+    Quadratic,
+    /// `P = k((ρ/ρ₀)^γ − 1)`: stiff liquids such as water.
+    Tait,
+    /// `P = k ρ`: a gas.
+    IdealGas,
+}
+
+/// `[reint]`: parameters of reintegration tracking (see `eddies::reint::ReintParams`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Reint {
+    /// Half-size of the box each cell's particle is spread into (cells), in (0, 1]: below 0.5
+    /// particle-like, above 0.5 field-like. Default 0.55.
+    pub diffusion_radius: f64,
+    /// Pressure law: "quadratic", "tait" or "ideal-gas". Default "quadratic".
+    pub eos: EosKind,
+    /// Exponent γ of the Tait law, 1 to 20 (used with eos = "tait"). Default 7.
+    pub gamma: f64,
+    /// Speed of sound at rest density (m/s), > 0: the stiffness. Default 10.
+    pub sound_speed: f64,
+    /// Support radius of the SPH kernel (cells), 1 to 1.5. Default 1.5.
+    pub kernel_radius: f64,
+    /// Kinematic viscosity (m²/s), ≥ 0. Default 0.
+    pub viscosity: f64,
+    /// Whether negative pressure (below rest density) acts: cohesive streams and drops, at the risk of SPH's
+    /// tensile instability (particles pair up and never settle). Default false.
+    pub tension: bool,
+    /// Whether SPH forces act; without them the fluid only moves ballistically. Default true.
+    pub forces: bool,
+}
+
+impl Default for Reint {
+    fn default() -> Self {
+        Self {
+            diffusion_radius: 0.55,
+            eos: EosKind::Quadratic,
+            gamma: 7.0,
+            sound_speed: 10.0,
+            kernel_radius: 1.5,
+            viscosity: 0.0,
+            tension: false,
+            forces: true,
+        }
+    }
+}
+
+/// `[[substance]]`: one fluid.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SubstanceSpec {
+    /// Rest density (kg/m³ in 3D, kg/m² in 2D), > 0. Default 1000.
+    pub rest_density: f64,
+    /// Display colour, linear RGB, each in [0, 1]. Default [0.15, 0.45, 0.95].
+    pub color: Vec<f64>,
+}
+
+impl Default for SubstanceSpec {
+    fn default() -> Self {
+        Self {
+            rest_density: 1000.0,
+            color: vec![0.15, 0.45, 0.95],
+        }
+    }
+}
+
+/// `[[region]]`: initial fluid.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Region {
+    /// Where the fluid is (required).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shape: Option<ShapeSpec>,
+    /// Substance index. Default 0.
+    pub substance: i64,
+    /// Density as a fraction of the substance's rest density, in (0, 10]. Default 1.
+    pub density: f64,
+    /// Initial velocity (m/s). Default zero.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub velocity: Option<Vec<f64>>,
+}
+
+impl Default for Region {
+    fn default() -> Self {
+        Self {
+            shape: None,
+            substance: 0,
+            density: 1.0,
+            velocity: None,
+        }
+    }
+}
+
+/// `[[obstacle]]`: a solid.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Obstacle {
+    /// The solid's shape (required).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shape: Option<ShapeSpec>,
+    /// Velocity of a moving obstacle (m/s); reint supports static obstacles only, so it must be zero.
+    /// Default zero.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub velocity: Option<Vec<f64>>,
+}
+
+/// `[[emitter]]`: a source of fluid that keeps its cells filled while active.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct EmitterSpec {
+    /// Where fluid enters (required).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shape: Option<ShapeSpec>,
+    /// Substance index. Default 0.
+    pub substance: i64,
+    /// Velocity of the emitted fluid (m/s). Default zero.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub velocity: Option<Vec<f64>>,
+    /// Density it fills to, as a fraction of rest density, in (0, 10]. Default 1.
+    pub density: f64,
+    /// Simulated time it starts (s), ≥ 0. Default 0.
+    pub start: f64,
+    /// Simulated time it stops (s), > start; `inf` for never. Default inf.
+    pub stop: f64,
+}
+
+impl Default for EmitterSpec {
+    fn default() -> Self {
+        Self {
+            shape: None,
+            substance: 0,
+            velocity: None,
+            density: 1.0,
+            start: 0.0,
+            stop: f64::INFINITY,
+        }
+    }
+}
+
+/// `[[sink]]`: a drain.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SinkSpec {
+    /// Where fluid leaves (required).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shape: Option<ShapeSpec>,
+    /// Fraction of the mass inside removed per second (1/s), ≥ 0. Default 10.
+    pub rate: f64,
+}
+
+impl Default for SinkSpec {
+    fn default() -> Self {
+        Self {
+            shape: None,
+            rate: 10.0,
+        }
+    }
+}
+
+/// Colour map of frames that show a field other than `density`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Colormap {
+    /// "diverging" for signed fields, "viridis" otherwise.
+    #[default]
+    Auto,
+    /// Perceptually uniform, dark blue to yellow.
+    Viridis,
+    /// Perceptually uniform, black to pale yellow.
+    Inferno,
+    /// Blue (negative) – white (zero) – red (positive), symmetric about zero.
+    Diverging,
+}
+
+/// How a 3D scene becomes a 2D frame.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum View {
+    /// Looking along −z through the whole depth (column density, or the density-weighted mean of a field).
+    #[default]
+    Projection,
+    /// The cells of the middle z layer.
+    Slice,
+}
+
+/// `[output]`: frames and arrays.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Output {
+    /// Field the PNG frames show. "density" colours the fluid by substance over a dark background; other
+    /// fields ("speed", "pressure", "vorticity", ...) use `colormap`. Default "density".
+    pub field: String,
+    /// Whether to write `particles_NNNNN.npy` and `field_mass_NNNNN.npy` per frame. Default false.
+    pub npy: bool,
+    /// "auto", "viridis", "inferno" or "diverging". Default "auto".
+    pub colormap: Colormap,
+    /// 3D only: "projection" or "slice". Default "projection".
+    pub view: View,
+}
+
+impl Default for Output {
+    fn default() -> Self {
+        Self {
+            field: "density".to_string(),
+            npy: false,
+            colormap: Colormap::Auto,
+            view: View::Projection,
+        }
+    }
+}
+
+/// A box.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BoxSpec {
+    /// Lower corner (m). In 2D the box extends through all z.
+    pub min: Vec<f64>,
+    /// Upper corner (m).
+    pub max: Vec<f64>,
+}
+
+/// A ball (a disc in 2D).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SphereSpec {
+    /// Centre (m).
+    pub center: Vec<f64>,
+    /// Radius (m), > 0.
+    pub radius: f64,
+}
+
+/// A capped cylinder (a rectangle in 2D).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CylinderSpec {
+    /// Middle of the axis (m).
+    pub center: Vec<f64>,
+    /// Direction of the axis (any length but zero).
+    pub axis: Vec<f64>,
+    /// Radius (m), > 0.
+    pub radius: f64,
+    /// Length along the axis (m), > 0.
+    pub height: f64,
+}
+
+/// A half-space: everything behind the plane through `point` facing `normal`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PlaneSpec {
+    /// A point on the plane (m).
+    pub point: Vec<f64>,
+    /// Outward normal (any length but zero): the inside is where `(p − point)·normal ≤ 0`.
+    pub normal: Vec<f64>,
+}
+
+/// Two shapes: the points of `base` outside `cut`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DifferenceSpec {
+    /// The shape cut from.
+    pub base: Box<ShapeSpec>,
+    /// The shape removed.
+    pub cut: Box<ShapeSpec>,
+}
+
+/// A shape scaled (about the origin), then rotated, then translated.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TransformSpec {
+    /// The shape moved.
+    pub shape: Box<ShapeSpec>,
+    /// Rotation in degrees: 2D `[angle]` about z; 3D `[x, y, z]` about the axes, applied x first.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rotate_deg: Option<Vec<f64>>,
+    /// 3D: axis of an axis–angle rotation (default z); use with `angle_deg`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub axis: Option<Vec<f64>>,
+    /// Angle of an axis–angle rotation (degrees, counter-clockwise about `axis`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub angle_deg: Option<f64>,
+    /// Translation (m). Default zero.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub translate: Option<Vec<f64>>,
+    /// Uniform scale factor, > 0. Default 1.
+    #[serde(default = "one")]
+    pub scale: f64,
+}
+
+fn one() -> f64 {
+    1.0
+}
+
+/// A shape as written in a scene: `shape = { box = { min = [..], max = [..] } }`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ShapeSpec {
+    /// `box = { min, max }`.
+    Box(BoxSpec),
+    /// `sphere = { center, radius }`.
+    Sphere(SphereSpec),
+    /// `cylinder = { center, axis, radius, height }`.
+    Cylinder(CylinderSpec),
+    /// `plane = { point, normal }`.
+    Plane(PlaneSpec),
+    /// `union = [ {shape}, {shape}, .. ]`.
+    Union(Vec<ShapeSpec>),
+    /// `difference = { base = {shape}, cut = {shape} }`.
+    Difference(DifferenceSpec),
+    /// `transform = { shape = {shape}, rotate_deg | axis + angle_deg, translate, scale }`.
+    Transform(TransformSpec),
+}
+
+/// The shape kinds, for error messages.
+pub const SHAPE_KINDS: &str = "box, sphere, cylinder, plane, union, difference, transform";
+
+fn pad3(v: &[f64]) -> DVec3 {
+    DVec3::new(
+        v.first().copied().unwrap_or(0.0),
+        v.get(1).copied().unwrap_or(0.0),
+        v.get(2).copied().unwrap_or(0.0),
+    )
+}
+
+impl ShapeSpec {
+    /// Checks the shape's vectors have `dim` components and its sizes are positive.
+    pub fn validate(&self, path: &KeyPath, dim: usize) -> Check {
+        match self {
+            ShapeSpec::Box(b) => {
+                let p = path.key("box");
+                vector(&p.key("min"), &b.min, dim)?;
+                vector(&p.key("max"), &b.max, dim)?;
+                for k in 0..dim {
+                    if b.max[k] <= b.min[k] {
+                        return Err(Invalid::new(
+                            p.key("max"),
+                            format!(
+                                "max[{k}] = {} is not above min[{k}] = {}",
+                                b.max[k], b.min[k]
+                            ),
+                            "max greater than min on every axis",
+                        ));
+                    }
+                }
+                Ok(())
+            }
+            ShapeSpec::Sphere(s) => {
+                let p = path.key("sphere");
+                vector(&p.key("center"), &s.center, dim)?;
+                positive(&p.key("radius"), s.radius, "m")
+            }
+            ShapeSpec::Cylinder(c) => {
+                let p = path.key("cylinder");
+                vector(&p.key("center"), &c.center, dim)?;
+                direction(&p.key("axis"), &c.axis, dim)?;
+                positive(&p.key("radius"), c.radius, "m")?;
+                positive(&p.key("height"), c.height, "m")
+            }
+            ShapeSpec::Plane(pl) => {
+                let p = path.key("plane");
+                vector(&p.key("point"), &pl.point, dim)?;
+                direction(&p.key("normal"), &pl.normal, dim)
+            }
+            ShapeSpec::Union(shapes) => {
+                let p = path.key("union");
+                if shapes.is_empty() {
+                    return Err(Invalid::new(
+                        p,
+                        "the union is empty",
+                        format!("a list of shapes ({SHAPE_KINDS})"),
+                    ));
+                }
+                shapes
+                    .iter()
+                    .enumerate()
+                    .try_for_each(|(i, s)| s.validate(&p.index(i), dim))
+            }
+            ShapeSpec::Difference(d) => {
+                let p = path.key("difference");
+                d.base.validate(&p.key("base"), dim)?;
+                d.cut.validate(&p.key("cut"), dim)
+            }
+            ShapeSpec::Transform(t) => {
+                let p = path.key("transform");
+                t.shape.validate(&p.key("shape"), dim)?;
+                if let Some(r) = &t.rotate_deg {
+                    let want = if dim == 2 { 1 } else { 3 };
+                    let rp = p.key("rotate_deg");
+                    if r.len() != want {
+                        let allowed = if dim == 2 {
+                            "[angle] (degrees about z)"
+                        } else {
+                            "[x, y, z] (degrees)"
+                        };
+                        return Err(Invalid::new(
+                            rp,
+                            format!("expected {want} number(s) (dim = {dim}), found {}", r.len()),
+                            allowed,
+                        ));
+                    }
+                    finite_all(&rp, r)?;
+                    if t.angle_deg.is_some() || t.axis.is_some() {
+                        return Err(Invalid::new(
+                            rp,
+                            "both rotate_deg and axis/angle_deg are given",
+                            "either rotate_deg or axis with angle_deg",
+                        ));
+                    }
+                }
+                if let Some(axis) = &t.axis {
+                    if dim == 2 {
+                        return Err(Invalid::new(
+                            p.key("axis"),
+                            "2D rotations are about z and take no axis",
+                            "angle_deg or rotate_deg = [angle]",
+                        ));
+                    }
+                    direction(&p.key("axis"), axis, 3)?;
+                    if t.angle_deg.is_none() {
+                        return Err(Invalid::new(
+                            p.key("axis"),
+                            "axis without angle_deg",
+                            "axis with angle_deg",
+                        ));
+                    }
+                }
+                if let Some(a) = t.angle_deg {
+                    finite(&p.key("angle_deg"), a)?;
+                }
+                if let Some(tr) = &t.translate {
+                    vector(&p.key("translate"), tr, dim)?;
+                }
+                positive(&p.key("scale"), t.scale, "factor")
+            }
+        }
+    }
+
+    /// The library shape. 2D vectors are padded with z = 0 and 2D boxes extend through all z. Call after
+    /// [`ShapeSpec::validate`].
+    pub fn to_shape(&self, dim: usize) -> Shape {
+        match self {
+            ShapeSpec::Box(b) if dim == 2 => {
+                Shape::box2([b.min[0], b.min[1]], [b.max[0], b.max[1]])
+            }
+            ShapeSpec::Box(b) => Shape::Box {
+                min: pad3(&b.min),
+                max: pad3(&b.max),
+            },
+            ShapeSpec::Sphere(s) => Shape::Sphere {
+                center: pad3(&s.center),
+                radius: s.radius,
+            },
+            ShapeSpec::Cylinder(c) => Shape::Cylinder {
+                center: pad3(&c.center),
+                axis: pad3(&c.axis),
+                radius: c.radius,
+                height: c.height,
+            },
+            ShapeSpec::Plane(p) => Shape::HalfSpace {
+                point: pad3(&p.point),
+                normal: pad3(&p.normal),
+            },
+            ShapeSpec::Union(shapes) => {
+                Shape::Union(shapes.iter().map(|s| s.to_shape(dim)).collect())
+            }
+            ShapeSpec::Difference(d) => Shape::Difference {
+                base: Box::new(d.base.to_shape(dim)),
+                cut: Box::new(d.cut.to_shape(dim)),
+            },
+            ShapeSpec::Transform(t) => {
+                let rotation = match (&t.rotate_deg, t.angle_deg) {
+                    (Some(r), _) if dim == 2 => DQuat::from_rotation_z(r[0].to_radians()),
+                    (Some(r), _) => {
+                        DQuat::from_rotation_z(r[2].to_radians())
+                            * DQuat::from_rotation_y(r[1].to_radians())
+                            * DQuat::from_rotation_x(r[0].to_radians())
+                    }
+                    (None, Some(a)) => {
+                        let axis = t
+                            .axis
+                            .as_deref()
+                            .map(pad3)
+                            .unwrap_or(DVec3::Z)
+                            .normalize_or(DVec3::Z);
+                        DQuat::from_axis_angle(axis, a.to_radians())
+                    }
+                    (None, None) => DQuat::IDENTITY,
+                };
+                Shape::Transform {
+                    shape: Box::new(t.shape.to_shape(dim)),
+                    rotation,
+                    translation: t.translate.as_deref().map(pad3).unwrap_or(DVec3::ZERO),
+                    scale: t.scale,
+                }
+            }
+        }
+    }
+}
+
+fn finite(path: &KeyPath, x: f64) -> Check {
+    if x.is_finite() {
+        Ok(())
+    } else {
+        Err(Invalid::new(
+            path.clone(),
+            format!("{x} is not a finite number"),
+            "a finite number",
+        ))
+    }
+}
+
+fn finite_all(path: &KeyPath, v: &[f64]) -> Check {
+    v.iter()
+        .enumerate()
+        .try_for_each(|(i, &x)| finite(&path.index(i), x))
+}
+
+/// A position or velocity: `dim` finite numbers.
+fn vector(path: &KeyPath, v: &[f64], dim: usize) -> Check {
+    if v.len() != dim {
+        return Err(Invalid::new(
+            path.clone(),
+            format!("expected {dim} numbers (dim = {dim}), found {}", v.len()),
+            format!("a list of {dim} numbers"),
+        ));
+    }
+    finite_all(path, v)
+}
+
+/// A direction: a vector that is not zero.
+fn direction(path: &KeyPath, v: &[f64], dim: usize) -> Check {
+    vector(path, v, dim)?;
+    if v.iter().all(|&x| x == 0.0) {
+        return Err(Invalid::new(
+            path.clone(),
+            "the direction is zero",
+            "a non-zero vector",
+        ));
+    }
+    Ok(())
+}
+
+fn positive(path: &KeyPath, x: f64, unit: &str) -> Check {
+    if x.is_finite() && x > 0.0 {
+        Ok(())
+    } else {
+        Err(Invalid::new(
+            path.clone(),
+            format!("{x} is not positive"),
+            format!("a finite number > 0 ({unit})"),
+        ))
+    }
+}
+
+/// `lo < x ≤ hi` (`lo_open`) or `lo ≤ x ≤ hi`.
+fn range(path: &KeyPath, x: f64, lo: f64, hi: f64, lo_open: bool) -> Check {
+    let ok = x.is_finite() && (if lo_open { x > lo } else { x >= lo }) && x <= hi;
+    if ok {
+        Ok(())
+    } else {
+        let bracket = if lo_open { "(" } else { "[" };
+        Err(Invalid::new(
+            path.clone(),
+            format!("{x} is out of range"),
+            format!("{bracket}{lo}, {hi}]"),
+        ))
+    }
+}
+
+fn int_range(path: &KeyPath, x: i64, lo: i64, hi: i64) -> Check {
+    if (lo..=hi).contains(&x) {
+        Ok(())
+    } else {
+        Err(Invalid::new(
+            path.clone(),
+            format!("{x} is out of range"),
+            format!("integers from {lo} to {hi}"),
+        ))
+    }
+}
+
+impl Scene {
+    /// Dimension as a count (call after [`Scene::resolve`] has checked it).
+    pub fn dim(&self) -> usize {
+        if self.dim == 3 {
+            3
+        } else {
+            2
+        }
+    }
+
+    /// Cells per axis, the default where unset.
+    pub fn resolution(&self) -> Vec<usize> {
+        match &self.domain.resolution {
+            Some(r) => r.iter().map(|&n| n.max(0) as usize).collect(),
+            None => vec![128; self.dim()],
+        }
+    }
+
+    /// Domain edge lengths (m), the default where unset (1 m along x, cubic cells).
+    pub fn size(&self) -> Vec<f64> {
+        match &self.domain.size {
+            Some(s) => s.clone(),
+            None => {
+                let res = self.resolution();
+                res.iter().map(|&n| n as f64 / res[0] as f64).collect()
+            }
+        }
+    }
+
+    /// Gravity (m/s²), the default where unset.
+    pub fn gravity(&self) -> Vec<f64> {
+        match &self.domain.gravity {
+            Some(g) => g.clone(),
+            None => {
+                let mut g = vec![0.0; self.dim()];
+                g[1] = -9.81;
+                g
+            }
+        }
+    }
+
+    /// Edge length of a cell (m).
+    pub fn cell_size(&self) -> f64 {
+        self.size()[0] / self.resolution()[0] as f64
+    }
+
+    /// Substances, the default one where none are given.
+    pub fn substances(&self) -> Vec<SubstanceSpec> {
+        if self.substance.is_empty() {
+            vec![SubstanceSpec::default()]
+        } else {
+            self.substance.clone()
+        }
+    }
+
+    /// Names of the fields the method offers (what `output.field` accepts).
+    pub fn field_names(&self) -> Vec<String> {
+        let dim = self.dim();
+        let mut names: Vec<String> = ["density", "mass", "speed", "velocity_x", "velocity_y"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        if dim == 3 {
+            names.push("velocity_z".into());
+        }
+        names.push("pressure".into());
+        if dim == 2 {
+            names.push("vorticity".into());
+        }
+        names.extend((0..self.substances().len()).map(|k| format!("substance_{k}")));
+        names
+    }
+
+    /// Checks `dim` and fills in every default that depends on it, so that the scene serialises fully
+    /// resolved.
+    pub fn resolve(&mut self) -> Check {
+        if self.dim != 2 && self.dim != 3 {
+            return Err(Invalid::new(
+                KeyPath::root().key("dim"),
+                format!("{} is not a dimension", self.dim),
+                "2, 3",
+            ));
+        }
+        let dim = self.dim();
+        // Size defaults from the resolution, so check the resolution's shape first.
+        if let Some(r) = &self.domain.resolution {
+            resolution(r, dim)?;
+        }
+        self.domain.resolution = Some(self.resolution().iter().map(|&n| n as i64).collect());
+        self.domain.size = Some(self.size());
+        self.domain.gravity = Some(self.gravity());
+        self.substance = self.substances();
+        let zero = || Some(vec![0.0; dim]);
+        for r in &mut self.region {
+            r.velocity = r.velocity.take().or_else(zero);
+        }
+        for o in &mut self.obstacle {
+            o.velocity = o.velocity.take().or_else(zero);
+        }
+        for e in &mut self.emitter {
+            e.velocity = e.velocity.take().or_else(zero);
+        }
+        Ok(())
+    }
+
+    /// Checks every value; the first problem found is returned. Call after [`Scene::resolve`].
+    pub fn validate(&self) -> Check {
+        let root = KeyPath::root();
+        let dim = self.dim();
+        if !AVAILABLE_METHODS.contains(&self.method) {
+            return Err(method_unavailable(self.method));
+        }
+
+        // [domain]
+        let d = root.key("domain");
+        let res = self.resolution();
+        let size = self.size();
+        vector(&d.key("size"), &size, dim)?;
+        for (k, &s) in size.iter().enumerate() {
+            if s <= 0.0 {
+                return Err(Invalid::new(
+                    d.key("size").index(k),
+                    format!("{s} is not positive"),
+                    "edge lengths > 0 (m)",
+                ));
+            }
+        }
+        let h = size[0] / res[0] as f64;
+        for k in 1..dim {
+            let hk = size[k] / res[k] as f64;
+            if ((hk - h) / h).abs() > 1e-9 {
+                return Err(Invalid::new(
+                    d.key("size"),
+                    format!(
+                        "cells are not cubes: size/resolution is {h} m along x but {hk} m along {}",
+                        ["x", "y", "z"][k]
+                    ),
+                    "size proportional to resolution, e.g. size = [2.0, 1.0] with resolution = [256, 128]",
+                ));
+            }
+        }
+        vector(&d.key("gravity"), &self.gravity(), dim)?;
+
+        // [time]
+        let t = root.key("time");
+        int_range(&t.key("frames"), self.time.frames, 1, MAX_FRAMES)?;
+        positive(&t.key("fps"), self.time.fps, "frames per second")?;
+        int_range(
+            &t.key("steps_per_frame"),
+            self.time.steps_per_frame,
+            0,
+            1_000_000,
+        )?;
+        range(&t.key("cfl"), self.time.cfl, 0.0, 1.0, true)?;
+
+        // [reint]
+        let r = root.key("reint");
+        range(
+            &r.key("diffusion_radius"),
+            self.reint.diffusion_radius,
+            0.0,
+            1.0,
+            true,
+        )?;
+        range(&r.key("gamma"), self.reint.gamma, 1.0, 20.0, false)?;
+        positive(&r.key("sound_speed"), self.reint.sound_speed, "m/s")?;
+        range(
+            &r.key("kernel_radius"),
+            self.reint.kernel_radius,
+            1.0,
+            1.5,
+            false,
+        )?;
+        range(&r.key("viscosity"), self.reint.viscosity, 0.0, 1e6, false)?;
+
+        // [[substance]]
+        let subs = self.substances();
+        if subs.len() > MAX_SUBSTANCES {
+            return Err(Invalid::new(
+                root.key("substance").index(MAX_SUBSTANCES),
+                format!("{} substances given", subs.len()),
+                format!("1 to {MAX_SUBSTANCES} substances"),
+            ));
+        }
+        for (i, s) in self.substance.iter().enumerate() {
+            let p = root.key("substance").index(i);
+            positive(
+                &p.key("rest_density"),
+                s.rest_density,
+                "kg/m³ in 3D, kg/m² in 2D",
+            )?;
+            if s.color.len() != 3 {
+                return Err(Invalid::new(
+                    p.key("color"),
+                    format!("expected 3 numbers, found {}", s.color.len()),
+                    "[r, g, b], each in [0, 1]",
+                ));
+            }
+            for (k, &c) in s.color.iter().enumerate() {
+                range(&p.key("color").index(k), c, 0.0, 1.0, false)?;
+            }
+        }
+        let substance = |path: &KeyPath, k: i64| {
+            if (0..subs.len() as i64).contains(&k) {
+                Ok(())
+            } else {
+                Err(Invalid::new(
+                    path.clone(),
+                    format!("there is no substance {k}"),
+                    format!(
+                        "0 to {} (the [[substance]] tables, counted from 0)",
+                        subs.len() - 1
+                    ),
+                ))
+            }
+        };
+        let velocity = |path: &KeyPath, v: &Option<Vec<f64>>| match v {
+            Some(v) => vector(path, v, dim),
+            None => Ok(()),
+        };
+
+        // Regions, obstacles, emitters, sinks.
+        for (i, reg) in self.region.iter().enumerate() {
+            let p = root.key("region").index(i);
+            shape(&p, &reg.shape, dim)?;
+            substance(&p.key("substance"), reg.substance)?;
+            range(
+                &p.key("density"),
+                reg.density,
+                0.0,
+                MAX_DENSITY_FRACTION,
+                true,
+            )?;
+            velocity(&p.key("velocity"), &reg.velocity)?;
+        }
+        for (i, o) in self.obstacle.iter().enumerate() {
+            let p = root.key("obstacle").index(i);
+            shape(&p, &o.shape, dim)?;
+            velocity(&p.key("velocity"), &o.velocity)?;
+            if o.velocity.iter().flatten().any(|&v| v != 0.0) {
+                return Err(Invalid::new(
+                    p.key("velocity"),
+                    "moving obstacles are not supported by method \"reint\"",
+                    "zero velocity",
+                ));
+            }
+        }
+        for (i, e) in self.emitter.iter().enumerate() {
+            let p = root.key("emitter").index(i);
+            shape(&p, &e.shape, dim)?;
+            substance(&p.key("substance"), e.substance)?;
+            velocity(&p.key("velocity"), &e.velocity)?;
+            range(
+                &p.key("density"),
+                e.density,
+                0.0,
+                MAX_DENSITY_FRACTION,
+                true,
+            )?;
+            if !(e.start.is_finite() && e.start >= 0.0) {
+                return Err(Invalid::new(
+                    p.key("start"),
+                    format!("{} is out of range", e.start),
+                    "a time ≥ 0 (s)",
+                ));
+            }
+            if e.stop.is_nan() || e.stop <= e.start {
+                return Err(Invalid::new(
+                    p.key("stop"),
+                    format!("stop = {} is not after start = {}", e.stop, e.start),
+                    "a time after start (s), or inf",
+                ));
+            }
+        }
+        for (i, s) in self.sink.iter().enumerate() {
+            let p = root.key("sink").index(i);
+            shape(&p, &s.shape, dim)?;
+            range(&p.key("rate"), s.rate, 0.0, 1e9, false)?;
+        }
+
+        // [output]
+        let names = self.field_names();
+        if !names.contains(&self.output.field) {
+            return Err(Invalid::new(
+                root.key("output").key("field"),
+                format!(
+                    "no field named \"{}\" in a {dim}D {} scene",
+                    self.output.field,
+                    self.method.name()
+                ),
+                names.join(", "),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// The error for a method this build cannot run.
+pub fn method_unavailable(m: Method) -> Invalid {
+    let available: Vec<_> = AVAILABLE_METHODS
+        .iter()
+        .map(|m| format!("\"{}\"", m.name()))
+        .collect();
+    Invalid::new(
+        KeyPath::root().key("method"),
+        format!("method \"{}\" is not available yet in this build", m.name()),
+        available.join(", "),
+    )
+}
+
+fn resolution(r: &[i64], dim: usize) -> Check {
+    let p = KeyPath::root().key("domain").key("resolution");
+    if r.len() != dim {
+        return Err(Invalid::new(
+            p,
+            format!(
+                "expected {dim} cell counts (dim = {dim}), found {}",
+                r.len()
+            ),
+            format!("a list of {dim} integers from {MIN_RESOLUTION} to {MAX_RESOLUTION}"),
+        ));
+    }
+    for (k, &n) in r.iter().enumerate() {
+        if !(MIN_RESOLUTION..=MAX_RESOLUTION).contains(&n) {
+            return Err(Invalid::new(
+                p.index(k),
+                format!("{n} cells is out of range"),
+                format!("integers from {MIN_RESOLUTION} to {MAX_RESOLUTION}"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn shape(parent: &KeyPath, s: &Option<ShapeSpec>, dim: usize) -> Check {
+    let p = parent.key("shape");
+    match s {
+        Some(s) => s.validate(&p, dim),
+        None => Err(Invalid::new(
+            p,
+            "missing",
+            format!("a shape: {{ box = {{ min, max }} }}, or one of {SHAPE_KINDS}"),
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(s: &str) -> Scene {
+        let mut scene: Scene = toml::from_str(s).unwrap();
+        scene.resolve().unwrap();
+        scene
+    }
+
+    #[test]
+    fn defaults_validate() {
+        let s = parse("");
+        s.validate().unwrap();
+        assert_eq!(s.resolution(), vec![128, 128]);
+        assert_eq!(s.gravity(), vec![0.0, -9.81]);
+        assert_eq!(s.substance.len(), 1);
+    }
+
+    #[test]
+    fn three_d_defaults_follow_dim() {
+        let s = parse("dim = 3\n[domain]\nresolution = [64, 32, 16]");
+        s.validate().unwrap();
+        assert_eq!(s.size(), vec![1.0, 0.5, 0.25]);
+        assert_eq!(s.gravity(), vec![0.0, -9.81, 0.0]);
+    }
+
+    #[test]
+    fn non_cubic_cells_name_size() {
+        let s = parse("[domain]\nsize = [1.0, 1.0]\nresolution = [64, 32]");
+        let e = s.validate().unwrap_err();
+        assert_eq!(e.path.to_string(), "domain.size");
+    }
+
+    #[test]
+    fn bad_values_name_their_key() {
+        let cases = [
+            ("[reint]\ndiffusion_radius = 0.0", "reint.diffusion_radius"),
+            ("[time]\nframes = 0", "time.frames"),
+            ("[time]\ncfl = 1.5", "time.cfl"),
+            ("[[region]]\nsubstance = 0", "region[0].shape"),
+            ("[[region]]\nsubstance = 2\nshape = { sphere = { center = [0.5, 0.5], radius = 0.1 } }", "region[0].substance"),
+            ("[[region]]\nshape = { sphere = { center = [0.5, 0.5, 0.5], radius = 0.1 } }", "region[0].shape.sphere.center"),
+            ("[[region]]\nshape = { box = { min = [0.5, 0.5], max = [0.4, 0.9] } }", "region[0].shape.box.max"),
+            ("[output]\nfield = \"vorticity_z\"", "output.field"),
+            ("[[emitter]]\nshape = { sphere = { center = [0.5, 0.5], radius = 0.1 } }\nstart = 2.0\nstop = 1.0", "emitter[0].stop"),
+        ];
+        for (src, key) in cases {
+            let e = parse(src).validate().unwrap_err();
+            assert_eq!(e.path.to_string(), key, "{src}");
+        }
+    }
+
+    #[test]
+    fn bad_resolution_is_caught_by_resolve() {
+        let mut s: Scene = toml::from_str("[domain]\nresolution = [64, -64]").unwrap();
+        assert_eq!(
+            s.resolve().unwrap_err().path.to_string(),
+            "domain.resolution[1]"
+        );
+        let mut s: Scene = toml::from_str("dim = 4").unwrap();
+        assert_eq!(s.resolve().unwrap_err().path.to_string(), "dim");
+    }
+
+    #[test]
+    fn transform_rotates_a_2d_box() {
+        let s = parse(
+            "[[region]]\nshape = { transform = { shape = { box = { min = [-0.1, -0.01], max = [0.1, 0.01] } }, \
+             rotate_deg = [90.0], translate = [0.5, 0.5] } }",
+        );
+        s.validate().unwrap();
+        let shape = s.region[0].shape.as_ref().unwrap().to_shape(2);
+        assert!(shape.contains(DVec3::new(0.5, 0.59, 0.0)));
+        assert!(!shape.contains(DVec3::new(0.59, 0.5, 0.0)));
+    }
+
+    #[test]
+    fn resolved_scene_round_trips() {
+        let s = parse(
+            "[[region]]\nshape = { union = [ { sphere = { center = [0.5, 0.5], radius = 0.1 } }, \
+             { box = { min = [0.0, 0.0], max = [1.0, 0.1] } } ] }\n[[emitter]]\n\
+             shape = { sphere = { center = [0.5, 0.9], radius = 0.05 } }",
+        );
+        let text = toml::to_string(&s).unwrap();
+        let back: Scene = toml::from_str(&text).unwrap();
+        assert_eq!(back, s);
+    }
+}

@@ -1,0 +1,182 @@
+//! From a checked [`Scene`] to a running [`Simulation`], and the memory check that comes before it.
+
+use eddies::reint::{self, Emitter, Eos, ReintConfig, ReintParams, ReintSim, Sink, Substance};
+use eddies::{SimError, Simulation};
+
+use crate::keypath::KeyPath;
+use crate::load::{Loaded, SceneError};
+use crate::scene::{BoundaryKind, EosKind, Invalid, Method, Scene};
+
+/// Cell counts up to which the library's estimate is asked directly; beyond, it is extrapolated per cell (so
+/// that absurd sizes cannot overflow the estimate's arithmetic).
+const DIRECT_ESTIMATE_CELLS: u128 = 1 << 32;
+
+const GIB: f64 = (1u64 << 30) as f64;
+
+/// Bytes the scene's simulation will hold, from the method's own estimate.
+pub fn estimate_bytes(scene: &Scene) -> f64 {
+    let res = scene.resolution();
+    let substances = scene.substances().len();
+    let cells: u128 = res.iter().map(|&n| n as u128).product();
+    match scene.method {
+        Method::Reint => {
+            let direct = |res: &[usize]| -> f64 {
+                if res.len() == 3 {
+                    ReintSim::<3>::estimate_bytes([res[0], res[1], res[2]], substances) as f64
+                } else {
+                    ReintSim::<2>::estimate_bytes([res[0], res[1]], substances) as f64
+                }
+            };
+            if cells <= DIRECT_ESTIMATE_CELLS {
+                direct(&res)
+            } else {
+                let probe = vec![64; res.len()];
+                let probe_cells = 64f64.powi(res.len() as i32);
+                direct(&probe) / probe_cells * cells as f64
+            }
+        }
+        Method::Flip | Method::Vpm => 0.0,
+    }
+}
+
+/// Memory the system can give this process without swapping (bytes): `MemAvailable` of `/proc/meminfo`, or
+/// `None` where that cannot be read (then no check is made).
+pub fn available_memory() -> Option<u64> {
+    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = info.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
+/// Refuses a scene whose estimate exceeds `available` bytes, naming `domain.resolution` and the estimate.
+/// Returns the estimate (bytes).
+pub fn check_memory(loaded: &Loaded, available: Option<u64>) -> Result<f64, SceneError> {
+    let need = estimate_bytes(&loaded.scene);
+    match available {
+        Some(avail) if need > avail as f64 => {
+            let res = loaded.scene.resolution();
+            let cells: f64 = res.iter().map(|&n| n as f64).product();
+            Err(loaded.locator.error(Invalid::new(
+                KeyPath::root().key("domain").key("resolution"),
+                format!(
+                    "the scene needs about {:.1} GiB ({:.3e} cells), but only {:.1} GiB of memory is available",
+                    need / GIB,
+                    cells,
+                    avail as f64 / GIB
+                ),
+                format!("a resolution whose estimate fits in {:.1} GiB", avail as f64 / GIB),
+            )))
+        }
+        _ => Ok(need),
+    }
+}
+
+/// Human-readable byte count.
+pub fn format_bytes(b: f64) -> String {
+    const MIB: f64 = (1u64 << 20) as f64;
+    if b >= GIB {
+        format!("{:.1} GiB", b / GIB)
+    } else if b >= MIB {
+        format!("{:.0} MiB", b / MIB)
+    } else {
+        format!("{:.0} KiB", b / 1024.0)
+    }
+}
+
+/// Builds the simulation of a checked scene, with its initial fluid, obstacles, emitters and sinks.
+pub fn build(scene: &Scene) -> Result<Box<dyn Simulation>, SimError> {
+    match (scene.method, scene.dim()) {
+        (Method::Reint, 2) => Ok(Box::new(build_reint::<2>(scene)?)),
+        (Method::Reint, _) => Ok(Box::new(build_reint::<3>(scene)?)),
+        (m, _) => Err(SimError::InvalidInput(format!(
+            "method \"{}\" is not available yet in this build",
+            m.name()
+        ))),
+    }
+}
+
+fn array<T: Copy, const D: usize>(v: &[T]) -> [T; D] {
+    std::array::from_fn(|k| v[k])
+}
+
+fn velocity<const D: usize>(v: &Option<Vec<f64>>) -> [f32; D] {
+    std::array::from_fn(|k| v.as_ref().and_then(|v| v.get(k)).copied().unwrap_or(0.0) as f32)
+}
+
+/// The library configuration of a reint scene.
+pub fn reint_config<const D: usize>(scene: &Scene) -> ReintConfig<D> {
+    let r = &scene.reint;
+    ReintConfig {
+        resolution: array(&scene.resolution()),
+        cell_size: scene.cell_size(),
+        boundary: match scene.domain.boundary {
+            BoundaryKind::Closed => reint::Boundary::Closed,
+            BoundaryKind::Open => reint::Boundary::Open,
+        },
+        gravity: array(&scene.gravity()),
+        params: ReintParams {
+            diffusion_radius: r.diffusion_radius as f32,
+            eos: match r.eos {
+                EosKind::Quadratic => Eos::Quadratic,
+                EosKind::Tait => Eos::Tait {
+                    gamma: r.gamma as f32,
+                },
+                EosKind::IdealGas => Eos::IdealGas,
+            },
+            sound_speed: r.sound_speed as f32,
+            kernel_radius: r.kernel_radius as f32,
+            viscosity: r.viscosity as f32,
+            tension: r.tension,
+            forces: r.forces,
+        },
+        substances: scene
+            .substances()
+            .iter()
+            .map(|s| Substance {
+                rest_density: s.rest_density as f32,
+                color: [s.color[0] as f32, s.color[1] as f32, s.color[2] as f32],
+            })
+            .collect(),
+    }
+}
+
+fn build_reint<const D: usize>(scene: &Scene) -> Result<ReintSim<D>, SimError> {
+    let dim = scene.dim();
+    let mut sim = ReintSim::<D>::new(reint_config::<D>(scene))?;
+    // Shapes were checked by `Scene::validate`; entries without one cannot reach here.
+    for o in &scene.obstacle {
+        if let Some(shape) = &o.shape {
+            sim.add_obstacle(shape.to_shape(dim));
+        }
+    }
+    for r in &scene.region {
+        if let Some(shape) = &r.shape {
+            sim.fill(
+                &shape.to_shape(dim),
+                r.substance as usize,
+                r.density as f32,
+                velocity(&r.velocity),
+            );
+        }
+    }
+    for e in &scene.emitter {
+        if let Some(shape) = &e.shape {
+            sim.add_emitter(Emitter {
+                shape: shape.to_shape(dim),
+                substance: e.substance as usize,
+                velocity: velocity(&e.velocity),
+                density: e.density as f32,
+                active: (e.start, e.stop),
+            });
+        }
+    }
+    for s in &scene.sink {
+        if let Some(shape) = &s.shape {
+            sim.add_sink(Sink {
+                shape: shape.to_shape(dim),
+                rate: s.rate as f32,
+            });
+        }
+    }
+    Ok(sim)
+}
