@@ -192,7 +192,7 @@ pub fn run(
     let all = cases();
     let chosen: Vec<&BenchCase> = all
         .iter()
-        .filter(|c| filter.map_or(true, |f| c.name.contains(f)))
+        .filter(|c| filter.is_none_or(|f| c.name.contains(f)))
         .collect();
     if chosen.is_empty() {
         let names: Vec<&str> = all.iter().map(|c| c.name).collect();

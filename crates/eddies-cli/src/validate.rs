@@ -14,7 +14,7 @@ pub fn select(filter: Option<&str>) -> Result<Vec<Case>, CliError> {
     let chosen: Vec<Case> = all
         .iter()
         .copied()
-        .filter(|c| filter.map_or(true, |f| c.name.contains(f)))
+        .filter(|c| filter.is_none_or(|f| c.name.contains(f)))
         .collect();
     if chosen.is_empty() {
         let names: Vec<&str> = all.iter().map(|c| c.name).collect();

@@ -37,7 +37,10 @@ pub struct StepRecord {
 impl StepRecord {
     /// Looks up a quantity by name.
     pub fn get(&self, name: &str) -> Option<&Quantity> {
-        self.quantities.iter().find(|(n, _)| *n == name).map(|(_, q)| q)
+        self.quantities
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, q)| q)
     }
 
     /// Looks up a scalar quantity by name.

@@ -108,7 +108,13 @@ pub fn sum_n<const K: usize>(n: usize, f: impl Fn(usize) -> [f64; K] + Sync + Se
 
 /// Maximum of `f(i)` over `0..n` (`-inf` when empty; NaN-propagating so that a blow-up is never hidden).
 pub fn max(n: usize, f: impl Fn(usize) -> f64 + Sync + Send) -> f64 {
-    let nan_max = |a: f64, b: f64| if a.is_nan() || b.is_nan() { f64::NAN } else { a.max(b) };
+    let nan_max = |a: f64, b: f64| {
+        if a.is_nan() || b.is_nan() {
+            f64::NAN
+        } else {
+            a.max(b)
+        }
+    };
     reduce(
         n,
         REDUCE_CHUNK,
@@ -201,6 +207,9 @@ mod tests {
                 r.iter_mut().for_each(|x| *x = row as u32);
             });
         }
-        assert!(v.chunks(8).enumerate().all(|(i, r)| r.iter().all(|&x| x == i as u32)));
+        assert!(v
+            .chunks(8)
+            .enumerate()
+            .all(|(i, r)| r.iter().all(|&x| x == i as u32)));
     }
 }

@@ -18,7 +18,12 @@ pub enum Shape {
     Sphere { center: DVec3, radius: f64 },
     /// Capped cylinder: `center` is the middle of its axis, `axis` its direction (normalised on use),
     /// `radius` and total `height` in metres.
-    Cylinder { center: DVec3, axis: DVec3, radius: f64, height: f64 },
+    Cylinder {
+        center: DVec3,
+        axis: DVec3,
+        radius: f64,
+        height: f64,
+    },
     /// The half-space behind a plane: points `p` with `(p − point) · normal ≤ 0` are inside.
     HalfSpace { point: DVec3, normal: DVec3 },
     /// Points inside any of the shapes.
@@ -27,7 +32,12 @@ pub enum Shape {
     Difference { base: Box<Shape>, cut: Box<Shape> },
     /// A shape moved by a similarity transform: first scaled by `scale` about the origin, then rotated, then
     /// translated. (A non-uniform scale would break the distance property, so it is not offered.)
-    Transform { shape: Box<Shape>, rotation: DQuat, translation: DVec3, scale: f64 },
+    Transform {
+        shape: Box<Shape>,
+        rotation: DQuat,
+        translation: DVec3,
+        scale: f64,
+    },
 }
 
 impl Shape {
@@ -48,7 +58,12 @@ impl Shape {
                 d.max(DVec3::ZERO).length() + d.max_element().min(0.0)
             }
             Shape::Sphere { center, radius } => (p - *center).length() - radius,
-            Shape::Cylinder { center, axis, radius, height } => {
+            Shape::Cylinder {
+                center,
+                axis,
+                radius,
+                height,
+            } => {
                 let a = axis.normalize_or(DVec3::Y);
                 let q = p - *center;
                 let along = q.dot(a);
@@ -59,9 +74,17 @@ impl Shape {
                 outside + dr.max(dh).min(0.0)
             }
             Shape::HalfSpace { point, normal } => (p - *point).dot(normal.normalize_or(DVec3::Y)),
-            Shape::Union(shapes) => shapes.iter().map(|s| s.sdf(p)).fold(f64::INFINITY, f64::min),
+            Shape::Union(shapes) => shapes
+                .iter()
+                .map(|s| s.sdf(p))
+                .fold(f64::INFINITY, f64::min),
             Shape::Difference { base, cut } => base.sdf(p).max(-cut.sdf(p)),
-            Shape::Transform { shape, rotation, translation, scale } => {
+            Shape::Transform {
+                shape,
+                rotation,
+                translation,
+                scale,
+            } => {
                 let local = rotation.inverse() * (p - *translation) / *scale;
                 shape.sdf(local) * scale
             }
@@ -89,7 +112,12 @@ impl Shape {
         match self {
             Shape::Box { min, max } => (*min, *max),
             Shape::Sphere { center, radius } => (*center - *radius, *center + *radius),
-            Shape::Cylinder { center, radius, height, .. } => {
+            Shape::Cylinder {
+                center,
+                radius,
+                height,
+                ..
+            } => {
                 // The ball around the cylinder contains it whatever its axis.
                 let r = (radius * radius + 0.25 * height * height).sqrt();
                 (*center - r, *center + r)
@@ -100,7 +128,12 @@ impl Shape {
                 |(lo, hi), (a, b)| (lo.min(a), hi.max(b)),
             ),
             Shape::Difference { base, .. } => base.bounds(),
-            Shape::Transform { shape, rotation, translation, scale } => {
+            Shape::Transform {
+                shape,
+                rotation,
+                translation,
+                scale,
+            } => {
                 let (lo, hi) = shape.bounds();
                 if !(lo.is_finite() && hi.is_finite()) {
                     return (DVec3::NEG_INFINITY, DVec3::INFINITY);
@@ -113,7 +146,9 @@ impl Shape {
                     );
                     *rotation * (corner * *scale) + *translation
                 });
-                corners.fold((DVec3::INFINITY, DVec3::NEG_INFINITY), |(a, b), c| (a.min(c), b.max(c)))
+                corners.fold((DVec3::INFINITY, DVec3::NEG_INFINITY), |(a, b), c| {
+                    (a.min(c), b.max(c))
+                })
             }
         }
     }
@@ -125,7 +160,10 @@ mod tests {
 
     #[test]
     fn box_distance_is_exact_at_known_points() {
-        let b = Shape::Box { min: DVec3::ZERO, max: DVec3::ONE };
+        let b = Shape::Box {
+            min: DVec3::ZERO,
+            max: DVec3::ONE,
+        };
         assert_eq!(b.sdf(DVec3::splat(0.5)), -0.5);
         assert_eq!(b.sdf(DVec3::new(2.0, 0.5, 0.5)), 1.0);
         assert!((b.sdf(DVec3::new(2.0, 2.0, 0.5)) - 2f64.sqrt()).abs() < 1e-15);
@@ -141,7 +179,10 @@ mod tests {
     #[test]
     fn transform_moves_and_scales() {
         let s = Shape::Transform {
-            shape: Box::new(Shape::Sphere { center: DVec3::ZERO, radius: 1.0 }),
+            shape: Box::new(Shape::Sphere {
+                center: DVec3::ZERO,
+                radius: 1.0,
+            }),
             rotation: DQuat::from_rotation_z(0.3),
             translation: DVec3::new(5.0, 0.0, 0.0),
             scale: 2.0,

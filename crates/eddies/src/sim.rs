@@ -19,7 +19,11 @@ pub struct Field {
 pub enum SimError {
     /// The state holds NaN or Inf, or a speed beyond the method's limit.
     #[error("simulation diverged in stage `{stage}` at step {step}: {detail}")]
-    Diverged { stage: &'static str, step: u64, detail: String },
+    Diverged {
+        stage: &'static str,
+        step: u64,
+        detail: String,
+    },
     /// A parameter or input the method cannot work with.
     #[error("{0}")]
     InvalidInput(String),

@@ -21,19 +21,46 @@ pub struct Measurement {
 
 impl Measurement {
     /// Passes when `|measured − reference| ≤ tolerance`.
-    pub fn within(case: &str, measured: f64, reference: f64, tolerance: f64, unit: &'static str) -> Self {
+    pub fn within(
+        case: &str,
+        measured: f64,
+        reference: f64,
+        tolerance: f64,
+        unit: &'static str,
+    ) -> Self {
         let pass = (measured - reference).abs() <= tolerance;
-        Self { case: case.to_string(), measured, reference, tolerance, unit, pass }
+        Self {
+            case: case.to_string(),
+            measured,
+            reference,
+            tolerance,
+            unit,
+            pass,
+        }
     }
 
     /// Passes when `measured ≤ bound`.
     pub fn at_most(case: &str, measured: f64, bound: f64, unit: &'static str) -> Self {
-        Self { case: case.to_string(), measured, reference: bound, tolerance: 0.0, unit, pass: measured <= bound }
+        Self {
+            case: case.to_string(),
+            measured,
+            reference: bound,
+            tolerance: 0.0,
+            unit,
+            pass: measured <= bound,
+        }
     }
 
     /// Passes when `measured ≥ bound`.
     pub fn at_least(case: &str, measured: f64, bound: f64, unit: &'static str) -> Self {
-        Self { case: case.to_string(), measured, reference: bound, tolerance: 0.0, unit, pass: measured >= bound }
+        Self {
+            case: case.to_string(),
+            measured,
+            reference: bound,
+            tolerance: 0.0,
+            unit,
+            pass: measured >= bound,
+        }
     }
 }
 

@@ -19,7 +19,11 @@ fn case(name: &str) -> Measurement {
 
 fn assert_passes(name: &str) {
     let m = case(name);
-    assert!(m.pass, "{name}: measured {} {}, reference {} ± {}", m.measured, m.unit, m.reference, m.tolerance);
+    assert!(
+        m.pass,
+        "{name}: measured {} {}, reference {} ± {}",
+        m.measured, m.unit, m.reference, m.tolerance
+    );
 }
 
 /// Total and per-substance mass over 2000 violent 2D steps, walls and an obstacle included: drift ≤ 1e-5
@@ -77,14 +81,42 @@ fn small_3d() -> ReintSim<3> {
     let cfg = ReintConfig::<3> {
         resolution: [n, n, n],
         cell_size: 1.0 / n as f64,
-        params: ReintParams { viscosity: 1e-3, ..Default::default() },
-        substances: vec![Substance::default(), Substance { rest_density: 700.0, color: [1.0, 0.5, 0.0] }],
+        params: ReintParams {
+            viscosity: 1e-3,
+            ..Default::default()
+        },
+        substances: vec![
+            Substance::default(),
+            Substance {
+                rest_density: 700.0,
+                color: [1.0, 0.5, 0.0],
+            },
+        ],
         ..Default::default()
     };
     let mut sim = ReintSim::new(cfg).expect("valid config");
-    sim.add_obstacle(Shape::Sphere { center: DVec3::new(0.5, 0.3, 0.5), radius: 0.15 });
-    sim.fill(&Shape::Box { min: DVec3::ZERO, max: DVec3::new(0.4, 0.8, 1.0) }, 0, 1.0, [1.0, 0.0, 0.3]);
-    sim.fill(&Shape::Sphere { center: DVec3::new(0.7, 0.7, 0.4), radius: 0.15 }, 1, 1.0, [0.0, -1.0, 0.0]);
+    sim.add_obstacle(Shape::Sphere {
+        center: DVec3::new(0.5, 0.3, 0.5),
+        radius: 0.15,
+    });
+    sim.fill(
+        &Shape::Box {
+            min: DVec3::ZERO,
+            max: DVec3::new(0.4, 0.8, 1.0),
+        },
+        0,
+        1.0,
+        [1.0, 0.0, 0.3],
+    );
+    sim.fill(
+        &Shape::Sphere {
+            center: DVec3::new(0.7, 0.7, 0.4),
+            radius: 0.15,
+        },
+        1,
+        1.0,
+        [0.0, -1.0, 0.0],
+    );
     sim
 }
 
@@ -114,7 +146,13 @@ fn emitters_and_sinks_account_for_every_change_of_mass() {
     let cfg = ReintConfig::<2> {
         resolution: [n, n],
         cell_size: 1.0 / n as f64,
-        substances: vec![Substance::default(), Substance { rest_density: 1200.0, color: [1.0, 0.0, 0.0] }],
+        substances: vec![
+            Substance::default(),
+            Substance {
+                rest_density: 1200.0,
+                color: [1.0, 0.0, 0.0],
+            },
+        ],
         ..Default::default()
     };
     let mut sim = ReintSim::new(cfg).expect("valid config");
@@ -126,17 +164,26 @@ fn emitters_and_sinks_account_for_every_change_of_mass() {
         density: 1.0,
         active: (0.0, 0.2),
     });
-    sim.add_sink(Sink { shape: Shape::box2([0.8, 0.0], [1.0, 0.1]), rate: 20.0 });
+    sim.add_sink(Sink {
+        shape: Shape::box2([0.8, 0.0], [1.0, 0.1]),
+        rate: 20.0,
+    });
     let before = sim.substance_masses();
     for _ in 0..400 {
         let dt = sim.max_dt(0.8);
         sim.step(dt).expect("stable");
     }
     let (injected, removed) = sim.mass_exchanged();
-    assert!(injected[1] > 0.0 && removed[0] > 0.0, "the emitter and the sink both acted");
+    assert!(
+        injected[1] > 0.0 && removed[0] > 0.0,
+        "the emitter and the sink both acted"
+    );
     for (k, now) in sim.substance_masses().into_iter().enumerate() {
         let expected = before[k] + injected[k] - removed[k];
-        assert!(((now - expected) / expected).abs() < 1e-12, "substance {k}: {now} vs {expected}");
+        assert!(
+            ((now - expected) / expected).abs() < 1e-12,
+            "substance {k}: {now} vs {expected}"
+        );
     }
 }
 
@@ -163,20 +210,31 @@ fn open_boundary_lets_mass_leave() {
         sim.total_mass() / before
     };
     assert_eq!(run(Boundary::Closed), 1.0);
-    assert!(run(Boundary::Open) < 0.5, "most of the blob left through the open wall");
+    assert!(
+        run(Boundary::Open) < 0.5,
+        "most of the blob left through the open wall"
+    );
 }
 
 /// An impulse pushes the fluid around its centre in its direction, and leaves distant fluid alone.
 #[test]
 fn impulse_pushes_nearby_fluid() {
     let n = 32;
-    let cfg = ReintConfig::<2> { resolution: [n, n], cell_size: 1.0 / n as f64, ..Default::default() };
+    let cfg = ReintConfig::<2> {
+        resolution: [n, n],
+        cell_size: 1.0 / n as f64,
+        ..Default::default()
+    };
     let mut sim = ReintSim::new(cfg).expect("valid config");
     sim.fill(&Shape::box2([0.0, 0.0], [1.0, 1.0]), 0, 1.0, [0.0, 0.0]);
     sim.apply_impulse([0.5, 0.5], 0.2, [3.0, 0.0]);
     let centre = sim.particle([16, 16]);
     let far = sim.particle([2, 2]);
-    assert!(centre.velocity[0] > 2.5 && centre.velocity[1] == 0.0, "{:?}", centre.velocity);
+    assert!(
+        centre.velocity[0] > 2.5 && centre.velocity[1] == 0.0,
+        "{:?}",
+        centre.velocity
+    );
     assert_eq!(far.velocity, [0.0, 0.0]);
 }
 
@@ -210,7 +268,11 @@ fn bad_parameters_are_rejected_with_a_reason() {
 #[test]
 fn non_finite_state_is_reported_as_divergence() {
     let n = 16;
-    let cfg = ReintConfig::<2> { resolution: [n, n], cell_size: 1.0 / n as f64, ..Default::default() };
+    let cfg = ReintConfig::<2> {
+        resolution: [n, n],
+        cell_size: 1.0 / n as f64,
+        ..Default::default()
+    };
     let mut sim = ReintSim::new(cfg).expect("valid config");
     sim.fill(&Shape::box2([0.0, 0.0], [1.0, 0.5]), 0, 1.0, [0.0, 0.0]);
     sim.set_particle([3, 3], &[0.2], [0.0, 0.0], [f32::NAN, 0.0]);

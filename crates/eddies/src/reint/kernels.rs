@@ -5,6 +5,10 @@
 //! cells of a row with fixed-size accumulators, so the compiler vectorises across cells (no float
 //! reassociation is involved: each lane computes exactly what the scalar loop would).
 
+// Lane loops index several same-length arrays at `l` on purpose: written so, they vectorise, and the
+// iterator forms clippy suggests would zip up to eight slices for no gain in clarity.
+#![allow(clippy::needless_range_loop)]
+
 use super::state::{Layout, State};
 use crate::par::SharedSlice;
 use rayon::prelude::*;
@@ -36,15 +40,49 @@ fn for_each_chunk<const D: usize, T>(
     f: impl Fn(&mut T, usize, usize) + Sync + Send,
 ) {
     let nx = layout.n[0];
-    (0..layout.rows()).into_par_iter().with_min_len(grain(nx)).for_each_init(init, |scratch, row| {
-        let start = layout.row_start(row);
-        let mut x = 0;
-        while x < nx {
-            let w = LANES.min(nx - x);
-            f(scratch, start + x, w);
-            x += w;
-        }
-    });
+    (0..layout.rows())
+        .into_par_iter()
+        .with_min_len(grain(nx))
+        .for_each_init(init, |scratch, row| {
+            let start = layout.row_start(row);
+            let mut x = 0;
+            while x < nx {
+                let w = LANES.min(nx - x);
+                f(scratch, start + x, w);
+                x += w;
+            }
+        });
+}
+
+/// Marks which rows (lines of cells along x, by padded row index `i / padded[0]`) hold any mass. Halo rows
+/// count as occupied: closed walls put mirrored mass there. Kernels skip chunks whose whole neighbourhood of
+/// rows is empty, writing what the computation would give (vacuum), so a sparse scene costs less than a full
+/// one and the result does not change.
+pub(crate) fn occupancy<const D: usize>(layout: &Layout<D>, state: &State<D>, occupied: &mut [bool]) {
+    occupied.fill(true);
+    let nx = layout.n[0];
+    let rows: Vec<(usize, bool)> = (0..layout.rows())
+        .into_par_iter()
+        .with_min_len(grain(nx))
+        .map(|row| {
+            let start = layout.row_start(row);
+            let any = state.mass.iter().any(|m| m[start..start + nx].iter().any(|&q| q > 0.0));
+            (start / layout.padded[0], any)
+        })
+        .collect();
+    for (row, any) in rows {
+        occupied[row] = any;
+    }
+}
+
+/// Whether any of the 3^(D−1) rows around the row of padded index `i` holds mass.
+#[inline]
+fn neighbourhood_occupied<const D: usize>(layout: &Layout<D>, occupied: &[bool], i: usize) -> bool {
+    let rows = layout.neighbours.len() / 3;
+    (0..rows).any(|ro| {
+        let delta = layout.neighbours[3 * ro + 1].0;
+        occupied[(i as isize + delta) as usize / layout.padded[0]]
+    })
 }
 
 /// Equation of state in the form the force needs: `q = P/ρ²`, with `ρ = ρ₀ s` where s is the compression
@@ -108,26 +146,34 @@ pub(crate) fn density<const D: usize, const S: usize>(
     let mass: [&[f32]; S] = std::array::from_fn(|k| state.mass[k].as_slice());
     let rho_out = SharedSlice::new(rho);
     let q_out = SharedSlice::new(q);
-    for_each_chunk(layout, || (), |_, i0, w| {
-        // SAFETY: chunks of distinct rows are disjoint.
-        let (rho, q) = unsafe { (rho_out.slice_mut(i0..i0 + w), q_out.slice_mut(i0..i0 + w)) };
-        let m: [&[f32]; S] = std::array::from_fn(|k| &mass[k][i0..i0 + w]);
-        for l in 0..w {
-            let mut total = 0.0;
-            let mut s = 0.0;
-            for k in 0..S {
-                total += m[k][l] * unit[k];
-                s += m[k][l];
+    for_each_chunk(
+        layout,
+        || (),
+        |_, i0, w| {
+            // SAFETY: chunks of distinct rows are disjoint.
+            let (rho, q) = unsafe { (rho_out.slice_mut(i0..i0 + w), q_out.slice_mut(i0..i0 + w)) };
+            let m: [&[f32]; S] = std::array::from_fn(|k| &mass[k][i0..i0 + w]);
+            for l in 0..w {
+                let mut total = 0.0;
+                let mut s = 0.0;
+                for k in 0..S {
+                    total += m[k][l] * unit[k];
+                    s += m[k][l];
+                }
+                let s = s * inv_quanta_per_rest;
+                // Specks thinner than rho_min take no part in the forces.
+                let r = total * inv_cell_volume;
+                let present = r > rho_min;
+                rho[l] = if present { r } else { 0.0 };
+                // ρ₀ = ρ/s for the mix, so q = (q·ρ₀)·s/ρ.
+                q[l] = if present {
+                    eos.q_times_rest(s, tension) * s / r
+                } else {
+                    0.0
+                };
             }
-            let s = s * inv_quanta_per_rest;
-            // Specks thinner than rho_min take no part in the forces.
-            let r = total * inv_cell_volume;
-            let present = r > rho_min;
-            rho[l] = if present { r } else { 0.0 };
-            // ρ₀ = ρ/s for the mix, so q = (q·ρ₀)·s/ρ.
-            q[l] = if present { eos.q_times_rest(s, tension) * s / r } else { 0.0 };
-        }
-    });
+        },
+    );
 }
 
 /// Per-lane sums of one quantity over the 3^D neighbourhood, added in mirror-symmetric order: within a row
@@ -142,12 +188,22 @@ pub(crate) struct Tree {
 
 impl Tree {
     pub(crate) const fn new() -> Self {
-        Self { row: [[0.0; LANES]; 3], plane: [[0.0; LANES]; 3] }
+        Self {
+            row: [[0.0; LANES]; 3],
+            plane: [[0.0; LANES]; 3],
+        }
     }
 
     /// Stores the sums `(left + right) + centre` of neighbour row `ro`.
     #[inline(always)]
-    fn set_row(&mut self, ro: usize, w: usize, left: &[f32; LANES], right: &[f32; LANES], centre: &[f32; LANES]) {
+    fn set_row(
+        &mut self,
+        ro: usize,
+        w: usize,
+        left: &[f32; LANES],
+        right: &[f32; LANES],
+        centre: &[f32; LANES],
+    ) {
         let row = &mut self.row[ro % 3];
         for l in 0..w.min(LANES) {
             row[l] = (left[l] + right[l]) + centre[l];
@@ -182,8 +238,13 @@ impl Tree {
 /// `offset` the centre offset (cells) of the source's cell.
 #[inline(always)]
 fn row_members<const D: usize>(roff: [f32; D]) -> [(usize, usize, [f32; D]); 3] {
-    let with_x = |ox: f32| -> [f32; D] { std::array::from_fn(|a| if a == 0 { ox } else { roff[a] }) };
-    [(0, 0, with_x(-1.0)), (1, 2, with_x(1.0)), (2, 1, with_x(0.0))]
+    let with_x =
+        |ox: f32| -> [f32; D] { std::array::from_fn(|a| if a == 0 { ox } else { roff[a] }) };
+    [
+        (0, 0, with_x(-1.0)),
+        (1, 2, with_x(1.0)),
+        (2, 1, with_x(0.0)),
+    ]
 }
 
 /// Constants of the SPH force, in cell units (see [`sph_forces`]).
@@ -227,6 +288,7 @@ pub(crate) fn sph_forces<const D: usize>(
     rho: &[f32],
     q: &[f32],
     k: ForceConsts,
+    occupied: &[bool],
     acc: &mut [Vec<f32>; D],
 ) {
     let pos: [&[f32]; D] = std::array::from_fn(|a| state.pos[a].as_slice());
@@ -235,7 +297,10 @@ pub(crate) fn sph_forces<const D: usize>(
     let (h, eps2, viscous) = (k.h, 0.01 * k.h * k.h, k.viscosity > 0.0);
     let rows = layout.neighbours.len() / 3;
     let init = || {
-        let pair = PairRow { pressure: [[0.0; LANES]; D], viscous: [[0.0; LANES]; D] };
+        let pair = PairRow {
+            pressure: [[0.0; LANES]; D],
+            viscous: [[0.0; LANES]; D],
+        };
         Box::new(ForceScratch {
             rows: std::array::from_fn(|_| pair.clone()),
             pressure: std::array::from_fn(|_| Tree::new()),
@@ -244,6 +309,14 @@ pub(crate) fn sph_forces<const D: usize>(
     };
     for_each_chunk(layout, init, |sc, i0, w| {
         let w = w.min(LANES);
+        if !occupied[i0 / layout.padded[0]] {
+            // Vacuum feels no force that matters: it has no mass to move.
+            for o in &out {
+                // SAFETY: chunks of distinct rows are disjoint.
+                unsafe { o.slice_mut(i0..i0 + w) }.fill(0.0);
+            }
+            return;
+        }
         let xi: [&[f32]; D] = std::array::from_fn(|a| &pos[a][i0..i0 + w]);
         let vi: [&[f32]; D] = std::array::from_fn(|a| &vel[a][i0..i0 + w]);
         let rho_i = &rho[i0..i0 + w];
@@ -295,10 +368,22 @@ pub(crate) fn sph_forces<const D: usize>(
             }
             let [left, right, centre] = &sc.rows;
             for a in 0..D {
-                sc.pressure[a].set_row(ro, w, &left.pressure[a], &right.pressure[a], &centre.pressure[a]);
+                sc.pressure[a].set_row(
+                    ro,
+                    w,
+                    &left.pressure[a],
+                    &right.pressure[a],
+                    &centre.pressure[a],
+                );
                 sc.pressure[a].fold(ro, w);
                 if viscous {
-                    sc.viscous[a].set_row(ro, w, &left.viscous[a], &right.viscous[a], &centre.viscous[a]);
+                    sc.viscous[a].set_row(
+                        ro,
+                        w,
+                        &left.viscous[a],
+                        &right.viscous[a],
+                        &centre.viscous[a],
+                    );
                     sc.viscous[a].fold(ro, w);
                 }
             }
@@ -307,7 +392,11 @@ pub(crate) fn sph_forces<const D: usize>(
             // SAFETY: chunks of distinct rows are disjoint.
             let o = unsafe { out[a].slice_mut(i0..i0 + w) };
             for l in 0..w {
-                let viscous_part = if viscous { sc.viscous[a].total::<D>(l) } else { 0.0 };
+                let viscous_part = if viscous {
+                    sc.viscous[a].total::<D>(l)
+                } else {
+                    0.0
+                };
                 o[l] = k.pressure * sc.pressure[a].total::<D>(l) - k.viscosity * viscous_part;
             }
         }
@@ -330,29 +419,34 @@ pub(crate) fn advance<const D: usize>(
     let vmax = (reach + 0.5) / dt;
     let pos: Vec<SharedSlice<f32>> = state.pos.iter_mut().map(|v| SharedSlice::new(v)).collect();
     let vel: Vec<SharedSlice<f32>> = state.vel.iter_mut().map(|v| SharedSlice::new(v)).collect();
-    for_each_chunk(layout, || (), |_, i0, w| {
-        for a in 0..D {
-            // SAFETY: chunks of distinct rows are disjoint.
-            let (x, v) = unsafe { (pos[a].slice_mut(i0..i0 + w), vel[a].slice_mut(i0..i0 + w)) };
-            let g = gravity[a];
-            match acc {
-                Some(acc) => {
-                    let f = &acc[a][i0..i0 + w];
-                    for l in 0..w {
-                        v[l] = (v[l] + dt * (f[l] + g)).clamp(-vmax, vmax);
+    for_each_chunk(
+        layout,
+        || (),
+        |_, i0, w| {
+            for a in 0..D {
+                // SAFETY: chunks of distinct rows are disjoint.
+                let (x, v) =
+                    unsafe { (pos[a].slice_mut(i0..i0 + w), vel[a].slice_mut(i0..i0 + w)) };
+                let g = gravity[a];
+                match acc {
+                    Some(acc) => {
+                        let f = &acc[a][i0..i0 + w];
+                        for l in 0..w {
+                            v[l] = (v[l] + dt * (f[l] + g)).clamp(-vmax, vmax);
+                        }
+                    }
+                    None => {
+                        for l in 0..w {
+                            v[l] = (v[l] + dt * g).clamp(-vmax, vmax);
+                        }
                     }
                 }
-                None => {
-                    for l in 0..w {
-                        v[l] = (v[l] + dt * g).clamp(-vmax, vmax);
-                    }
+                for l in 0..w {
+                    x[l] = (x[l] + dt * v[l]).clamp(-reach, reach);
                 }
             }
-            for l in 0..w {
-                x[l] = (x[l] + dt * v[l]).clamp(-reach, reach);
-            }
-        }
-    });
+        },
+    );
 }
 
 /// Overlap of a box of half-size `r` centred at `x` with the cell [−½, ½] (one axis): length and centre.
@@ -406,17 +500,34 @@ pub(crate) fn normalise<const D: usize, const S: usize>(
     state: &State<D>,
     fluid: Option<&[f32]>,
     r: f32,
+    occupied: &[bool],
     scale: &mut [f32],
     deficit: &mut [Vec<f32>],
 ) {
     let pos: [&[f32]; D] = std::array::from_fn(|a| state.pos[a].as_slice());
     let mass: [&[f32]; S] = std::array::from_fn(|k| state.mass[k].as_slice());
     let scale_out = SharedSlice::new(scale);
-    let deficit_out: Vec<SharedSlice<f32>> = deficit.iter_mut().map(|v| SharedSlice::new(v)).collect();
+    let deficit_out: Vec<SharedSlice<f32>> =
+        deficit.iter_mut().map(|v| SharedSlice::new(v)).collect();
     let rows = layout.neighbours.len() / 3;
-    let init = || Box::new(([[[0.0f32; LANES]; 3]; 9], Tree::new(), [Tree::new(), Tree::new(), Tree::new(), Tree::new()]));
+    let init = || {
+        Box::new((
+            [[[0.0f32; LANES]; 3]; 9],
+            Tree::new(),
+            [Tree::new(), Tree::new(), Tree::new(), Tree::new()],
+        ))
+    };
     for_each_chunk(layout, init, |sc, i0, w| {
         let w = w.min(LANES);
+        if !occupied[i0 / layout.padded[0]] {
+            // No mass to hand out: nothing to scale, no rounding remainder.
+            // SAFETY: chunks of distinct rows are disjoint.
+            unsafe { scale_out.slice_mut(i0..i0 + w) }.fill(0.0);
+            for d in &deficit_out {
+                unsafe { d.slice_mut(i0..i0 + w) }.fill(0.0);
+            }
+            return;
+        }
         let (fracs, total, handed) = &mut **sc;
         let x: [&[f32]; D] = std::array::from_fn(|a| &pos[a][i0..i0 + w]);
         let m: [&[f32]; S] = std::array::from_fn(|k| &mass[k][i0..i0 + w]);
@@ -524,6 +635,7 @@ pub(crate) fn reintegrate<const D: usize, const S: usize>(
     scale: &[f32],
     deficit: &[Vec<f32>],
     unit: [f32; S],
+    occupied: &[bool],
     dst: &mut State<D>,
     r: f32,
 ) {
@@ -533,7 +645,8 @@ pub(crate) fn reintegrate<const D: usize, const S: usize>(
     let deficit: [&[f32]; S] = std::array::from_fn(|k| deficit[k].as_slice());
     let out_pos: Vec<SharedSlice<f32>> = dst.pos.iter_mut().map(|v| SharedSlice::new(v)).collect();
     let out_vel: Vec<SharedSlice<f32>> = dst.vel.iter_mut().map(|v| SharedSlice::new(v)).collect();
-    let out_mass: Vec<SharedSlice<f32>> = dst.mass.iter_mut().map(|v| SharedSlice::new(v)).collect();
+    let out_mass: Vec<SharedSlice<f32>> =
+        dst.mass.iter_mut().map(|v| SharedSlice::new(v)).collect();
     let rows = layout.neighbours.len() / 3;
     let init = || {
         let handed = Handed::<D, S> {
@@ -552,6 +665,14 @@ pub(crate) fn reintegrate<const D: usize, const S: usize>(
     };
     for_each_chunk(layout, init, |sc, i0, w| {
         let w = w.min(LANES);
+        if !neighbourhood_occupied(layout, occupied, i0) {
+            // Nothing can arrive: vacuum stays vacuum.
+            // SAFETY: chunks of distinct rows are disjoint.
+            for o in out_mass.iter().chain(&out_pos).chain(&out_vel) {
+                unsafe { o.slice_mut(i0..i0 + w) }.fill(0.0);
+            }
+            return;
+        }
         for ro in 0..rows {
             let (delta, roff) = layout.neighbours[3 * ro + 1];
             let j0 = (i0 as isize + delta) as usize;
@@ -597,12 +718,19 @@ pub(crate) fn reintegrate<const D: usize, const S: usize>(
                 sc.mass[k].set_row(ro, w, &left.mass[k], &right.mass[k], &centre.mass[k]);
                 sc.mass[k].fold(ro, w);
             }
-            sc.total.set_row(ro, w, &left.total, &right.total, &centre.total);
+            sc.total
+                .set_row(ro, w, &left.total, &right.total, &centre.total);
             sc.total.fold(ro, w);
             for a in 0..D {
                 sc.centre[a].set_row(ro, w, &left.centre[a], &right.centre[a], &centre.centre[a]);
                 sc.centre[a].fold(ro, w);
-                sc.momentum[a].set_row(ro, w, &left.momentum[a], &right.momentum[a], &centre.momentum[a]);
+                sc.momentum[a].set_row(
+                    ro,
+                    w,
+                    &left.momentum[a],
+                    &right.momentum[a],
+                    &centre.momentum[a],
+                );
                 sc.momentum[a].fold(ro, w);
             }
         }
@@ -619,7 +747,12 @@ pub(crate) fn reintegrate<const D: usize, const S: usize>(
             }
         }
         for a in 0..D {
-            let (x, v) = unsafe { (out_pos[a].slice_mut(i0..i0 + w), out_vel[a].slice_mut(i0..i0 + w)) };
+            let (x, v) = unsafe {
+                (
+                    out_pos[a].slice_mut(i0..i0 + w),
+                    out_vel[a].slice_mut(i0..i0 + w),
+                )
+            };
             for l in 0..w {
                 // The centre of mass of parts that all lie in the cell lies in the cell; the clamp only
                 // removes rounding.
@@ -648,8 +781,10 @@ mod tests {
         src.pos[1][c] = -0.1;
         let mut scale = vec![0.0; layout.len()];
         let mut deficit = vec![vec![0.0; layout.len()]];
-        normalise::<2, 1>(&layout, &src, None, 0.5, &mut scale, &mut deficit);
-        reintegrate::<2, 1>(&layout, &src, &scale, &deficit, [1.0], &mut dst, 0.5);
+        let mut occupied = vec![false; layout.len() / layout.padded[0]];
+        occupancy(&layout, &src, &mut occupied);
+        normalise::<2, 1>(&layout, &src, None, 0.5, &occupied, &mut scale, &mut deficit);
+        reintegrate::<2, 1>(&layout, &src, &scale, &deficit, [1.0], &occupied, &mut dst, 0.5);
         // Exactly conserved: the parts are whole quanta and the rounding remainder goes to the box centre.
         let total: f32 = dst.mass[0].iter().sum();
         assert_eq!(total, Q);

@@ -16,6 +16,9 @@
 //!
 //! Internally lengths are in cells and velocities in cells per second; the public API is in SI units.
 
+// Per-axis loops index several `[_; D]` arrays (position, velocity, normal) together.
+#![allow(clippy::needless_range_loop)]
+
 mod kernels;
 mod params;
 mod state;
@@ -109,6 +112,8 @@ pub struct ReintSim<const D: usize> {
     acc: [Vec<f32>; D],
     scale: Vec<f32>,
     deficit: Vec<Vec<f32>>,
+    /// Which padded rows hold mass, refreshed at the start of every step (see [`kernels::occupancy`]).
+    occupied: Vec<bool>,
     /// Mass of one quantum of each substance (kg).
     unit: Vec<f64>,
     // Obstacles.
@@ -170,11 +175,15 @@ impl<const D: usize> ReintSim<D> {
             q: vec![0.0; len],
             acc: std::array::from_fn(|_| vec![0.0; len]),
             scale: vec![0.0; len],
+            occupied: vec![true; len / layout.padded[0]],
             deficit: (0..substances).map(|_| vec![0.0; len]).collect(),
             unit: cfg
                 .substances
                 .iter()
-                .map(|s| s.rest_density as f64 * cfg.cell_size.powi(D as i32) / QUANTA_PER_REST_CELL as f64)
+                .map(|s| {
+                    s.rest_density as f64 * cfg.cell_size.powi(D as i32)
+                        / QUANTA_PER_REST_CELL as f64
+                })
                 .collect(),
             solid: vec![false; len],
             fluid: vec![1.0; len],
@@ -198,26 +207,43 @@ impl<const D: usize> ReintSim<D> {
     fn check(cfg: &ReintConfig<D>) -> Result<(), SimError> {
         let bad = |m: String| Err(SimError::InvalidInput(m));
         if !(D == 2 || D == 3) {
-            return bad(format!("reintegration tracking runs in 2 or 3 dimensions, not {D}"));
+            return bad(format!(
+                "reintegration tracking runs in 2 or 3 dimensions, not {D}"
+            ));
         }
         if cfg.resolution.iter().any(|&n| n < 4) {
-            return bad(format!("resolution {:?}: every axis needs at least 4 cells", cfg.resolution));
+            return bad(format!(
+                "resolution {:?}: every axis needs at least 4 cells",
+                cfg.resolution
+            ));
         }
         if !(cfg.cell_size.is_finite() && cfg.cell_size > 0.0) {
             return bad(format!("cell size {} m: must be positive", cfg.cell_size));
         }
         let p = &cfg.params;
         if !(p.diffusion_radius > 0.0 && p.diffusion_radius <= 1.0) {
-            return bad(format!("diffusion radius {}: allowed (0, 1] cells", p.diffusion_radius));
+            return bad(format!(
+                "diffusion radius {}: allowed (0, 1] cells",
+                p.diffusion_radius
+            ));
         }
         if !(p.sound_speed.is_finite() && p.sound_speed > 0.0) {
-            return bad(format!("sound speed {} m/s: must be positive", p.sound_speed));
+            return bad(format!(
+                "sound speed {} m/s: must be positive",
+                p.sound_speed
+            ));
         }
         if !(p.kernel_radius >= 1.0 && p.kernel_radius <= 2.0) {
-            return bad(format!("kernel radius {}: allowed [1, 2] cells", p.kernel_radius));
+            return bad(format!(
+                "kernel radius {}: allowed [1, 2] cells",
+                p.kernel_radius
+            ));
         }
         if !(p.viscosity.is_finite() && p.viscosity >= 0.0) {
-            return bad(format!("viscosity {} m²/s: must be zero or positive", p.viscosity));
+            return bad(format!(
+                "viscosity {} m²/s: must be zero or positive",
+                p.viscosity
+            ));
         }
         if let Eos::Tait { gamma } = p.eos {
             if !(gamma.is_finite() && gamma >= 1.0) {
@@ -230,8 +256,15 @@ impl<const D: usize> ReintSim<D> {
                 cfg.substances.len()
             ));
         }
-        if let Some(s) = cfg.substances.iter().find(|s| !(s.rest_density > 0.0)) {
-            return bad(format!("substance rest density {}: must be positive", s.rest_density));
+        if let Some(s) = cfg
+            .substances
+            .iter()
+            .find(|s| s.rest_density.is_nan() || s.rest_density <= 0.0)
+        {
+            return bad(format!(
+                "substance rest density {}: must be positive",
+                s.rest_density
+            ));
         }
         if cfg.gravity.iter().any(|g| !g.is_finite()) {
             return bad("gravity must be finite".into());
@@ -241,7 +274,10 @@ impl<const D: usize> ReintSim<D> {
 
     /// Bytes a simulation of this size will hold, for refusing scenes too large for memory before allocating.
     pub fn estimate_bytes(resolution: [usize; D], substances: usize) -> usize {
-        let padded: usize = resolution.iter().map(|&n| n.saturating_add(2)).fold(1, usize::saturating_mul);
+        let padded: usize = resolution
+            .iter()
+            .map(|&n| n.saturating_add(2))
+            .fold(1, usize::saturating_mul);
         // Two states (positions, velocities, masses); density, pressure term, acceleration, scale, deficits,
         // fluid mask and solid flag.
         let per_cell = 2 * (2 * D + substances) * 4 + (2 + D + 1 + substances + 1) * 4 + 1;
@@ -284,7 +320,10 @@ impl<const D: usize> ReintSim<D> {
     /// # Panics
     /// If `substance` is not a configured substance.
     pub fn fill(&mut self, shape: &Shape, substance: usize, density: f32, velocity: [f32; D]) {
-        assert!(substance < self.cfg.substances.len(), "substance {substance} is not configured");
+        assert!(
+            substance < self.cfg.substances.len(),
+            "substance {substance} is not configured"
+        );
         let m = (density * QUANTA_PER_REST_CELL).round();
         let v = velocity.map(|x| x / self.cfg.cell_size as f32);
         for i in self.cells_inside(shape) {
@@ -334,7 +373,11 @@ impl<const D: usize> ReintSim<D> {
                 solid_cells.push(i);
                 return;
             }
-            let touches = self.layout.neighbours.iter().any(|&(d, _)| self.solid[(i as isize + d) as usize]);
+            let touches = self
+                .layout
+                .neighbours
+                .iter()
+                .any(|&(d, _)| self.solid[(i as isize + d) as usize]);
             if touches {
                 let p = self.cell_centre(c);
                 let n = union.normal(p, 0.25 * h);
@@ -354,8 +397,16 @@ impl<const D: usize> ReintSim<D> {
     /// # Panics
     /// If the emitter's substance is not configured.
     pub fn add_emitter(&mut self, emitter: Emitter<D>) {
-        assert!(emitter.substance < self.cfg.substances.len(), "substance {} is not configured", emitter.substance);
-        let cells = self.cells_inside(&emitter.shape).into_iter().filter(|&i| !self.solid[i]).collect();
+        assert!(
+            emitter.substance < self.cfg.substances.len(),
+            "substance {} is not configured",
+            emitter.substance
+        );
+        let cells = self
+            .cells_inside(&emitter.shape)
+            .into_iter()
+            .filter(|&i| !self.solid[i])
+            .collect();
         self.emitters.push((emitter, cells));
     }
 
@@ -396,8 +447,17 @@ impl<const D: usize> ReintSim<D> {
     ///
     /// # Panics
     /// If `c` is outside the grid or `masses` has the wrong length.
-    pub fn set_particle(&mut self, c: [usize; D], masses: &[f32], offset: [f32; D], velocity: [f32; D]) {
-        assert!((0..D).all(|a| c[a] < self.cfg.resolution[a]), "cell {c:?} outside the grid");
+    pub fn set_particle(
+        &mut self,
+        c: [usize; D],
+        masses: &[f32],
+        offset: [f32; D],
+        velocity: [f32; D],
+    ) {
+        assert!(
+            (0..D).all(|a| c[a] < self.cfg.resolution[a]),
+            "cell {c:?} outside the grid"
+        );
         assert_eq!(masses.len(), self.cfg.substances.len());
         let i = self.layout.index(c);
         for (k, &m) in masses.iter().enumerate() {
@@ -414,7 +474,13 @@ impl<const D: usize> ReintSim<D> {
         let i = self.layout.index(c);
         let h = self.cfg.cell_size;
         Particle {
-            masses: self.cur.mass.iter().zip(&self.unit).map(|(m, u)| (m[i] as f64 * u) as f32).collect(),
+            masses: self
+                .cur
+                .mass
+                .iter()
+                .zip(&self.unit)
+                .map(|(m, u)| (m[i] as f64 * u) as f32)
+                .collect(),
             position: std::array::from_fn(|a| (c[a] as f64 + 0.5 + self.cur.pos[a][i] as f64) * h),
             velocity: std::array::from_fn(|a| self.cur.vel[a][i] * h as f32),
         }
@@ -423,7 +489,12 @@ impl<const D: usize> ReintSim<D> {
     /// Total mass of each substance (kg), summed in f64 in a fixed order.
     pub fn substance_masses(&self) -> Vec<f64> {
         // Whole quanta add exactly in f64, so these totals are exact.
-        self.cur.mass.iter().zip(&self.unit).map(|(m, u)| par::sum(m.len(), |i| m[i] as f64) * u).collect()
+        self.cur
+            .mass
+            .iter()
+            .zip(&self.unit)
+            .map(|(m, u)| par::sum(m.len(), |i| m[i] as f64) * u)
+            .collect()
     }
 
     /// Total mass (kg).
@@ -441,7 +512,12 @@ impl<const D: usize> ReintSim<D> {
     /// probability) bit-identical states, for replays, lock-step networking and determinism checks.
     pub fn checksum(&self) -> u64 {
         let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-        let arrays = self.cur.pos.iter().chain(self.cur.vel.iter()).chain(self.cur.mass.iter());
+        let arrays = self
+            .cur
+            .pos
+            .iter()
+            .chain(self.cur.vel.iter())
+            .chain(self.cur.mass.iter());
         for a in arrays {
             for x in a {
                 h ^= x.to_bits() as u64;
@@ -456,6 +532,7 @@ impl<const D: usize> ReintSim<D> {
     pub fn advect(&mut self, dt: f64) {
         let dt = dt as f32;
         let r = self.cfg.params.diffusion_radius;
+        kernels::occupancy(&self.layout, &self.cur, &mut self.occupied);
         kernels::advance(&self.layout, &mut self.cur, None, [0.0; D], dt, r);
         self.keep_in_fluid_region();
         self.gather();
@@ -506,8 +583,18 @@ impl<const D: usize> ReintSim<D> {
         };
         let substances = &self.cfg.substances;
         let tension = p.tension;
-        let rho_min = RHO_VACUUM * substances.iter().map(|s| s.rest_density).fold(f32::INFINITY, f32::min);
-        let (layout, cur, rho, q, unit) = (&self.layout, &self.cur, &mut self.rho, &mut self.q, &self.unit);
+        let rho_min = RHO_VACUUM
+            * substances
+                .iter()
+                .map(|s| s.rest_density)
+                .fold(f32::INFINITY, f32::min);
+        let (layout, cur, rho, q, unit) = (
+            &self.layout,
+            &self.cur,
+            &mut self.rho,
+            &mut self.q,
+            &self.unit,
+        );
         self.timer.time("density", || {
             with_substances!(substances.len(), S => {
                 let unit: [f32; S] = std::array::from_fn(|k| unit[k] as f32);
@@ -540,8 +627,12 @@ impl<const D: usize> ReintSim<D> {
         if self.cfg.boundary == Boundary::Closed {
             self.mirror_walls(GhostStage::Forces);
         }
-        let (layout, cur, rho, q, acc) = (&self.layout, &self.cur, &self.rho, &self.q, &mut self.acc);
-        self.timer.time("forces", || kernels::sph_forces(layout, cur, rho, q, k, acc));
+        let (layout, cur, rho, q, acc) =
+            (&self.layout, &self.cur, &self.rho, &self.q, &mut self.acc);
+        let occupied = &self.occupied;
+        self.timer.time("forces", || {
+            kernels::sph_forces(layout, cur, rho, q, k, occupied, acc)
+        });
     }
 
     /// Ghost particles for closed walls: each halo cell takes the particle of the fluid cell it faces,
@@ -601,7 +692,8 @@ impl<const D: usize> ReintSim<D> {
             let centre_cell = self.layout.neighbours.iter().position(|&(_, off)| {
                 (0..D).all(|a| (-0.5..0.5).contains(&(self.cur.pos[a][i] - off[a])))
             });
-            let centre_solid = centre_cell.is_none_or(|n| self.solid[(i as isize + self.layout.neighbours[n].0) as usize]);
+            let centre_solid = centre_cell
+                .is_none_or(|n| self.solid[(i as isize + self.layout.neighbours[n].0) as usize]);
             if centre_solid {
                 for a in 0..D {
                     self.cur.pos[a][i] = self.cur.pos[a][i].clamp(-0.5, 0.49);
@@ -616,15 +708,21 @@ impl<const D: usize> ReintSim<D> {
         let (layout, cur) = (&self.layout, &self.cur);
         let fluid = (!self.solid_cells.is_empty()).then_some(self.fluid.as_slice());
         let (scale, deficit) = (&mut self.scale, &mut self.deficit);
-        with_substances!(cur.mass.len(), S => kernels::normalise::<D, S>(layout, cur, fluid, r, scale, deficit));
+        with_substances!(cur.mass.len(), S => kernels::normalise::<D, S>(layout, cur, fluid, r, &self.occupied, scale, deficit));
         let closed = self.cfg.boundary == Boundary::Closed;
         if closed {
             self.mirror_walls(GhostStage::Gather);
         }
-        let (layout, cur, next, scale, deficit) = (&self.layout, &self.cur, &mut self.next, &self.scale, &self.deficit);
+        let (layout, cur, next, scale, deficit) = (
+            &self.layout,
+            &self.cur,
+            &mut self.next,
+            &self.scale,
+            &self.deficit,
+        );
         with_substances!(cur.mass.len(), S => {
             let unit: [f32; S] = std::array::from_fn(|k| self.unit[k] as f32);
-            kernels::reintegrate::<D, S>(layout, cur, scale, deficit, unit, next, r)
+            kernels::reintegrate::<D, S>(layout, cur, scale, deficit, unit, &self.occupied, next, r)
         });
         for &i in &self.solid_cells {
             for m in &mut self.next.mass {
@@ -676,7 +774,11 @@ impl<const D: usize> ReintSim<D> {
                     // Specks below 1% of a cell do not set the time step: their velocities carry no weight.
                     if quanta >= 0.01 * QUANTA_PER_REST_CELL as f64 {
                         let speed = v2.sqrt();
-                        acc[K - 1] = if speed.is_nan() { f64::NAN } else { acc[K - 1].max(speed) };
+                        acc[K - 1] = if speed.is_nan() {
+                            f64::NAN
+                        } else {
+                            acc[K - 1].max(speed)
+                        };
                     }
                 }
                 acc
@@ -685,11 +787,21 @@ impl<const D: usize> ReintSim<D> {
                 for k in 0..K - 1 {
                     a[k] += b[k];
                 }
-                a[K - 1] = if b[K - 1].is_nan() { f64::NAN } else { a[K - 1].max(b[K - 1]) };
+                a[K - 1] = if b[K - 1].is_nan() {
+                    f64::NAN
+                } else {
+                    a[K - 1].max(b[K - 1])
+                };
                 a
             },
         );
-        let masses = std::array::from_fn(|k| if k < unit.len() { sums[k] * unit[k] } else { 0.0 });
+        let masses = std::array::from_fn(|k| {
+            if k < unit.len() {
+                sums[k] * unit[k]
+            } else {
+                0.0
+            }
+        });
         let momentum = std::array::from_fn(|a| sums[MAX_SUBSTANCES + 1 + a]);
         (masses, sums[MAX_SUBSTANCES], momentum, sums[K - 1])
     }
@@ -708,7 +820,11 @@ impl<const D: usize> ReintSim<D> {
         let mut data = Vec::with_capacity(self.layout.cells());
         self.layout.for_each_cell(|i, c| data.push(f(i, c)));
         let shape = self.cfg.resolution.iter().rev().copied().collect();
-        Field { shape, data, signed: false }
+        Field {
+            shape,
+            data,
+            signed: false,
+        }
     }
 
     /// Mass of substance `k` in padded cell `i` (kg).
@@ -766,7 +882,11 @@ impl<const D: usize> Simulation for ReintSim<D> {
     fn max_dt(&self, cfl: f64) -> f64 {
         let h = self.cfg.cell_size;
         let speed = self.max_speed as f64 * h;
-        let sound = if self.cfg.params.forces { self.cfg.params.sound_speed as f64 } else { 0.0 };
+        let sound = if self.cfg.params.forces {
+            self.cfg.params.sound_speed as f64
+        } else {
+            0.0
+        };
         let g = self.cfg.gravity.iter().map(|g| g * g).sum::<f64>().sqrt();
         let fall = (g * h).sqrt();
         let v = speed.max(sound).max(fall).max(1e-12);
@@ -775,7 +895,9 @@ impl<const D: usize> Simulation for ReintSim<D> {
 
     fn step(&mut self, dt: f64) -> Result<StepRecord, SimError> {
         if !(dt.is_finite() && dt > 0.0) {
-            return Err(SimError::InvalidInput(format!("time step {dt} s: must be positive")));
+            return Err(SimError::InvalidInput(format!(
+                "time step {dt} s: must be positive"
+            )));
         }
         let start = Instant::now();
         self.timer.clear();
@@ -788,6 +910,7 @@ impl<const D: usize> Simulation for ReintSim<D> {
             self.emit(dt);
             self.timer.add("emit", t.elapsed().as_secs_f64() * 1e3);
         }
+        kernels::occupancy(&self.layout, &self.cur, &mut self.occupied);
         if self.cfg.params.forces {
             self.forces();
         }
@@ -798,11 +921,13 @@ impl<const D: usize> Simulation for ReintSim<D> {
         self.timer.add("advance", t.elapsed().as_secs_f64() * 1e3);
         let t = Instant::now();
         self.gather();
-        self.timer.add("reintegrate", t.elapsed().as_secs_f64() * 1e3);
+        self.timer
+            .add("reintegrate", t.elapsed().as_secs_f64() * 1e3);
 
         let t = Instant::now();
         let (masses, kinetic, momentum, max_speed) = self.measure();
-        self.timer.add("diagnostics", t.elapsed().as_secs_f64() * 1e3);
+        self.timer
+            .add("diagnostics", t.elapsed().as_secs_f64() * 1e3);
         self.time += dt;
         self.steps += 1;
         let total: f64 = masses.iter().sum();
@@ -826,10 +951,16 @@ impl<const D: usize> Simulation for ReintSim<D> {
             quantities: vec![
                 ("mass", Quantity::Scalar(total)),
                 ("substance_mass", Quantity::Vector(masses[..s].to_vec())),
-                ("mass_injected", Quantity::Scalar(self.injected.iter().sum())),
+                (
+                    "mass_injected",
+                    Quantity::Scalar(self.injected.iter().sum()),
+                ),
                 ("mass_removed", Quantity::Scalar(self.removed.iter().sum())),
                 ("kinetic_energy", Quantity::Scalar(kinetic * h * h)),
-                ("momentum", Quantity::Vector(momentum.iter().map(|p| p * h).collect())),
+                (
+                    "momentum",
+                    Quantity::Vector(momentum.iter().map(|p| p * h).collect()),
+                ),
                 ("max_speed", Quantity::Scalar(speed_si)),
                 ("cfl", Quantity::Scalar(max_speed.max(0.0) * dt)),
             ],
@@ -845,7 +976,8 @@ impl<const D: usize> Simulation for ReintSim<D> {
         if D == 2 {
             names.push("vorticity");
         }
-        const SUBSTANCE: [&str; MAX_SUBSTANCES] = ["substance_0", "substance_1", "substance_2", "substance_3"];
+        const SUBSTANCE: [&str; MAX_SUBSTANCES] =
+            ["substance_0", "substance_1", "substance_2", "substance_3"];
         names.extend_from_slice(&SUBSTANCE[..self.cfg.substances.len()]);
         names
     }
@@ -861,16 +993,30 @@ impl<const D: usize> Simulation for ReintSim<D> {
             "speed" => Some(self.interior_field(|i, _| {
                 (0..D).map(|a| s.vel[a][i].powi(2)).sum::<f32>().sqrt() * h
             })),
-            "velocity_x" => Some(Field { signed: true, ..self.interior_field(velocity(0)) }),
-            "velocity_y" => Some(Field { signed: true, ..self.interior_field(velocity(1)) }),
-            "velocity_z" if D == 3 => Some(Field { signed: true, ..self.interior_field(velocity(2)) }),
-            "pressure" => Some(Field { signed: true, ..self.interior_field(|i, _| self.pressure_at(i)) }),
+            "velocity_x" => Some(Field {
+                signed: true,
+                ..self.interior_field(velocity(0))
+            }),
+            "velocity_y" => Some(Field {
+                signed: true,
+                ..self.interior_field(velocity(1))
+            }),
+            "velocity_z" if D == 3 => Some(Field {
+                signed: true,
+                ..self.interior_field(velocity(2))
+            }),
+            "pressure" => Some(Field {
+                signed: true,
+                ..self.interior_field(|i, _| self.pressure_at(i))
+            }),
             "vorticity" if D == 2 => {
                 // ∂v/∂x − ∂u/∂y by central differences of the cell velocities, where both neighbours hold
                 // fluid; zero elsewhere.
                 let (sx, sy) = (self.layout.stride[0], self.layout.stride[1]);
                 let f = self.interior_field(|i, _| {
-                    let full = [i - sx, i + sx, i - sy, i + sy].iter().all(|&j| s.total_mass(j) > 0.0);
+                    let full = [i - sx, i + sx, i - sy, i + sy]
+                        .iter()
+                        .all(|&j| s.total_mass(j) > 0.0);
                     if !full || s.total_mass(i) <= 0.0 {
                         return 0.0;
                     }

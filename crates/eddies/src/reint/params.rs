@@ -39,7 +39,10 @@ pub struct Substance {
 
 impl Default for Substance {
     fn default() -> Self {
-        Self { rest_density: 1000.0, color: [0.15, 0.45, 0.95] }
+        Self {
+            rest_density: 1000.0,
+            color: [0.15, 0.45, 0.95],
+        }
     }
 }
 

@@ -37,7 +37,12 @@ impl<const D: usize> Layout<D> {
                 (delta, off)
             })
             .collect();
-        Self { n, padded, stride, neighbours }
+        Self {
+            n,
+            padded,
+            stride,
+            neighbours,
+        }
     }
 
     /// Number of padded cells.

@@ -81,13 +81,23 @@ fn run<const D: usize>(sim: &mut ReintSim<D>, steps: usize, cfl: f64) {
 
 /// Largest relative change of any substance's mass.
 fn worst_drift(before: &[f64], after: &[f64]) -> f64 {
-    before.iter().zip(after).map(|(b, a)| ((a - b) / b).abs()).fold(0.0, f64::max)
+    before
+        .iter()
+        .zip(after)
+        .map(|(b, a)| ((a - b) / b).abs())
+        .fold(0.0, f64::max)
 }
 
 fn two_liquids() -> Vec<Substance> {
     vec![
-        Substance { rest_density: 1000.0, color: [0.1, 0.4, 0.9] },
-        Substance { rest_density: 1500.0, color: [0.9, 0.3, 0.1] },
+        Substance {
+            rest_density: 1000.0,
+            color: [0.1, 0.4, 0.9],
+        },
+        Substance {
+            rest_density: 1500.0,
+            color: [0.9, 0.3, 0.1],
+        },
     ]
 }
 
@@ -99,11 +109,18 @@ pub fn violent_dam_break_2d(n: usize) -> ReintSim<2> {
         cell_size: 1.0 / n as f64,
         boundary: Boundary::Closed,
         gravity: [0.0, -9.81],
-        params: super::ReintParams { sound_speed: 12.0, viscosity: 1e-4, ..Default::default() },
+        params: super::ReintParams {
+            sound_speed: 12.0,
+            viscosity: 1e-4,
+            ..Default::default()
+        },
         substances: two_liquids(),
     };
     let mut sim = ReintSim::new(cfg).expect("valid scene");
-    sim.add_obstacle(Shape::Sphere { center: DVec3::new(0.55, 0.18, 0.0), radius: 0.1 });
+    sim.add_obstacle(Shape::Sphere {
+        center: DVec3::new(0.55, 0.18, 0.0),
+        radius: 0.1,
+    });
     sim.fill(&Shape::box2([0.0, 0.0], [0.3, 0.7]), 0, 1.0, [3.0, 0.0]);
     sim.fill(&Shape::box2([0.8, 0.0], [1.0, 0.5]), 1, 1.0, [-1.0, 0.0]);
     sim
@@ -122,7 +139,10 @@ fn mass_conservation_3d(quick: bool) -> Measurement {
     let cfg = ReintConfig::<3> {
         resolution: [n, n, n],
         cell_size: 1.0 / n as f64,
-        params: super::ReintParams { sound_speed: 10.0, ..Default::default() },
+        params: super::ReintParams {
+            sound_speed: 10.0,
+            ..Default::default()
+        },
         substances: two_liquids(),
         ..Default::default()
     };
@@ -133,8 +153,24 @@ fn mass_conservation_3d(quick: bool) -> Measurement {
         radius: 0.1,
         height: 1.0,
     });
-    sim.fill(&Shape::Box { min: DVec3::ZERO, max: DVec3::new(0.3, 0.7, 1.0) }, 0, 1.0, [2.0, 0.0, 0.5]);
-    sim.fill(&Shape::Box { min: DVec3::new(0.8, 0.0, 0.0), max: DVec3::new(1.0, 0.4, 0.6) }, 1, 1.0, [0.0; 3]);
+    sim.fill(
+        &Shape::Box {
+            min: DVec3::ZERO,
+            max: DVec3::new(0.3, 0.7, 1.0),
+        },
+        0,
+        1.0,
+        [2.0, 0.0, 0.5],
+    );
+    sim.fill(
+        &Shape::Box {
+            min: DVec3::new(0.8, 0.0, 0.0),
+            max: DVec3::new(1.0, 0.4, 0.6),
+        },
+        1,
+        1.0,
+        [0.0; 3],
+    );
     let before = sim.substance_masses();
     run(&mut sim, if quick { 100 } else { 500 }, 0.8);
     let drift = worst_drift(&before, &sim.substance_masses());
@@ -168,7 +204,11 @@ fn donor_cell_limit(quick: bool) -> Measurement {
         cell_size: h,
         boundary: Boundary::Open,
         gravity: [0.0, 0.0],
-        params: super::ReintParams { diffusion_radius: 0.5, forces: false, ..Default::default() },
+        params: super::ReintParams {
+            diffusion_radius: 0.5,
+            forces: false,
+            ..Default::default()
+        },
         substances: vec![Substance::default()],
     };
     let mut sim = ReintSim::new(cfg).expect("valid scene");
@@ -202,7 +242,11 @@ fn donor_cell_limit(quick: bool) -> Measurement {
     sim.advect(dt);
     let mass = sim.field("mass").expect("mass field").data;
     let peak = reference.iter().cloned().fold(0.0, f64::max);
-    let err = mass.iter().zip(&reference).map(|(&m, &r)| (m as f64 - r).abs()).fold(0.0, f64::max);
+    let err = mass
+        .iter()
+        .zip(&reference)
+        .map(|(&m, &r)| (m as f64 - r).abs())
+        .fold(0.0, f64::max);
     Measurement::within("reint/donor-cell-limit", err / peak, 0.0, 1e-6, "1")
 }
 
@@ -229,7 +273,10 @@ fn settling_layer() -> (ReintSim<2>, Vec<f64>) {
     for _ in 0..8000 {
         let dt = sim.max_dt(0.5);
         let rec = sim.step(dt).expect("settling layer diverged");
-        energy.push(rec.scalar("kinetic_energy").expect("kinetic energy recorded"));
+        energy.push(
+            rec.scalar("kinetic_energy")
+                .expect("kinetic energy recorded"),
+        );
     }
     (sim, energy)
 }
@@ -252,18 +299,31 @@ fn hydrostatic_gradient(_quick: bool) -> Measurement {
     let rows: Vec<(f64, f64)> = (0..ny)
         .map(|y| {
             let row = &f.data[y * nx..(y + 1) * nx];
-            ((y as f64 + 0.5) * h, row.iter().map(|&v| v as f64).sum::<f64>() / nx as f64)
+            (
+                (y as f64 + 0.5) * h,
+                row.iter().map(|&v| v as f64).sum::<f64>() / nx as f64,
+            )
         })
         .filter(|&(_, rho)| rho > 500.0)
         .collect();
     let inner = &rows[2..rows.len() - 2];
     let k = inner.len() as f64;
-    let (mz, ml) = inner.iter().fold((0.0, 0.0), |(a, b), &(z, r)| (a + z / k, b + r.ln() / k));
-    let (sxy, sxx) = inner.iter().fold((0.0, 0.0), |(a, b), &(z, r)| (a + (z - mz) * (r.ln() - ml), b + (z - mz).powi(2)));
+    let (mz, ml) = inner
+        .iter()
+        .fold((0.0, 0.0), |(a, b), &(z, r)| (a + z / k, b + r.ln() / k));
+    let (sxy, sxx) = inner.iter().fold((0.0, 0.0), |(a, b), &(z, r)| {
+        (a + (z - mz) * (r.ln() - ml), b + (z - mz).powi(2))
+    });
     let measured = -sxy / sxx;
     let c = sim.config().params.sound_speed as f64;
     let reference = 9.81 / (c * c);
-    Measurement::within("reint/hydrostatic-density-gradient", measured, reference, 0.25 * reference, "1/m")
+    Measurement::within(
+        "reint/hydrostatic-density-gradient",
+        measured,
+        reference,
+        0.25 * reference,
+        "1/m",
+    )
 }
 
 /// Mass-weighted RMS distance of the mass from its centroid (cells).
@@ -296,13 +356,22 @@ fn blob_growth(r: f32) -> f64 {
         resolution: [n, n],
         cell_size: h,
         gravity: [0.0, 0.0],
-        params: super::ReintParams { diffusion_radius: r, forces: false, ..Default::default() },
+        params: super::ReintParams {
+            diffusion_radius: r,
+            forces: false,
+            ..Default::default()
+        },
         ..Default::default()
     };
     let mut sim = ReintSim::new(cfg).expect("valid scene");
     let dt = 1e-3;
     let v = [(0.37 * h / dt) as f32, (0.23 * h / dt) as f32];
-    sim.fill(&Shape::box2([10.0 * h, 10.0 * h], [13.0 * h, 13.0 * h]), 0, 1.0, v);
+    sim.fill(
+        &Shape::box2([10.0 * h, 10.0 * h], [13.0 * h, 13.0 * h]),
+        0,
+        1.0,
+        v,
+    );
     let before = rms_radius(&sim);
     for _ in 0..200 {
         sim.step(dt).expect("blob diverged");
@@ -323,12 +392,19 @@ fn mirror_symmetry(quick: bool) -> Measurement {
     let cfg = ReintConfig::<2> {
         resolution: [n, n],
         cell_size: 1.0 / n as f64,
-        params: super::ReintParams { sound_speed: 10.0, viscosity: 1e-4, ..Default::default() },
+        params: super::ReintParams {
+            sound_speed: 10.0,
+            viscosity: 1e-4,
+            ..Default::default()
+        },
         substances: two_liquids(),
         ..Default::default()
     };
     let mut sim = ReintSim::new(cfg).expect("valid scene");
-    sim.add_obstacle(Shape::Sphere { center: DVec3::new(0.5, 0.35, 0.0), radius: 0.08 });
+    sim.add_obstacle(Shape::Sphere {
+        center: DVec3::new(0.5, 0.35, 0.0),
+        radius: 0.08,
+    });
     sim.fill(&Shape::box2([0.0, 0.0], [1.0, 0.2]), 0, 1.0, [0.0, 0.0]);
     sim.fill(&Shape::box2([0.0, 0.2], [0.2, 0.7]), 1, 1.0, [2.0, 0.0]);
     sim.fill(&Shape::box2([0.8, 0.2], [1.0, 0.7]), 1, 1.0, [-2.0, 0.0]);
@@ -359,5 +435,11 @@ fn thread_determinism(quick: bool) -> Measurement {
     };
     let reference = checksum(1);
     let differing = [2, 7].iter().filter(|&&t| checksum(t) != reference).count();
-    Measurement::within("reint/thread-determinism", differing as f64, 0.0, 0.0, "runs")
+    Measurement::within(
+        "reint/thread-determinism",
+        differing as f64,
+        0.0,
+        0.0,
+        "runs",
+    )
 }
