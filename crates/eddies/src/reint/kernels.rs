@@ -58,7 +58,11 @@ fn for_each_chunk<const D: usize, T>(
 /// count as occupied: closed walls put mirrored mass there. Kernels skip chunks whose whole neighbourhood of
 /// rows is empty, writing what the computation would give (vacuum), so a sparse scene costs less than a full
 /// one and the result does not change.
-pub(crate) fn occupancy<const D: usize>(layout: &Layout<D>, state: &State<D>, occupied: &mut [bool]) {
+pub(crate) fn occupancy<const D: usize>(
+    layout: &Layout<D>,
+    state: &State<D>,
+    occupied: &mut [bool],
+) {
     occupied.fill(true);
     let nx = layout.n[0];
     let rows: Vec<(usize, bool)> = (0..layout.rows())
@@ -66,7 +70,10 @@ pub(crate) fn occupancy<const D: usize>(layout: &Layout<D>, state: &State<D>, oc
         .with_min_len(grain(nx))
         .map(|row| {
             let start = layout.row_start(row);
-            let any = state.mass.iter().any(|m| m[start..start + nx].iter().any(|&q| q > 0.0));
+            let any = state
+                .mass
+                .iter()
+                .any(|m| m[start..start + nx].iter().any(|&q| q > 0.0));
             (start / layout.padded[0], any)
         })
         .collect();
@@ -783,8 +790,25 @@ mod tests {
         let mut deficit = vec![vec![0.0; layout.len()]];
         let mut occupied = vec![false; layout.len() / layout.padded[0]];
         occupancy(&layout, &src, &mut occupied);
-        normalise::<2, 1>(&layout, &src, None, 0.5, &occupied, &mut scale, &mut deficit);
-        reintegrate::<2, 1>(&layout, &src, &scale, &deficit, [1.0], &occupied, &mut dst, 0.5);
+        normalise::<2, 1>(
+            &layout,
+            &src,
+            None,
+            0.5,
+            &occupied,
+            &mut scale,
+            &mut deficit,
+        );
+        reintegrate::<2, 1>(
+            &layout,
+            &src,
+            &scale,
+            &deficit,
+            [1.0],
+            &occupied,
+            &mut dst,
+            0.5,
+        );
         // Exactly conserved: the parts are whole quanta and the rounding remainder goes to the box centre.
         let total: f32 = dst.mass[0].iter().sum();
         assert_eq!(total, Q);
