@@ -5,27 +5,20 @@ use eddies::grid::{
     Grid, MacGrid,
 };
 use eddies::par;
+use eddies::validation::SplitMix64;
 use eddies::Shape;
 use glam::DVec3;
 use std::f64::consts::PI;
 
-/// SplitMix64: a tiny deterministic generator, so the test points are the same on every run.
-struct Rng(u64);
+/// Deterministic test points (SplitMix64), the same on every run.
+struct Rng(SplitMix64);
 
 impl Rng {
-    fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    /// Uniform in [0, 1).
-    fn unit(&mut self) -> f64 {
-        (self.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
+    fn new(seed: u64) -> Self {
+        Self(SplitMix64::new(seed))
     }
     fn range(&mut self, lo: f64, hi: f64) -> f64 {
-        lo + (hi - lo) * self.unit()
+        self.0.range(lo, hi)
     }
     fn point<const D: usize>(&mut self, lo: [f64; D], hi: [f64; D]) -> [f64; D] {
         std::array::from_fn(|k| self.range(lo[k], hi[k]))
@@ -67,7 +60,7 @@ fn check_linear_reproduction<const D: usize>() {
     // MAC components the hull of every component contains [origin + h/2, upper − h/2].
     let lo: [f64; D] = std::array::from_fn(|k| origin[k] + 0.5 * h);
     let hi: [f64; D] = std::array::from_fn(|k| origin[k] + (dims[k] as f64 - 0.5) * h);
-    let mut rng = Rng(42 + D as u64);
+    let mut rng = Rng::new(42 + D as u64);
     for _ in 0..2000 {
         let p = rng.point(lo, hi);
         // |f| ≤ ~5 here and the interpolant is a convex combination of 2ᴰ values: rounding is a few ulps of
@@ -120,7 +113,7 @@ fn sampling_error<const D: usize>(n: usize) -> (f64, f64) {
         smooth::<D>(std::array::from_fn(|k| (c[k] as f64 + 0.5) * h))
     });
     let mac = MacGrid::from_fn([n; D], [0.0; D], h, |_, x| smooth(x));
-    let mut rng = Rng(7);
+    let mut rng = Rng::new(7);
     let (mut e_cell, mut e_mac) = (0.0f64, 0.0f64);
     for _ in 0..4000 {
         let p = rng.point([0.25; D], [0.75; D]);
@@ -164,7 +157,7 @@ fn sampling_converges_at_second_order_3d() {
 
 fn check_div_grad_is_laplacian<const D: usize>(dims: [usize; D]) {
     let h = 0.1;
-    let mut rng = Rng(3);
+    let mut rng = Rng::new(3);
     let noise: Vec<f64> = (0..dims.iter().product())
         .map(|_| rng.range(-1.0, 1.0))
         .collect();
@@ -332,7 +325,7 @@ fn laplacian_of_quadratic_is_exact_3d() {
 
 #[test]
 fn stencils_are_bit_identical_across_thread_counts() {
-    let mut rng = Rng(11);
+    let mut rng = Rng::new(11);
     let data: Vec<f64> = (0..40 * 33 * 29).map(|_| rng.range(-1.0, 1.0)).collect();
     let f = Grid::from_data([40, 33, 29], [0.0; 3], 0.1, data);
     let run = || {

@@ -8,7 +8,7 @@ use super::{Boundary, Eos, ReintConfig, ReintSim, Substance};
 use crate::par;
 use crate::shape::Shape;
 use crate::sim::Simulation;
-use crate::validation::{Case, Measurement};
+use crate::validation::{Case, Measurement, SplitMix64};
 use glam::DVec3;
 
 /// The method's validation cases.
@@ -177,19 +177,6 @@ fn mass_conservation_3d(quick: bool) -> Measurement {
     Measurement::within("reint/mass-conservation-3d", drift, 0.0, 1e-5, "1")
 }
 
-/// A small deterministic generator (SplitMix64) for reproducible random inputs.
-struct SplitMix(u64);
-
-impl SplitMix {
-    fn next_f64(&mut self) -> f64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        ((z ^ (z >> 31)) >> 11) as f64 / (1u64 << 53) as f64
-    }
-}
-
 /// Seed 000: "if we fix the particle positions to the cell centers and set the distribution radius to 0.5
 /// ... we'll get exactly forward Euler advection". The reference is first-order upwind (donor-cell)
 /// advection with corner transport (Colella 1990): the content of each cell moves by its velocity times Δt,
@@ -214,7 +201,7 @@ fn donor_cell_limit(quick: bool) -> Measurement {
     let mut sim = ReintSim::new(cfg).expect("valid scene");
     let dt = 1e-3;
     let rest = 1000.0 * h * h;
-    let mut rng = SplitMix(7);
+    let mut rng = SplitMix64::new(7);
     let mut cells = Vec::new();
     // A smooth, rotating and shearing velocity field (up to 0.9 cells per step), random masses, a vacuum
     // margin so that nothing leaves the open domain.
