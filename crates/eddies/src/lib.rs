@@ -6,6 +6,25 @@
 //! Foundations shared by the methods: [`grid`] (cell-centred and staggered grids, stencils, sampling), [`par`]
 //! (deterministic parallel loops), [`shape`] (signed-distance shapes), [`diag`] (per-step records and timers)
 //! and the [`sim::Simulation`] trait through which drivers run any method.
+//!
+//! ```
+//! use eddies::reint::{ReintConfig, ReintSim};
+//! use eddies::{Shape, Simulation};
+//!
+//! let cfg = ReintConfig::<2> { resolution: [64, 64], cell_size: 1.0 / 64.0, ..Default::default() };
+//! let mut sim = ReintSim::new(cfg)?;
+//! sim.fill(&Shape::box2([0.0, 0.0], [0.4, 0.6]), 0, 1.0, [0.0, 0.0]);
+//! let mass = sim.total_mass();
+//! for _ in 0..20 {
+//!     let record = sim.step(sim.max_dt(0.5))?; // per-step diagnostics: mass, energy, stage timings
+//!     assert!(record.scalar("kinetic_energy").is_some());
+//! }
+//! assert_eq!(sim.total_mass(), mass); // exactly: masses are whole quanta
+//! let density = sim.field("density").expect("reint has a density field"); // [ny, nx], kg/m²
+//! assert_eq!(density.shape, vec![64, 64]);
+//! sim.apply_impulse([0.2, 0.2], 0.05, [2.0, 0.0]); // push the fluid, e.g. from a mouse
+//! # Ok::<(), eddies::SimError>(())
+//! ```
 
 pub mod diag;
 pub mod grid;
