@@ -5,14 +5,16 @@
 //! 1. **emit**: emitters fill their cells, sinks drain theirs;
 //! 2. **density** and **forces**: SPH on the grid as neighbour structure — ρ from the cell mass, pressure from
 //!    the equation of state, the symmetric pressure force and optional viscosity from the 3^D neighbours;
-//! 3. **advance**: `V += Δt (a + g)`, `X' = X + Δt V`, clamped so the spread box stays in the neighbourhood,
-//!    walls and obstacles keep it in the fluid region;
+//! 3. **advance**: `V += Δt (a + g)`, `X' = X + Δt V`, clamped so the spread box stays in the neighbourhood;
+//!    particles next to obstacles are pushed out of them;
 //! 4. **reintegrate**: every cell gathers the overlap of its neighbours' boxes of half-size r with itself —
 //!    mass per substance, centre of mass, momentum — and normalises. Vacuum stays vacuum.
 //!
-//! Mass is conserved to float rounding: the overlaps of one box with the cells it touches add up to one, and
-//! near obstacles the box's mass is rescaled so that its overlap with fluid cells alone adds up to one. The
-//! positions, velocities and masses are f32; diagnostics are summed in f64 in a fixed order.
+//! Mass is conserved exactly: masses are whole numbers of quanta ([`QUANTA_PER_REST_CELL`]) and a
+//! bookkeeping pass hands each particle's rounding remainder to the cell that receives its box centre. Near
+//! obstacles a box's shares are renormalised over the fluid cells; closed walls reflect, through mirrored
+//! ghost particles, the part of a box that crosses them. Positions, velocities and masses are f32;
+//! diagnostics are summed in f64 in a fixed order. Method notes: `docs/reint.md`.
 //!
 //! Internally lengths are in cells and velocities in cells per second; the public API is in SI units.
 
@@ -118,8 +120,8 @@ pub struct ReintSim<const D: usize> {
     unit: Vec<f64>,
     // Obstacles.
     solid: Vec<bool>,
-    /// 1 for fluid cells and 0 for solid ones (the halo counts as fluid: a closed domain's walls keep boxes
-    /// out of it, an open one lets mass leave through it).
+    /// 1 for fluid cells and 0 for solid ones. Halo cells count as fluid: behind a closed wall they hold the
+    /// mirrored ghosts (and inherit their mirror's solidity), and through an open boundary mass leaves.
     fluid: Vec<f32>,
     solid_cells: Vec<usize>,
     /// Halo cells with the interior cell they mirror and a bit mask of the mirrored axes.
@@ -665,9 +667,9 @@ impl<const D: usize> ReintSim<D> {
         }
     }
 
-    /// Obstacles after the advance: particles next to an obstacle lose their velocity into it and are pushed out of it, and their mass is rescaled so that the
-    /// parts of their box that overlap fluid cells add up to all of it (the gather then discards what lands in
-    /// solid cells, losing nothing). See [`kernels::normalise`], which runs at the start of the gather.
+    /// Obstacles after the advance: particles next to an obstacle lose their velocity into it and are pushed
+    /// out of it, and a box whose centre would land in a solid cell is kept in its own cell. The renormalisation
+    /// of the shares over the fluid cells happens in [`kernels::normalise`], at the start of the gather.
     fn keep_in_fluid_region(&mut self) {
         let r = self.cfg.params.diffusion_radius;
         let reach = 1.5 - r;

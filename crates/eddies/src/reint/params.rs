@@ -5,7 +5,8 @@ use crate::shape::Shape;
 /// What happens at the edges of the domain.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Boundary {
-    /// Solid walls: mass stays inside, velocity into a wall is removed.
+    /// Solid walls: mass stays inside (what crosses a wall is reflected back), and the wall pushes on the
+    /// fluid like a mirror image of it (free slip).
     #[default]
     Closed,
     /// Mass that leaves the domain is gone (counted as outflow in the diagnostics).
