@@ -13,7 +13,7 @@ use eddies::{Shape, Simulation};
 use glam::DVec3;
 
 use crate::error::CliError;
-use crate::validate::short_number;
+use crate::validate::{json_number, short_number};
 
 /// Steps taken before timing.
 pub const WARMUP_STEPS: usize = 3;
@@ -176,7 +176,7 @@ pub fn json_line(r: &BenchRow) -> String {
         serde_json::Value::String(r.bench.clone()),
         serde_json::Value::String(r.size.clone()),
         serde_json::Value::String(r.metric.clone()),
-        serde_json::Number::from_f64(r.value).map_or_else(|| "null".into(), |n| n.to_string()),
+        json_number(r.value),
         serde_json::Value::String(r.unit.clone()),
         r.threads
     )

@@ -46,7 +46,8 @@ pub fn short_number(x: f64) -> String {
     }
 }
 
-fn json_number(x: f64) -> String {
+/// A JSON number, or `null` for NaN and infinities (which JSON cannot hold).
+pub(crate) fn json_number(x: f64) -> String {
     serde_json::Number::from_f64(x).map_or_else(|| "null".into(), |n| n.to_string())
 }
 

@@ -201,9 +201,10 @@ impl Tree {
         }
     }
 
-    /// Stores the sums `(left + right) + centre` of neighbour row `ro`.
+    /// Stores the sums `(left + right) + centre` of neighbour row `ro`, and folds the plane's three rows
+    /// `(row₀ + row₂) + row₁` once `ro` completes it.
     #[inline(always)]
-    fn set_row(
+    fn add_row(
         &mut self,
         ro: usize,
         w: usize,
@@ -211,21 +212,16 @@ impl Tree {
         right: &[f32; LANES],
         centre: &[f32; LANES],
     ) {
+        let w = w.min(LANES);
         let row = &mut self.row[ro % 3];
-        for l in 0..w.min(LANES) {
+        for l in 0..w {
             row[l] = (left[l] + right[l]) + centre[l];
         }
-    }
-
-    /// Folds the three rows of a plane once row `ro` completed it.
-    #[inline(always)]
-    fn fold(&mut self, ro: usize, w: usize) {
-        if ro % 3 != 2 {
-            return;
-        }
-        let plane = &mut self.plane[ro / 3];
-        for l in 0..w.min(LANES) {
-            plane[l] = (self.row[0][l] + self.row[2][l]) + self.row[1][l];
+        if ro % 3 == 2 {
+            let plane = &mut self.plane[ro / 3];
+            for l in 0..w {
+                plane[l] = (self.row[0][l] + self.row[2][l]) + self.row[1][l];
+            }
         }
     }
 
@@ -375,23 +371,21 @@ pub(crate) fn sph_forces<const D: usize>(
             }
             let [left, right, centre] = &sc.rows;
             for a in 0..D {
-                sc.pressure[a].set_row(
+                sc.pressure[a].add_row(
                     ro,
                     w,
                     &left.pressure[a],
                     &right.pressure[a],
                     &centre.pressure[a],
                 );
-                sc.pressure[a].fold(ro, w);
                 if viscous {
-                    sc.viscous[a].set_row(
+                    sc.viscous[a].add_row(
                         ro,
                         w,
                         &left.viscous[a],
                         &right.viscous[a],
                         &centre.viscous[a],
                     );
-                    sc.viscous[a].fold(ro, w);
                 }
             }
         }
@@ -573,8 +567,7 @@ pub(crate) fn normalise<const D: usize, const S: usize>(
                 }
             }
             let [left, right, centre] = &fracs[ro];
-            total.set_row(ro, w, left, right, centre);
-            total.fold(ro, w);
+            total.add_row(ro, w, left, right, centre);
         }
         let mut inv = [0.0f32; LANES];
         for l in 0..w {
@@ -589,8 +582,7 @@ pub(crate) fn normalise<const D: usize, const S: usize>(
                         parts[slot][l] = part(fracs[ro][slot][l] * inv[l], m[k][l]);
                     }
                 }
-                tree.set_row(ro, w, &parts[0], &parts[1], &parts[2]);
-                tree.fold(ro, w);
+                tree.add_row(ro, w, &parts[0], &parts[1], &parts[2]);
             }
         }
         // SAFETY: chunks of distinct rows are disjoint.
@@ -722,23 +714,19 @@ pub(crate) fn reintegrate<const D: usize, const S: usize>(
             }
             let [left, right, centre] = &sc.rows;
             for k in 0..S {
-                sc.mass[k].set_row(ro, w, &left.mass[k], &right.mass[k], &centre.mass[k]);
-                sc.mass[k].fold(ro, w);
+                sc.mass[k].add_row(ro, w, &left.mass[k], &right.mass[k], &centre.mass[k]);
             }
             sc.total
-                .set_row(ro, w, &left.total, &right.total, &centre.total);
-            sc.total.fold(ro, w);
+                .add_row(ro, w, &left.total, &right.total, &centre.total);
             for a in 0..D {
-                sc.centre[a].set_row(ro, w, &left.centre[a], &right.centre[a], &centre.centre[a]);
-                sc.centre[a].fold(ro, w);
-                sc.momentum[a].set_row(
+                sc.centre[a].add_row(ro, w, &left.centre[a], &right.centre[a], &centre.centre[a]);
+                sc.momentum[a].add_row(
                     ro,
                     w,
                     &left.momentum[a],
                     &right.momentum[a],
                     &centre.momentum[a],
                 );
-                sc.momentum[a].fold(ro, w);
             }
         }
         let mut inv = [0.0f32; LANES];
