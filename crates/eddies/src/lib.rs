@@ -3,6 +3,9 @@
 //! Methods:
 //! * [`reint`]: reintegration tracking with SPH forces (Moroz 2020), 2D and 3D.
 //!
+//! Solvers: [`linsolve`] (matrix-free PCG with IC/MIC/Incomplete-Poisson/multigrid preconditioners, geometric
+//! multigrid, for the pressure projection and vector Poisson problems).
+//!
 //! Foundations shared by the methods: [`grid`] (cell-centred and staggered grids, stencils, sampling), [`par`]
 //! (deterministic parallel loops), [`shape`] (signed-distance shapes), [`diag`] (per-step records and timers)
 //! and the [`sim::Simulation`] trait through which drivers run any method.
@@ -28,6 +31,7 @@
 
 pub mod diag;
 pub mod grid;
+pub mod linsolve;
 pub mod par;
 pub mod reint;
 pub mod shape;

@@ -1,0 +1,1006 @@
+//! Geometric multigrid for the Poisson operator on cell-centred flagged grids (Briggs, Henson & McCormick
+//! 2000, *A Multigrid Tutorial*; the coarsening of flags after McAdams, Sifakis & Teran 2010, §4).
+//!
+//! **Hierarchy.** Each level halves the resolution (rounding up). A coarse cell is Dirichlet if any of its
+//! `2^D` children is, otherwise an unknown if any child is, otherwise solid; its operator is the same
+//! Laplacian re-discretised with spacing `2h`. Coarsening stops when no axis has more than
+//! [`MultigridParams::coarsest_size`] cells (or nothing would be left to solve).
+//!
+//! **Cycle.** A V-cycle in the correction scheme: smooth, restrict the residual, solve for the correction on
+//! the coarser level (recursively), interpolate it back and add it, smooth again. The post-smoother runs the
+//! pre-smoother's sweeps in the reverse order and restriction is the scaled transpose of prolongation, so the
+//! V-cycle with a zero initial guess is a symmetric positive definite operator: a valid preconditioner for
+//! conjugate gradients ([`MultigridPreconditioner`], MGPCG).
+//!
+//! **Transfers.** Prolongation is multilinear (weights 3/4 and 1/4 per axis); a Dirichlet value is never
+//! overwritten unless [`MultigridParams::preserve_boundary`] is off (the naive up-sampler that Gourlay's part
+//! 20, seed 003, warns against). Restriction is full weighting (the transpose of prolongation, weights
+//! (1, 3, 3, 1)/8 per axis) or nearest (the mean of the `2^D` children: "faster, less accurate", seed 003).
+
+use super::poisson::{CellKind, Layout, PoissonOperator};
+use rayon::prelude::*;
+
+use super::vector;
+use super::{check_vector, Info, LinearOperator, Preconditioner, SolveError, StopReason};
+
+/// The smoother of each level.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Smoother {
+    /// Red-black Gauss–Seidel: red cells (even coordinate sum) first, then black; reversed after the coarse
+    /// correction.
+    RedBlackGaussSeidel,
+    /// Weighted (damped) Jacobi with the given weight (2/3 is the classic choice for 2D, 6/7 for 3D).
+    WeightedJacobi {
+        /// Fraction of the Jacobi update applied, in (0, 1].
+        weight: f64,
+    },
+}
+
+/// How residuals (and, in full multigrid, right-hand sides and boundary values) go to the coarser level.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Restriction {
+    /// The transpose of multilinear prolongation: weights (1, 3, 3, 1)/8 per axis over a `4^D` block.
+    #[default]
+    FullWeighting,
+    /// The mean of the `2^D` children: cheaper, and not the transpose of prolongation.
+    Nearest,
+}
+
+/// Parameters of [`Multigrid`].
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct MultigridParams {
+    /// Stop when `‖b − A x‖ / ‖b − A x₀‖` (with `x₀` the boundary values alone) falls to this.
+    pub tolerance: f64,
+    /// Give up after this many cycles.
+    pub max_cycles: usize,
+    /// The smoother of every level.
+    pub smoother: Smoother,
+    /// Smoothing sweeps before the coarse correction (a red-black sweep is a red and a black half-sweep).
+    pub pre_sweeps: usize,
+    /// Smoothing sweeps after the coarse correction.
+    pub post_sweeps: usize,
+    /// How residuals are restricted.
+    pub restriction: Restriction,
+    /// Start from a full-multigrid guess (solve the coarsest level, interpolate, one V-cycle per level).
+    pub full_multigrid: bool,
+    /// Leave Dirichlet values alone when interpolating a full solution to a finer level (seed 003).
+    pub preserve_boundary: bool,
+    /// Coarsen until no axis has more cells than this.
+    pub coarsest_size: usize,
+    /// Symmetric Gauss–Seidel sweeps that solve the coarsest level.
+    pub coarsest_sweeps: usize,
+}
+
+impl Default for MultigridParams {
+    fn default() -> Self {
+        MultigridParams {
+            tolerance: 1e-6,
+            max_cycles: 100,
+            smoother: Smoother::RedBlackGaussSeidel,
+            pre_sweeps: 2,
+            post_sweeps: 2,
+            restriction: Restriction::FullWeighting,
+            full_multigrid: false,
+            preserve_boundary: true,
+            coarsest_size: 4,
+            coarsest_sweeps: 24,
+        }
+    }
+}
+
+/// One level of the hierarchy: its operator and vectors (level 0 borrows the caller's `b` and `x`).
+#[derive(Clone, Debug)]
+struct Level<const D: usize> {
+    op: PoissonOperator<D>,
+    /// Coefficients of the extension of a correction into the cells around the unknowns ([`extend`]): `2D`
+    /// per cell, one per neighbour (axis-major, lower side first).
+    ghost: Vec<f64>,
+    b: Vec<f64>,
+    x: Vec<f64>,
+    /// Residual and smoothing ping-pong buffer.
+    t: Vec<f64>,
+    /// Restriction's intermediate: coarse along x, fine across (empty on the finest level).
+    half: Vec<f64>,
+}
+
+/// A geometric multigrid solver (see the module documentation): standalone via [`solve`](Self::solve) and
+/// [`solve_vector`](Self::solve_vector), or as the preconditioner of MGPCG.
+#[derive(Clone, Debug)]
+pub struct Multigrid<const D: usize> {
+    levels: Vec<Level<D>>,
+    params: MultigridParams,
+}
+
+/// Which colour a red-black half-sweep updates, or all cells (Jacobi).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Half {
+    Red,
+    Black,
+    All,
+}
+
+impl<const D: usize> Multigrid<D> {
+    /// The hierarchy of `op` (which it keeps as its finest level).
+    ///
+    /// # Errors
+    /// [`SolveError::BadInput`] for parameters out of range.
+    pub fn new(op: PoissonOperator<D>, params: MultigridParams) -> Result<Self, SolveError> {
+        if let Smoother::WeightedJacobi { weight } = params.smoother {
+            if !(weight > 0.0 && weight <= 1.0) {
+                return Err(SolveError::BadInput(format!(
+                    "the Jacobi weight must be in (0, 1], got {weight}"
+                )));
+            }
+        }
+        if params.pre_sweeps + params.post_sweeps == 0 {
+            return Err(SolveError::BadInput(
+                "multigrid needs at least one smoothing sweep".into(),
+            ));
+        }
+        if params.coarsest_size == 0 {
+            return Err(SolveError::BadInput(
+                "the coarsest size must be at least 1".into(),
+            ));
+        }
+        let n = op.layout().len();
+        let ghost = ghost_coefficients(&op);
+        let mut levels = vec![Level {
+            op,
+            ghost,
+            b: Vec::new(),
+            x: Vec::new(),
+            t: vec![0.0; n],
+            half: Vec::new(),
+        }];
+        loop {
+            let fine = &levels.last().expect("the finest level").op;
+            let fine_rows = fine.layout().rows();
+            if fine
+                .layout()
+                .dims
+                .iter()
+                .all(|&d| d <= params.coarsest_size)
+            {
+                break;
+            }
+            let Some(op) = coarsen(fine) else { break };
+            let n = op.layout().len();
+            let ghost = ghost_coefficients(&op);
+            let half = vec![0.0; fine_rows * op.layout().row_len()];
+            levels.push(Level {
+                op,
+                ghost,
+                b: vec![0.0; n],
+                x: vec![0.0; n],
+                t: vec![0.0; n],
+                half,
+            });
+        }
+        Ok(Multigrid { levels, params })
+    }
+
+    /// The finest level's operator.
+    pub fn operator(&self) -> &PoissonOperator<D> {
+        &self.levels[0].op
+    }
+
+    /// Number of levels, the finest included.
+    pub fn levels(&self) -> usize {
+        self.levels.len()
+    }
+
+    /// Cells per axis of each level, finest first.
+    pub fn level_dims(&self) -> Vec<[usize; D]> {
+        self.levels.iter().map(|l| l.op.layout().dims).collect()
+    }
+
+    /// The parameters.
+    pub fn params(&self) -> &MultigridParams {
+        &self.params
+    }
+
+    /// Solves `A x = b` by V-cycles (after a full-multigrid start if asked). Dirichlet cells of `x` hold the
+    /// boundary values (zero for a free surface) and are left as they are; unknown cells hold the initial
+    /// guess. Vectors are padded ([`PoissonOperator::layout`]); solid cells of `x` must be zero.
+    ///
+    /// # Errors
+    /// [`SolveError::BadInput`] for wrong lengths or non-finite values; [`SolveError::NoConvergence`] after
+    /// `max_cycles`; [`SolveError::Breakdown`] if the residual becomes non-finite or grows a thousandfold.
+    pub fn solve(&mut self, b: &[f64], x: &mut [f64]) -> Result<Info, SolveError> {
+        let n = self.levels[0].op.layout().len();
+        check_vector("the right-hand side", b, n)?;
+        check_vector("the initial guess", x, n)?;
+        let p = self.params;
+        if !(p.tolerance.is_finite() && p.tolerance > 0.0) {
+            return Err(SolveError::BadInput(format!(
+                "the tolerance must be positive, got {}",
+                p.tolerance
+            )));
+        }
+        // Reference: the residual of the boundary values alone.
+        let reference = {
+            let fine = &mut self.levels[0];
+            let mut x0 = x.to_vec();
+            fine.op.mask_unknowns_out(&mut x0);
+            let mut ns = b.to_vec();
+            fine.op.remove_null_space(&mut ns);
+            fine.op.residual(&ns, &x0, &mut fine.t).sqrt()
+        };
+        if reference == 0.0 {
+            self.levels[0].op.mask_unknowns_out(x);
+            return Ok(Info {
+                iterations: 0,
+                residual: 0.0,
+                history: vec![0.0],
+                stop: StopReason::ZeroRhs,
+            });
+        }
+        let mut b = b.to_vec();
+        self.levels[0].op.remove_null_space(&mut b);
+        let residual = |mg: &mut Self, x: &[f64]| {
+            let fine = &mut mg.levels[0];
+            fine.op.residual(&b, x, &mut fine.t).sqrt() / reference
+        };
+        let mut history = vec![residual(self, x)];
+        let mut cycles = 0;
+        if p.full_multigrid {
+            self.full_multigrid(&b, x);
+            cycles += 1;
+            history.push(residual(self, x));
+        }
+        while *history.last().expect("history") > p.tolerance {
+            if cycles >= p.max_cycles {
+                return Err(SolveError::NoConvergence {
+                    iterations: cycles,
+                    residual: *history.last().expect("history"),
+                    tolerance: p.tolerance,
+                });
+            }
+            self.vcycle_from(0, &b, x);
+            self.levels[0].op.remove_null_space_unknowns(x);
+            cycles += 1;
+            let r = residual(self, x);
+            if !r.is_finite() || r > 1e3 * history[0].max(1.0) {
+                return Err(SolveError::Breakdown {
+                    iteration: cycles,
+                    detail: format!(
+                        "the residual grew to {r:e} (is the smoother weight too large?)"
+                    ),
+                });
+            }
+            history.push(r);
+        }
+        Ok(Info {
+            iterations: cycles,
+            residual: *history.last().expect("history"),
+            history,
+            stop: StopReason::Converged,
+        })
+    }
+
+    /// Solves the three components of a vector Poisson problem `∇²A = −ω` (one scalar solve each, on the same
+    /// hierarchy).
+    ///
+    /// # Errors
+    /// The first component's error, as [`solve`](Self::solve).
+    pub fn solve_vector(
+        &mut self,
+        b: [&[f64]; 3],
+        x: [&mut [f64]; 3],
+    ) -> Result<[Info; 3], SolveError> {
+        let [x0, x1, x2] = x;
+        Ok([
+            self.solve(b[0], x0)?,
+            self.solve(b[1], x1)?,
+            self.solve(b[2], x2)?,
+        ])
+    }
+
+    /// One V-cycle on the homogeneous problem from a zero guess: `z ≈ A⁻¹ r` (the MGPCG preconditioner).
+    pub fn precondition(&mut self, r: &[f64], z: &mut [f64]) {
+        vector::zero(z);
+        self.vcycle_from(0, r, z);
+    }
+
+    /// A V-cycle from level `top` (whose `b` and `x` are passed in) down to the coarsest.
+    fn vcycle_from(&mut self, top: usize, b_top: &[f64], x_top: &mut [f64]) {
+        let p = self.params;
+        let last = self.levels.len() - 1;
+        for l in top..last {
+            let (lo, hi) = self.levels.split_at_mut(l + 1);
+            let (fine, coarse) = (&mut lo[l], &mut hi[0]);
+            let (b, x): (&[f64], &mut [f64]) = if l == top {
+                (b_top, &mut *x_top)
+            } else {
+                (&fine.b, &mut fine.x)
+            };
+            smooth(&fine.op, b, x, &mut fine.t, p.smoother, p.pre_sweeps, false);
+            fine.op.residual(b, x, &mut fine.t);
+            restrict(
+                &fine.op,
+                &fine.t,
+                &coarse.op,
+                &mut coarse.half,
+                &mut coarse.t,
+                p.restriction,
+            );
+            fold(&coarse.op, &coarse.ghost, &coarse.t, &mut coarse.b);
+            vector::zero(&mut coarse.x);
+        }
+        if last > top {
+            let c = &mut self.levels[last];
+            solve_coarsest(&c.op, &c.b, &mut c.x, &mut c.t, p.coarsest_sweeps);
+        } else {
+            let c = &mut self.levels[last];
+            solve_coarsest(&c.op, b_top, x_top, &mut c.t, p.coarsest_sweeps);
+            return;
+        }
+        for l in (top..last).rev() {
+            let (lo, hi) = self.levels.split_at_mut(l + 1);
+            let (fine, coarse) = (&mut lo[l], &mut hi[0]);
+            let (b, x): (&[f64], &mut [f64]) = if l == top {
+                (b_top, &mut *x_top)
+            } else {
+                (&fine.b, &mut fine.x)
+            };
+            extend(&coarse.op, &coarse.ghost, &coarse.x, &mut coarse.t, false);
+            prolong(&coarse.op, &coarse.t, &fine.op, x, Prolong::AddCorrection);
+            smooth(&fine.op, b, x, &mut fine.t, p.smoother, p.post_sweeps, true);
+        }
+    }
+
+    /// Full multigrid (Briggs et al., ch. 3): restrict the right-hand side and the boundary values to every
+    /// level, solve the coarsest, then on each finer level interpolate the solution and run one V-cycle.
+    fn full_multigrid(&mut self, b0: &[f64], x0: &mut [f64]) {
+        let p = self.params;
+        let last = self.levels.len() - 1;
+        for l in 0..last {
+            let (lo, hi) = self.levels.split_at_mut(l + 1);
+            let (fine, coarse) = (&lo[l], &mut hi[0]);
+            let (b, x): (&[f64], &[f64]) = if l == 0 {
+                (b0, &*x0)
+            } else {
+                (&fine.b, &fine.x)
+            };
+            restrict(
+                &fine.op,
+                b,
+                &coarse.op,
+                &mut coarse.half,
+                &mut coarse.t,
+                p.restriction,
+            );
+            fold(&coarse.op, &coarse.ghost, &coarse.t, &mut coarse.b);
+            restrict_boundary(&fine.op, x, &coarse.op, &mut coarse.x);
+        }
+        {
+            let c = &mut self.levels[last];
+            solve_coarsest(&c.op, &c.b, &mut c.x, &mut c.t, p.coarsest_sweeps);
+        }
+        for l in (0..last).rev() {
+            let mode = Prolong::Replace {
+                boundary_too: !p.preserve_boundary,
+            };
+            {
+                let (lo, hi) = self.levels.split_at_mut(l + 1);
+                let (fine, coarse) = (&mut lo[l], &mut hi[0]);
+                let x: &mut [f64] = if l == 0 { &mut *x0 } else { &mut fine.x };
+                extend(&coarse.op, &coarse.ghost, &coarse.x, &mut coarse.t, true);
+                prolong(&coarse.op, &coarse.t, &fine.op, x, mode);
+            }
+            if l == 0 {
+                self.vcycle_from(0, b0, x0);
+            } else {
+                let mut b = std::mem::take(&mut self.levels[l].b);
+                let mut x = std::mem::take(&mut self.levels[l].x);
+                self.vcycle_from(l, &b, &mut x);
+                std::mem::swap(&mut self.levels[l].b, &mut b);
+                std::mem::swap(&mut self.levels[l].x, &mut x);
+            }
+        }
+    }
+}
+
+/// MGPCG's preconditioner: one multigrid V-cycle (McAdams, Sifakis & Teran 2010).
+#[derive(Clone, Debug)]
+pub struct MultigridPreconditioner<const D: usize> {
+    mg: Multigrid<D>,
+}
+
+impl<const D: usize> MultigridPreconditioner<D> {
+    /// A V-cycle preconditioner for `op`. Only the settings that keep the cycle symmetric are used: full
+    /// weighting, and equal pre- and post-smoothing (`max(pre, post)` sweeps each).
+    ///
+    /// # Errors
+    /// As [`Multigrid::new`].
+    pub fn new(op: PoissonOperator<D>, params: MultigridParams) -> Result<Self, SolveError> {
+        let sweeps = params.pre_sweeps.max(params.post_sweeps);
+        let params = MultigridParams {
+            restriction: Restriction::FullWeighting,
+            pre_sweeps: sweeps,
+            post_sweeps: sweeps,
+            ..params
+        };
+        Ok(MultigridPreconditioner {
+            mg: Multigrid::new(op, params)?,
+        })
+    }
+
+    /// The hierarchy.
+    pub fn multigrid(&self) -> &Multigrid<D> {
+        &self.mg
+    }
+}
+
+impl<const D: usize> Preconditioner for MultigridPreconditioner<D> {
+    fn apply(&mut self, r: &[f64], z: &mut [f64]) {
+        self.mg.precondition(r, z);
+    }
+}
+
+impl<const D: usize> PoissonOperator<D> {
+    /// Zeroes the unknown entries of `v` (keeps boundary values).
+    fn mask_unknowns_out(&self, v: &mut [f64]) {
+        for (v, &k) in v.iter_mut().zip(self.kinds()) {
+            if k == CellKind::Unknown {
+                *v = 0.0;
+            }
+        }
+    }
+
+    /// Removes the null-space part of the unknowns of `x` (its boundary values stay).
+    fn remove_null_space_unknowns(&self, x: &mut [f64]) {
+        if self.is_singular() {
+            self.remove_null_space(x);
+        }
+    }
+}
+
+/// The coarse operator of `fine` (see the module documentation), or `None` when it would have no unknowns.
+fn coarsen<const D: usize>(fine: &PoissonOperator<D>) -> Option<PoissonOperator<D>> {
+    let fl = fine.layout();
+    let dims = fl.dims.map(|n| n.div_ceil(2));
+    let kinds = fine.kinds();
+    let child_kind = |c: [usize; D]| -> CellKind {
+        let mut any_unknown = false;
+        for corner in 0..1usize << D {
+            let mut f = [0; D];
+            let mut inside = true;
+            for k in 0..D {
+                f[k] = 2 * c[k] + ((corner >> k) & 1);
+                inside &= f[k] < fl.dims[k];
+            }
+            if !inside {
+                continue;
+            }
+            match kinds[fl.index(f)] {
+                CellKind::Dirichlet => return CellKind::Dirichlet,
+                CellKind::Unknown => any_unknown = true,
+                CellKind::Solid => {}
+            }
+        }
+        if any_unknown {
+            CellKind::Unknown
+        } else {
+            CellKind::Solid
+        }
+    };
+    let mut coarse =
+        PoissonOperator::new(dims, 2.0 * fine.spacing(), fine.outside(), child_kind).ok()?;
+    coarse.set_link_weights(dirichlet_link_weights(fine, &coarse));
+    Some(coarse)
+}
+
+/// Weights of the coarse links to Dirichlet cells that put the boundary where the fine level has it.
+///
+/// A Dirichlet value of a cell-centred grid sits at that cell's centre, which moves as cells merge: on the
+/// finest level the boundary is one fine spacing `h` from the last unknown, but a coarse Dirichlet cell's centre
+/// is `2h` from its neighbour's. A coarse operator that ignored this would solve for a boundary in the wrong
+/// place, and the V-cycle would stall near 0.6 per cycle. Instead, the link is weighted `1/θ` with `θ` the true
+/// distance in coarse spacings, as in the ghost-fluid treatment of a boundary between cell centres (Gibou et
+/// al. 2002): along each column of children facing the Dirichlet neighbour, the distance from the coarse centre
+/// to the first fine Dirichlet cell, averaged over the columns as `1/θ`.
+fn dirichlet_link_weights<const D: usize>(
+    fine: &PoissonOperator<D>,
+    coarse: &PoissonOperator<D>,
+) -> Vec<f32> {
+    let (fl, cl) = (fine.layout(), coarse.layout());
+    let (fk, ck) = (fine.kinds(), coarse.kinds());
+    let mut weights = vec![1.0f32; cl.len() * 2 * D];
+    weights
+        .par_chunks_mut(2 * D)
+        .enumerate()
+        .for_each(|(i, w)| {
+            if ck[i] != CellKind::Unknown {
+                return;
+            }
+            let c = cl.padded_coords(i).map(|v| v - 1);
+            for axis in 0..D {
+                for upper in [false, true] {
+                    let j = if upper {
+                        i + cl.strides[axis]
+                    } else {
+                        i - cl.strides[axis]
+                    };
+                    if ck[j] != CellKind::Dirichlet {
+                        continue;
+                    }
+                    let (mut inverse_theta, mut columns) = (0.0, 0);
+                    for t in 0..1usize << D {
+                        if (t >> axis) & 1 != 0 {
+                            continue;
+                        }
+                        let mut a = [0; D];
+                        let mut inside = true;
+                        for k in 0..D {
+                            a[k] = 2 * c[k]
+                                + if k == axis {
+                                    upper as usize
+                                } else {
+                                    (t >> k) & 1
+                                };
+                            inside &= a[k] < fl.dims[k];
+                        }
+                        if !inside {
+                            continue;
+                        }
+                        let ia = fl.index(a);
+                        if fk[ia] != CellKind::Unknown {
+                            continue;
+                        }
+                        let step = |k: usize| {
+                            if upper {
+                                k + fl.strides[axis]
+                            } else {
+                                k - fl.strides[axis]
+                            }
+                        };
+                        let n1 = step(ia);
+                        // Distance (fine spacings) from the child's centre to the boundary along this column.
+                        let delta = match fk[n1] {
+                            CellKind::Dirichlet => 1.0 / fine.link_weight(ia, axis, upper),
+                            CellKind::Unknown if fk[step(n1)] == CellKind::Dirichlet => {
+                                1.0 + 1.0 / fine.link_weight(n1, axis, upper)
+                            }
+                            _ => continue,
+                        };
+                        inverse_theta += 2.0 / (delta + 0.5);
+                        columns += 1;
+                    }
+                    if columns > 0 {
+                        w[2 * axis + upper as usize] = (inverse_theta / columns as f64) as f32;
+                    }
+                }
+            }
+        });
+    weights
+}
+
+/// Coefficients of the extension `E` of a correction beyond the unknowns, so that interpolation near a wall or
+/// a free surface follows the boundary condition instead of being pulled towards zero:
+/// * a solid cell takes the mean of its unknown neighbours (zero normal gradient);
+/// * a Dirichlet cell takes, from each unknown neighbour `j`, `(1 − wⱼ) xⱼ` averaged: the straight line
+///   through `xⱼ` that vanishes where the boundary really is, `1/wⱼ` coarse spacings from `j` (see
+///   [`dirichlet_link_weights`]); on the finest level `w = 1` and the value is zero.
+fn ghost_coefficients<const D: usize>(op: &PoissonOperator<D>) -> Vec<f64> {
+    let l = op.layout();
+    let kind = op.kinds();
+    let mut ghost = vec![0.0; l.len() * 2 * D];
+    ghost.par_chunks_mut(2 * D).enumerate().for_each(|(i, g)| {
+        if kind[i] == CellKind::Unknown {
+            return;
+        }
+        let p = l.padded_coords(i);
+        let mut m = 0;
+        for a in 0..D {
+            for upper in [false, true] {
+                let inside = if upper {
+                    p[a] + 1 < l.padded[a]
+                } else {
+                    p[a] > 0
+                };
+                if !inside {
+                    continue;
+                }
+                let j = if upper {
+                    i + l.strides[a]
+                } else {
+                    i - l.strides[a]
+                };
+                if kind[j] == CellKind::Unknown {
+                    m += 1;
+                    g[2 * a + upper as usize] = match kind[i] {
+                        CellKind::Solid => 1.0,
+                        // The link seen from j points the other way.
+                        _ => 1.0 - op.link_weight(j, a, !upper),
+                    };
+                }
+            }
+        }
+        if m > 0 {
+            for c in g.iter_mut() {
+                *c /= m as f64;
+            }
+        }
+    });
+    ghost
+}
+
+/// `out = E x`: unknowns kept, the cells around them extended by the [`ghost_coefficients`]. In full multigrid
+/// (`keep_dirichlet`) Dirichlet cells keep their boundary values.
+fn extend<const D: usize>(
+    op: &PoissonOperator<D>,
+    ghost: &[f64],
+    x: &[f64],
+    out: &mut [f64],
+    keep_dirichlet: bool,
+) {
+    let l = op.layout();
+    let kind = op.kinds();
+    let rl = l.row_len();
+    l.for_rows(out, |row, o| {
+        let start = row * rl;
+        for (k, o) in o.iter_mut().enumerate() {
+            let i = start + k;
+            *o = match kind[i] {
+                CellKind::Unknown => x[i],
+                CellKind::Dirichlet if keep_dirichlet => x[i],
+                _ => {
+                    let g = &ghost[i * 2 * D..(i + 1) * 2 * D];
+                    let mut sum = 0.0;
+                    for a in 0..D {
+                        if g[2 * a] != 0.0 {
+                            sum += g[2 * a] * x[i - l.strides[a]];
+                        }
+                        if g[2 * a + 1] != 0.0 {
+                            sum += g[2 * a + 1] * x[i + l.strides[a]];
+                        }
+                    }
+                    sum
+                }
+            };
+        }
+    });
+}
+
+/// `out = Eᵀ v` on the unknowns (zero elsewhere): each surrounding cell's value is handed back to the unknowns
+/// it was extended from, with the same coefficients.
+fn fold<const D: usize>(op: &PoissonOperator<D>, ghost: &[f64], v: &[f64], out: &mut [f64]) {
+    let l = op.layout();
+    let kind = op.kinds();
+    let rl = l.row_len();
+    l.for_rows(out, |row, o| {
+        let start = row * rl;
+        for (k, o) in o.iter_mut().enumerate() {
+            let i = start + k;
+            *o = if kind[i] == CellKind::Unknown {
+                let mut sum = v[i];
+                for (a, &s) in l.strides.iter().enumerate() {
+                    // The lower neighbour reaches i through its upper link, and the other way round.
+                    sum += ghost[(i - s) * 2 * D + 2 * a + 1] * v[i - s]
+                        + ghost[(i + s) * 2 * D + 2 * a] * v[i + s];
+                }
+                sum
+            } else {
+                0.0
+            };
+        }
+    });
+}
+
+/// `sweeps` smoothing sweeps of `A x = b` on the unknowns, using `t` as the ping-pong buffer. Red-black
+/// sweeps run red then black, or black then red when `reverse` (the adjoint order, after the correction).
+fn smooth<const D: usize>(
+    op: &PoissonOperator<D>,
+    b: &[f64],
+    x: &mut [f64],
+    t: &mut [f64],
+    smoother: Smoother,
+    sweeps: usize,
+    reverse: bool,
+) {
+    let (first, second, weight) = match smoother {
+        Smoother::RedBlackGaussSeidel if reverse => (Half::Black, Half::Red, RB_W),
+        Smoother::RedBlackGaussSeidel => (Half::Red, Half::Black, RB_W),
+        Smoother::WeightedJacobi { weight } => (Half::All, Half::All, weight),
+    };
+    for _ in 0..sweeps {
+        relax(op, b, x, t, first, weight);
+        relax(op, b, t, x, second, weight);
+    }
+}
+
+/// One out-of-place relaxation: `out = x` with the cells of `half` replaced by their (weighted) Jacobi update
+/// `(1 − ω) xᵢ + ω (h² bᵢ + Σⱼ xⱼ) / nᵢ`. Red-black halves read only cells of the other colour, so doing them
+/// out of place is exactly Gauss–Seidel.
+fn relax<const D: usize>(
+    op: &PoissonOperator<D>,
+    b: &[f64],
+    x: &[f64],
+    out: &mut [f64],
+    half: Half,
+    weight: f64,
+) {
+    let l = op.layout();
+    let n = l.dims[0];
+    let rl = l.row_len();
+    let h2 = 1.0 / op.scale();
+    let diag = op.diagonal_units();
+    l.for_rows(out, |row, o| {
+        let start_row = row * rl;
+        if !l.is_interior_row(row) {
+            o.copy_from_slice(&x[start_row..start_row + rl]);
+            return;
+        }
+        o[0] = x[start_row];
+        o[n + 1] = x[start_row + n + 1];
+        let start = start_row + 1;
+        let oi = &mut o[1..=n];
+        super::poisson::neighbour_sum(x, start, &l.strides, oi);
+        // Colour of the row's first interior cell: the parity of its coordinate sum.
+        let c = l.padded_coords(start_row);
+        let row_parity = (1..D).map(|k| c[k] - 1).sum::<usize>() & 1;
+        let (cnt, xc, bc) = (
+            &diag[start..start + n],
+            &x[start..start + n],
+            &b[start..start + n],
+        );
+        for (((o, &cnt), &xv), &bv) in oi.iter_mut().zip(cnt).zip(xc).zip(bc) {
+            let jacobi = (h2 * bv + *o) / cnt as f64;
+            *o = if cnt > 0.0 {
+                xv + weight * (jacobi - xv)
+            } else {
+                xv
+            };
+        }
+        // Red-black: the other colour keeps its values.
+        let keep = match half {
+            Half::All => return,
+            Half::Red => 1 - row_parity,
+            Half::Black => row_parity,
+        };
+        for i in (keep..n).step_by(2) {
+            oi[i] = xc[i];
+        }
+    });
+}
+
+/// Solves the coarsest level by symmetric red-black Gauss–Seidel sweeps (its few cells make that exact
+/// enough, and a fixed count keeps the V-cycle a fixed linear operator).
+fn solve_coarsest<const D: usize>(
+    op: &PoissonOperator<D>,
+    b: &[f64],
+    x: &mut [f64],
+    t: &mut [f64],
+    sweeps: usize,
+) {
+    let half = sweeps.div_ceil(2);
+    smooth(op, b, x, t, Smoother::RedBlackGaussSeidel, half, false);
+    smooth(op, b, x, t, Smoother::RedBlackGaussSeidel, half, true);
+    op.remove_null_space_unknowns(x);
+}
+
+/// Restricts the fine field `r` (zero outside the unknowns) to every coarse cell: `Pᵀ r / 2^D` (full
+/// weighting). Values that land outside the coarse unknowns are handed back to them by [`fold`].
+fn restrict<const D: usize>(
+    fine: &PoissonOperator<D>,
+    r: &[f64],
+    coarse: &PoissonOperator<D>,
+    half: &mut [f64],
+    out: &mut [f64],
+    how: Restriction,
+) {
+    let (fl, cl) = (fine.layout(), coarse.layout());
+    let (frl, crl) = (fl.row_len(), cl.row_len());
+    let fine_rows = fl.rows();
+    // Every coarse cell, halo included (prolongation reads the halo, so its transpose writes it). A coarse cell
+    // at padded coordinate c gathers the fine cells at padded coordinates 2c + offset − 1. The weights are a
+    // tensor product, applied one direction at a time: x first, into `half` (coarse along x, fine across).
+    let (offsets, weights): (&[isize], &[f64]) = match how {
+        Restriction::FullWeighting => (&[-1, 0, 1, 2], &[0.125, 0.375, 0.375, 0.125]),
+        Restriction::Nearest => (&[0, 1], &[0.5, 0.5]),
+    };
+    half[..fine_rows * crl]
+        .par_chunks_mut(crl)
+        .enumerate()
+        .for_each(|(row, h)| {
+            let fr = &r[row * frl..(row + 1) * frl];
+            let at = |i: isize| {
+                if i >= 0 && (i as usize) < frl {
+                    fr[i as usize]
+                } else {
+                    0.0
+                }
+            };
+            let edge = |cx: usize| -> f64 {
+                offsets
+                    .iter()
+                    .zip(weights)
+                    .map(|(&off, &w)| w * at(2 * cx as isize + off - 1))
+                    .sum()
+            };
+            // Cells whose whole stencil lies in the row, without bounds tests: 2cx − 2 ≥ 0 and 2cx + 1 < frl.
+            let inner = 1..((frl - 1) / 2).min(crl);
+            for cx in (0..inner.start).chain(inner.end..crl) {
+                h[cx] = edge(cx);
+            }
+            let pairs = &fr[..2 * inner.end];
+            match how {
+                Restriction::FullWeighting => {
+                    for (cx, h) in h[inner.clone()].iter_mut().enumerate() {
+                        let p = &pairs[2 * cx..2 * cx + 4];
+                        *h = 0.125 * (p[0] + p[3]) + 0.375 * (p[1] + p[2]);
+                    }
+                }
+                Restriction::Nearest => {
+                    for (cx, h) in h[inner.clone()].iter_mut().enumerate() {
+                        let p = &pairs[2 * cx + 1..2 * cx + 3];
+                        *h = 0.5 * (p[0] + p[1]);
+                    }
+                }
+            }
+        });
+    let half = &half[..fine_rows * crl];
+    cl.for_rows(out, |row, o| {
+        o.fill(0.0);
+        let c = cl.padded_coords(row * crl);
+        let combos = offsets.len().pow(D as u32 - 1);
+        for combo in 0..combos {
+            let mut w = 1.0;
+            let mut frow = 0usize;
+            let mut stride = 1usize;
+            let mut ok = true;
+            let mut rest = combo;
+            for (&ck, &fp) in c.iter().zip(&fl.padded).skip(1) {
+                let pick = rest % offsets.len();
+                rest /= offsets.len();
+                let fc = 2 * ck as isize + offsets[pick] - 1;
+                ok &= fc >= 0 && (fc as usize) < fp;
+                w *= weights[pick];
+                frow += fc.max(0) as usize * stride;
+                stride *= fp;
+            }
+            if ok {
+                for (o, &h) in o.iter_mut().zip(&half[frow * crl..(frow + 1) * crl]) {
+                    *o += w * h;
+                }
+            }
+        }
+    });
+}
+
+/// Sets the Dirichlet cells of the coarse `out` to the mean of their Dirichlet children in `fine_x` (and
+/// zeroes everything else): the boundary values of a coarse problem in full multigrid.
+fn restrict_boundary<const D: usize>(
+    fine: &PoissonOperator<D>,
+    fine_x: &[f64],
+    coarse: &PoissonOperator<D>,
+    out: &mut [f64],
+) {
+    let (fl, cl) = (fine.layout(), coarse.layout());
+    let (fk, ck) = (fine.kinds(), coarse.kinds());
+    let crl = cl.row_len();
+    cl.for_rows(out, |row, o| {
+        o.fill(0.0);
+        if !cl.is_interior_row(row) {
+            return;
+        }
+        for (px, o) in o.iter_mut().enumerate().take(cl.dims[0] + 1).skip(1) {
+            let i = row * crl + px;
+            if ck[i] != CellKind::Dirichlet {
+                continue;
+            }
+            let c = cl.padded_coords(i).map(|v| v - 1);
+            let (mut sum, mut n) = (0.0, 0);
+            for corner in 0..1usize << D {
+                let mut f = [0; D];
+                let mut inside = true;
+                for k in 0..D {
+                    f[k] = 2 * c[k] + ((corner >> k) & 1);
+                    inside &= f[k] < fl.dims[k];
+                }
+                if inside {
+                    let j = fl.index(f);
+                    if fk[j] == CellKind::Dirichlet {
+                        sum += fine_x[j];
+                        n += 1;
+                    }
+                }
+            }
+            *o = if n > 0 { sum / n as f64 } else { 0.0 };
+        }
+    });
+}
+
+/// What [`prolong`] does with the interpolated values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Prolong {
+    /// Add them to the unknowns (a coarse-grid correction).
+    AddCorrection,
+    /// Overwrite the unknowns with them (full multigrid), and the Dirichlet cells too when `boundary_too`.
+    Replace { boundary_too: bool },
+}
+
+/// Multilinear interpolation of the coarse field `xc` to the fine cells: per axis, 3/4 of the parent and 1/4
+/// of the coarse neighbour on the child's side.
+fn prolong<const D: usize>(
+    coarse: &PoissonOperator<D>,
+    xc: &[f64],
+    fine: &PoissonOperator<D>,
+    x: &mut [f64],
+    mode: Prolong,
+) {
+    let (fl, cl) = (fine.layout(), coarse.layout());
+    let (fk, frl, crl) = (fine.kinds(), fl.row_len(), cl.row_len());
+    fl.for_row_groups(x, |first, group| {
+        let mut blended = vec![0.0; crl];
+        for (k, o) in group.chunks_mut(frl).enumerate() {
+            prolong_row(cl, xc, fl, fk, first + k, o, &mut blended, mode);
+        }
+    });
+}
+
+/// One fine row of [`prolong`]; `blended` is a coarse-row buffer.
+#[allow(clippy::too_many_arguments)]
+fn prolong_row<const D: usize>(
+    cl: &Layout<D>,
+    xc: &[f64],
+    fl: &Layout<D>,
+    fk: &[CellKind],
+    row: usize,
+    o: &mut [f64],
+    blended: &mut [f64],
+    mode: Prolong,
+) {
+    let (nf, frl, crl) = (fl.dims[0], fl.row_len(), cl.row_len());
+    {
+        if !fl.is_interior_row(row) {
+            return;
+        }
+        let f = fl.padded_coords(row * frl);
+        // The 2^(D−1) coarse rows around this fine row, blended into one.
+        blended.fill(0.0);
+        for combo in 0..1usize << (D - 1) {
+            let mut w = 1.0;
+            let mut crow = 0usize;
+            let mut stride = 1usize;
+            for (k, (&fk, &cp)) in f.iter().zip(&cl.padded).enumerate().skip(1) {
+                let fi = fk - 1;
+                let parent = fi / 2 + 1; // padded coarse coordinate
+                let other = if fi % 2 == 0 { parent - 1 } else { parent + 1 };
+                let (cc, wk) = if (combo >> (k - 1)) & 1 == 0 {
+                    (parent, 0.75)
+                } else {
+                    (other, 0.25)
+                };
+                w *= wk;
+                crow += cc * stride;
+                stride *= cp;
+            }
+            for (bl, &v) in blended.iter_mut().zip(&xc[crow * crl..(crow + 1) * crl]) {
+                *bl += w * v;
+            }
+        }
+        // Fine cells 2k and 2k+1 (interior coordinates) share the parent k: 3/4 of it and 1/4 of the coarse
+        // cell on their side (padded coarse coordinates k, k+1, k+2).
+        let start = row * frl;
+        let kinds = &fk[start + 1..=start + nf];
+        for ((pair, kp), w) in o[1..=nf]
+            .chunks_mut(2)
+            .zip(kinds.chunks(2))
+            .zip(blended.windows(3))
+        {
+            let values = [0.75 * w[1] + 0.25 * w[0], 0.75 * w[1] + 0.25 * w[2]];
+            for ((o, &k), v) in pair.iter_mut().zip(kp).zip(values) {
+                match (mode, k) {
+                    (Prolong::AddCorrection, CellKind::Unknown) => *o += v,
+                    (Prolong::Replace { .. }, CellKind::Unknown) => *o = v,
+                    (Prolong::Replace { boundary_too: true }, CellKind::Dirichlet) => *o = v,
+                    _ => {}
+                }
+            }
+        }
+    }
+}
+
+const RB_W: f64 = 1.0;

@@ -1,0 +1,665 @@
+//! The Poisson operator `−∇²` on a flagged grid, matrix-free (Bridson 2015, ch. 5).
+//!
+//! Unknowns live at the centres of fluid cells. A neighbour that is air (or any Dirichlet cell) holds a known
+//! value, zero for a free surface; a solid neighbour contributes nothing (zero normal gradient: the solid
+//! velocity enters through the right-hand side). In 2D and 3D the row of cell `i` reads
+//!
+//! ```text
+//! (A x)ᵢ = (nᵢ xᵢ − Σⱼ xⱼ) / h²
+//! ```
+//!
+//! with `nᵢ` the number of non-solid neighbours and the sum over the non-solid neighbours `j`. Vectors are laid
+//! out on the grid padded by one halo cell per side ([`Layout`]), so that every stencil reads its neighbours
+//! without bounds tests; entries outside the unknowns are zero in every vector a solver works on, except that
+//! Dirichlet cells may carry their boundary values (then `b − A x` is the residual of the inhomogeneous
+//! problem).
+
+use std::collections::VecDeque;
+
+use rayon::prelude::*;
+
+use super::vector::{lane_sum, CHUNK};
+use super::{LinearOperator, SolveError};
+use crate::grid::{coords_of, strides_of, CellFlag, Grid};
+
+/// The role of a cell in a Poisson problem.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum CellKind {
+    /// No unknown; its faces carry no flux (Neumann).
+    #[default]
+    Solid = 0,
+    /// A known value (Dirichlet): air at a free surface (zero), or a boundary value.
+    Dirichlet = 1,
+    /// An unknown of the system.
+    Unknown = 2,
+}
+
+impl From<CellFlag> for CellKind {
+    fn from(f: CellFlag) -> Self {
+        match f {
+            CellFlag::Fluid => CellKind::Unknown,
+            CellFlag::Air => CellKind::Dirichlet,
+            CellFlag::Solid => CellKind::Solid,
+        }
+    }
+}
+
+/// What lies beyond the grid's outer faces.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum DomainBoundary {
+    /// Closed walls: zero normal gradient (Neumann).
+    #[default]
+    Solid,
+    /// Open: the value is zero one cell beyond the grid (Dirichlet).
+    Open,
+}
+
+impl DomainBoundary {
+    fn kind(self) -> CellKind {
+        match self {
+            DomainBoundary::Solid => CellKind::Solid,
+            DomainBoundary::Open => CellKind::Dirichlet,
+        }
+    }
+}
+
+/// A grid of `dims` cells stored with one halo cell on each side, x fastest.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Layout<const D: usize> {
+    /// Cells per axis, without the halo.
+    pub dims: [usize; D],
+    /// Cells per axis, with the halo (`dims + 2`).
+    pub padded: [usize; D],
+    /// Distance in memory between neighbours along each axis.
+    pub strides: [usize; D],
+}
+
+impl<const D: usize> Layout<D> {
+    /// The layout of a grid of `dims` cells.
+    pub fn new(dims: [usize; D]) -> Self {
+        let padded = dims.map(|n| n + 2);
+        Layout {
+            dims,
+            padded,
+            strides: strides_of(padded),
+        }
+    }
+
+    /// Entries of a padded vector.
+    pub fn len(&self) -> usize {
+        self.padded.iter().product()
+    }
+
+    /// Whether the grid has no cells.
+    pub fn is_empty(&self) -> bool {
+        self.dims.contains(&0)
+    }
+
+    /// Entries of one row (along x), halo included.
+    pub fn row_len(&self) -> usize {
+        self.padded[0]
+    }
+
+    /// Number of rows, halo rows included.
+    pub fn rows(&self) -> usize {
+        self.len() / self.row_len()
+    }
+
+    /// Padded index of the interior cell `c` (coordinates from 0 to `dims − 1`).
+    #[inline]
+    pub fn index(&self, c: [usize; D]) -> usize {
+        (0..D).map(|k| (c[k] + 1) * self.strides[k]).sum()
+    }
+
+    /// Padded coordinates of the padded index `i`.
+    #[inline]
+    pub fn padded_coords(&self, i: usize) -> [usize; D] {
+        coords_of(self.padded, i)
+    }
+
+    /// Whether row `r` crosses the interior (is not a halo row).
+    #[inline]
+    pub fn is_interior_row(&self, r: usize) -> bool {
+        let c = coords_of(self.padded, r * self.row_len());
+        (1..D).all(|k| c[k] >= 1 && c[k] <= self.dims[k])
+    }
+
+    /// Rows per parallel work item: about [`CHUNK`] entries.
+    #[inline]
+    pub(crate) fn rows_per_task(&self) -> usize {
+        (CHUNK / self.row_len()).max(1)
+    }
+
+    /// Copies a grid's values (storage order of [`Grid`]) into the interior of padded vector `out`.
+    pub fn pad(&self, values: &[f64], out: &mut [f64]) {
+        assert_eq!(values.len(), self.dims.iter().product::<usize>());
+        assert_eq!(out.len(), self.len());
+        let n = self.dims[0];
+        self.for_rows(out, |r, row| {
+            if !self.is_interior_row(r) {
+                row.fill(0.0);
+                return;
+            }
+            let src = self.interior_row_of(r) * n;
+            row[0] = 0.0;
+            row[n + 1] = 0.0;
+            row[1..=n].copy_from_slice(&values[src..src + n]);
+        });
+    }
+
+    /// Copies the interior of padded vector `v` into `out` (storage order of [`Grid`]).
+    pub fn unpad(&self, v: &[f64], out: &mut [f64]) {
+        assert_eq!(out.len(), self.dims.iter().product::<usize>());
+        let n = self.dims[0];
+        out.par_chunks_mut(n).enumerate().for_each(|(k, dst)| {
+            let mut c = coords_of(self.dims, k * n);
+            c[0] = 0;
+            let src = self.index(c);
+            dst.copy_from_slice(&v[src..src + n]);
+        });
+    }
+
+    /// Index among the interior rows of the interior row `r`.
+    fn interior_row_of(&self, r: usize) -> usize {
+        let c = coords_of(self.padded, r * self.row_len());
+        let mut idx = 0;
+        let mut stride = 1;
+        for (&ck, &dk) in c.iter().zip(&self.dims).skip(1) {
+            idx += (ck - 1) * stride;
+            stride *= dk;
+        }
+        idx
+    }
+
+    /// Calls `f(r, row)` for every row `r` of `out`, in parallel over fixed groups of rows.
+    pub(crate) fn for_rows(&self, out: &mut [f64], f: impl Fn(usize, &mut [f64]) + Sync + Send) {
+        let rl = self.row_len();
+        let per = self.rows_per_task();
+        out.par_chunks_mut(per * rl)
+            .enumerate()
+            .for_each(|(t, chunk)| {
+                for (k, row) in chunk.chunks_mut(rl).enumerate() {
+                    f(t * per + k, row);
+                }
+            });
+    }
+
+    /// Calls `f(first_row, rows)` for fixed groups of consecutive rows of `out`, in parallel (for kernels that
+    /// keep a buffer per group).
+    pub(crate) fn for_row_groups(
+        &self,
+        out: &mut [f64],
+        f: impl Fn(usize, &mut [f64]) + Sync + Send,
+    ) {
+        let rl = self.row_len();
+        let per = self.rows_per_task();
+        out.par_chunks_mut(per * rl)
+            .enumerate()
+            .for_each(|(t, chunk)| f(t * per, chunk));
+    }
+
+    /// Like [`for_rows`](Self::for_rows), returning the sum of the rows' results, added in row order within a
+    /// group and group by group: the same for any thread count.
+    pub(crate) fn sum_rows(
+        &self,
+        out: &mut [f64],
+        f: impl Fn(usize, &mut [f64]) -> f64 + Sync + Send,
+    ) -> f64 {
+        let rl = self.row_len();
+        let per = self.rows_per_task();
+        let partials: Vec<f64> = out
+            .par_chunks_mut(per * rl)
+            .enumerate()
+            .map(|(t, chunk)| {
+                let mut s = 0.0;
+                for (k, row) in chunk.chunks_mut(rl).enumerate() {
+                    s += f(t * per + k, row);
+                }
+                s
+            })
+            .collect();
+        partials.into_iter().fold(0.0, |a, b| a + b)
+    }
+}
+
+/// `out[i] = Σ_axes x[start + i − s] + x[start + i + s]` for `i < out.len()`: the neighbour sum of a run of
+/// cells along x.
+#[inline(always)]
+pub(crate) fn neighbour_sum<const D: usize>(
+    x: &[f64],
+    start: usize,
+    strides: &[usize; D],
+    out: &mut [f64],
+) {
+    let n = out.len();
+    for (d, &s) in strides.iter().enumerate() {
+        let lo = &x[start - s..start - s + n];
+        let hi = &x[start + s..start + s + n];
+        if d == 0 {
+            for ((o, a), b) in out.iter_mut().zip(lo).zip(hi) {
+                *o = a + b;
+            }
+        } else {
+            for ((o, a), b) in out.iter_mut().zip(lo).zip(hi) {
+                *o += a + b;
+            }
+        }
+    }
+}
+
+/// Connected groups of unknowns that touch no Dirichlet cell: there the operator is singular (the constant is
+/// in its null space, as for the pressure in a closed container).
+#[derive(Clone, Debug, Default)]
+struct NullSpace {
+    /// Component of each padded cell among the singular ones (`u32::MAX`: none).
+    labels: Vec<u32>,
+    /// Cells of each singular component.
+    sizes: Vec<usize>,
+}
+
+const NO_LABEL: u32 = u32::MAX;
+
+/// The matrix-free Poisson operator `−∇²` of a flagged grid (see the module documentation).
+#[derive(Clone, Debug)]
+pub struct PoissonOperator<const D: usize> {
+    layout: Layout<D>,
+    kind: Vec<CellKind>,
+    /// Diagonal of each unknown cell in units of `1/h²`: its non-solid neighbours, each Dirichlet one counted
+    /// with its link weight; 0 for every other cell.
+    diag: Vec<f32>,
+    /// Weight of the link from each cell to its Dirichlet neighbour on each side (`2D` entries per cell:
+    /// axis-major, lower side first); empty when every weight is 1. Coarse multigrid levels use it to place a
+    /// boundary where the finest level has it.
+    link_weight: Vec<f32>,
+    /// `1 / h²` (1/m²).
+    scale: f64,
+    spacing: f64,
+    outside: DomainBoundary,
+    unknowns: usize,
+    null: NullSpace,
+}
+
+impl<const D: usize> PoissonOperator<D> {
+    /// The operator on a grid of `dims` cells of size `spacing` (m), the role of each cell given by `kind`
+    /// (interior coordinates) and the cells beyond the grid by `outside`.
+    ///
+    /// Unknown cells whose neighbours are all solid are made solid: their value is undetermined and irrelevant.
+    ///
+    /// # Errors
+    /// [`SolveError::BadInput`] for an empty grid, a spacing that is not positive and finite, or no unknown
+    /// cell.
+    pub fn new(
+        dims: [usize; D],
+        spacing: f64,
+        outside: DomainBoundary,
+        kind: impl Fn([usize; D]) -> CellKind + Sync + Send,
+    ) -> Result<Self, SolveError> {
+        if dims.contains(&0) {
+            return Err(SolveError::BadInput(format!(
+                "the grid has no cells ({dims:?})"
+            )));
+        }
+        if !(spacing.is_finite() && spacing > 0.0) {
+            return Err(SolveError::BadInput(format!(
+                "the cell size must be positive and finite, got {spacing}"
+            )));
+        }
+        let layout = Layout::new(dims);
+        let mut kinds = vec![outside.kind(); layout.len()];
+        let rl = layout.row_len();
+        kinds.par_chunks_mut(rl).enumerate().for_each(|(r, row)| {
+            if layout.is_interior_row(r) {
+                let mut c = coords_of(layout.padded, r * rl).map(|v| v.saturating_sub(1));
+                for (x, k) in row[1..=dims[0]].iter_mut().enumerate() {
+                    c[0] = x;
+                    *k = kind(c);
+                }
+            }
+        });
+        Self::from_kinds(layout, kinds, spacing, outside)
+    }
+
+    /// The operator of a [`Grid`] of cell flags: fluid cells are the unknowns, air cells Dirichlet (zero),
+    /// solid cells Neumann.
+    ///
+    /// # Errors
+    /// As [`new`](Self::new).
+    pub fn from_flags(
+        flags: &Grid<CellFlag, D>,
+        outside: DomainBoundary,
+    ) -> Result<Self, SolveError> {
+        Self::new(flags.dims, flags.spacing, outside, |c| flags[c].into())
+    }
+
+    /// Builds the operator from padded kinds (halo included).
+    pub(crate) fn from_kinds(
+        layout: Layout<D>,
+        mut kind: Vec<CellKind>,
+        spacing: f64,
+        outside: DomainBoundary,
+    ) -> Result<Self, SolveError> {
+        let strides = layout.strides;
+        let non_solid = |kind: &[CellKind], i: usize| -> u8 {
+            strides
+                .iter()
+                .map(|&s| {
+                    (kind[i - s] != CellKind::Solid) as u8 + (kind[i + s] != CellKind::Solid) as u8
+                })
+                .sum()
+        };
+        let rl = layout.row_len();
+        let mut count = vec![0u8; layout.len()];
+        count.par_chunks_mut(rl).enumerate().for_each(|(r, row)| {
+            if layout.is_interior_row(r) {
+                for (x, c) in row.iter_mut().enumerate().take(layout.dims[0] + 1).skip(1) {
+                    let i = r * rl + x;
+                    if kind[i] == CellKind::Unknown {
+                        *c = non_solid(&kind, i);
+                    }
+                }
+            }
+        });
+        let mut unknowns = 0;
+        for (k, &c) in kind.iter_mut().zip(&count) {
+            if *k == CellKind::Unknown {
+                if c == 0 {
+                    *k = CellKind::Solid;
+                } else {
+                    unknowns += 1;
+                }
+            }
+        }
+        if unknowns == 0 {
+            return Err(SolveError::BadInput(
+                "the problem has no unknowns (no fluid cell)".into(),
+            ));
+        }
+        let null = find_null_space(&layout, &kind, &count);
+        let diag = count.par_iter().map(|&c| c as f32).collect();
+        Ok(PoissonOperator {
+            layout,
+            kind,
+            diag,
+            link_weight: Vec::new(),
+            scale: 1.0 / (spacing * spacing),
+            spacing,
+            outside,
+            unknowns,
+            null,
+        })
+    }
+
+    /// The padded layout of the operator's vectors.
+    pub fn layout(&self) -> &Layout<D> {
+        &self.layout
+    }
+
+    /// Cell size (m).
+    pub fn spacing(&self) -> f64 {
+        self.spacing
+    }
+
+    /// What lies beyond the grid.
+    pub fn outside(&self) -> DomainBoundary {
+        self.outside
+    }
+
+    /// Number of unknowns.
+    pub fn unknowns(&self) -> usize {
+        self.unknowns
+    }
+
+    /// Role of each padded cell.
+    pub fn kinds(&self) -> &[CellKind] {
+        &self.kind
+    }
+
+    /// Whether some group of unknowns touches no Dirichlet cell (a closed container): then a solution is
+    /// defined up to a constant per group, and the right-hand side must sum to zero over each group (solvers
+    /// remove the part that does not).
+    pub fn is_singular(&self) -> bool {
+        !self.null.sizes.is_empty()
+    }
+
+    /// Diagonal in units of `1/h²` (the non-solid neighbour count on the finest level; 0 outside the unknowns).
+    pub(crate) fn diagonal_units(&self) -> &[f32] {
+        &self.diag
+    }
+
+    /// Weight of the link from padded cell `i` to its neighbour along `axis` on the `upper` side, when that
+    /// neighbour is Dirichlet (1 on the finest level).
+    pub(crate) fn link_weight(&self, i: usize, axis: usize, upper: bool) -> f64 {
+        if self.link_weight.is_empty() {
+            1.0
+        } else {
+            self.link_weight[i * 2 * D + 2 * axis + upper as usize] as f64
+        }
+    }
+
+    /// Sets the Dirichlet link weights (see the field) and the diagonal that follows from them.
+    pub(crate) fn set_link_weights(&mut self, weights: Vec<f32>) {
+        assert_eq!(weights.len(), self.kind.len() * 2 * D);
+        let strides = self.layout.strides;
+        let kind = &self.kind;
+        self.diag.par_iter_mut().enumerate().for_each(|(i, d)| {
+            if kind[i] != CellKind::Unknown {
+                return;
+            }
+            let mut sum = 0.0;
+            for (axis, &s) in strides.iter().enumerate() {
+                for (upper, j) in [(false, i - s), (true, i + s)] {
+                    sum += match kind[j] {
+                        CellKind::Unknown => 1.0,
+                        CellKind::Dirichlet => weights[i * 2 * D + 2 * axis + upper as usize],
+                        CellKind::Solid => 0.0,
+                    };
+                }
+            }
+            *d = sum;
+        });
+        self.link_weight = weights;
+    }
+
+    /// `1/h²`.
+    pub(crate) fn scale(&self) -> f64 {
+        self.scale
+    }
+
+    /// Diagonal entry `A_ii` (0 outside the unknowns).
+    pub fn diagonal(&self, i: usize) -> f64 {
+        self.diag[i] as f64 * self.scale
+    }
+
+    /// `r = b − A x` on the unknowns (0 elsewhere), where Dirichlet cells of `x` may hold boundary values;
+    /// returns `r · r`.
+    pub fn residual(&self, b: &[f64], x: &[f64], r: &mut [f64]) -> f64 {
+        let l = &self.layout;
+        let n = l.dims[0];
+        let s = self.scale;
+        l.sum_rows(r, |row, out| {
+            out.fill(0.0);
+            if !l.is_interior_row(row) {
+                return 0.0;
+            }
+            let start = row * l.row_len() + 1;
+            let o = &mut out[1..=n];
+            neighbour_sum(x, start, &l.strides, o);
+            let (c, xc, bc) = (
+                &self.diag[start..start + n],
+                &x[start..start + n],
+                &b[start..start + n],
+            );
+            for (((o, &c), &x), &b) in o.iter_mut().zip(c).zip(xc).zip(bc) {
+                *o = if c > 0.0 {
+                    b - s * (c as f64 * x - *o)
+                } else {
+                    0.0
+                };
+            }
+            lane_sum(n, |i| o[i] * o[i])
+        })
+    }
+
+    /// Zeroes the entries of `v` that are not unknowns.
+    pub fn mask(&self, v: &mut [f64]) {
+        let kind = &self.kind;
+        v.par_chunks_mut(CHUNK).enumerate().for_each(|(t, chunk)| {
+            let k = &kind[t * CHUNK..t * CHUNK + chunk.len()];
+            for (v, &k) in chunk.iter_mut().zip(k) {
+                if k != CellKind::Unknown {
+                    *v = 0.0;
+                }
+            }
+        });
+    }
+
+    fn apply_rows(&self, x: &[f64], y: &mut [f64]) -> f64 {
+        let l = &self.layout;
+        let n = l.dims[0];
+        let s = self.scale;
+        l.sum_rows(y, |row, out| {
+            if !l.is_interior_row(row) {
+                out.fill(0.0);
+                return 0.0;
+            }
+            out[0] = 0.0;
+            out[n + 1] = 0.0;
+            let start = row * l.row_len() + 1;
+            let o = &mut out[1..=n];
+            neighbour_sum(x, start, &l.strides, o);
+            let (c, xc) = (&self.diag[start..start + n], &x[start..start + n]);
+            for ((o, &c), &x) in o.iter_mut().zip(c).zip(xc) {
+                *o = if c > 0.0 {
+                    s * (c as f64 * x - *o)
+                } else {
+                    0.0
+                };
+            }
+            lane_sum(n, |i| xc[i] * o[i])
+        })
+    }
+}
+
+impl<const D: usize> LinearOperator for PoissonOperator<D> {
+    fn len(&self) -> usize {
+        self.layout.len()
+    }
+
+    /// `y = A x`, reading `x` at Dirichlet cells as zero only if it is zero there: vectors of the homogeneous
+    /// problem are.
+    fn apply(&self, x: &[f64], y: &mut [f64]) {
+        self.apply_rows(x, y);
+    }
+
+    fn apply_dot(&self, x: &[f64], y: &mut [f64]) -> f64 {
+        self.apply_rows(x, y)
+    }
+
+    fn remove_null_space(&self, v: &mut [f64]) {
+        let NullSpace { labels, sizes } = &self.null;
+        match sizes.len() {
+            0 => {}
+            1 => {
+                // The usual case, one closed container: a deterministic parallel mean.
+                let partials: Vec<f64> = v
+                    .par_chunks(CHUNK)
+                    .enumerate()
+                    .map(|(t, c)| {
+                        let lab = &labels[t * CHUNK..t * CHUNK + c.len()];
+                        lane_sum(c.len(), |i| if lab[i] == 0 { c[i] } else { 0.0 })
+                    })
+                    .collect();
+                let mean = partials.into_iter().fold(0.0, |a, b| a + b) / sizes[0] as f64;
+                v.par_chunks_mut(CHUNK).enumerate().for_each(|(t, c)| {
+                    let lab = &labels[t * CHUNK..t * CHUNK + c.len()];
+                    for (v, &l) in c.iter_mut().zip(lab) {
+                        if l == 0 {
+                            *v -= mean;
+                        }
+                    }
+                });
+            }
+            _ => {
+                let mut sums = vec![0.0; sizes.len()];
+                for (&l, &x) in labels.iter().zip(v.iter()) {
+                    if l != NO_LABEL {
+                        sums[l as usize] += x;
+                    }
+                }
+                for (s, &n) in sums.iter_mut().zip(sizes) {
+                    *s /= n as f64;
+                }
+                for (&l, x) in labels.iter().zip(v.iter_mut()) {
+                    if l != NO_LABEL {
+                        *x -= sums[l as usize];
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Labels the groups of connected unknowns that touch no Dirichlet cell (breadth-first, in storage order, so
+/// the labels are deterministic).
+fn find_null_space<const D: usize>(
+    layout: &Layout<D>,
+    kind: &[CellKind],
+    count: &[u8],
+) -> NullSpace {
+    let strides = layout.strides;
+    let unknown_neighbours = |i: usize| -> u8 {
+        strides
+            .iter()
+            .map(|&s| {
+                (kind[i - s] == CellKind::Unknown) as u8 + (kind[i + s] == CellKind::Unknown) as u8
+            })
+            .sum()
+    };
+    // A cell touches a Dirichlet cell when it has more non-solid neighbours than unknown ones.
+    const VISITED: u32 = NO_LABEL - 1;
+    let mut comp = vec![NO_LABEL; kind.len()];
+    let mut sizes = Vec::new();
+    let mut queue = VecDeque::new();
+    let mut members = Vec::new();
+    for start in 0..kind.len() {
+        if kind[start] != CellKind::Unknown || comp[start] != NO_LABEL {
+            continue;
+        }
+        comp[start] = VISITED;
+        queue.push_back(start);
+        members.clear();
+        let mut touches_dirichlet = false;
+        while let Some(i) = queue.pop_front() {
+            members.push(i);
+            touches_dirichlet |= count[i] > unknown_neighbours(i);
+            for &s in &strides {
+                for j in [i - s, i + s] {
+                    if kind[j] == CellKind::Unknown && comp[j] == NO_LABEL {
+                        comp[j] = VISITED;
+                        queue.push_back(j);
+                    }
+                }
+            }
+        }
+        if !touches_dirichlet {
+            let label = sizes.len() as u32;
+            for &i in &members {
+                comp[i] = label;
+            }
+            sizes.push(members.len());
+        }
+    }
+    if sizes.is_empty() {
+        return NullSpace::default();
+    }
+    for c in comp.iter_mut() {
+        if *c == VISITED {
+            *c = NO_LABEL;
+        }
+    }
+    NullSpace {
+        labels: comp,
+        sizes,
+    }
+}
