@@ -48,7 +48,7 @@ pub struct BenchCase {
 
 /// Every benchmark, in a stable order.
 pub fn cases() -> Vec<BenchCase> {
-    vec![
+    let mut cases = vec![
         BenchCase {
             name: "reint-2d-reintegrate",
             description: "reintegration alone (no forces, no gravity), 1024² (quick: 256²)",
@@ -71,7 +71,9 @@ pub fn cases() -> Vec<BenchCase> {
                 "a full reint step (SPH forces, gravity, reintegration), 128³ (quick: 48³)",
             run: |q| reint_bench::<3>("reint-3d-step", if q { 48 } else { 128 }, true, q),
         },
-    ]
+    ];
+    cases.extend(crate::bench_pressure::cases());
+    cases
 }
 
 /// Median of the samples (they are sorted in place).
@@ -202,7 +204,8 @@ pub fn run(
         ));
     }
     let io = |e: std::io::Error| CliError::other(format!("cannot write to stdout: {e}"));
-    let width = chosen.iter().map(|c| c.name.len()).max().unwrap_or(5);
+    // Cases may name their rows more precisely than the case (pressure-tank-mic0): leave room for that.
+    let width = chosen.iter().map(|c| c.name.len() + 16).max().unwrap_or(5);
     if !json {
         writeln!(
             out,

@@ -60,6 +60,11 @@ pub trait LinearOperator: Sync {
 pub trait Preconditioner {
     /// `z = M⁻¹ r`. Takes `&mut self` so that a preconditioner can keep its scratch memory.
     fn apply(&mut self, r: &[f64], z: &mut [f64]);
+
+    /// Whether `M = I`: then conjugate gradients skip the copy `z = r` and the product `r · z`.
+    fn is_identity(&self) -> bool {
+        false
+    }
 }
 
 /// The identity preconditioner: plain conjugate gradients.
@@ -69,6 +74,10 @@ pub struct Identity;
 impl Preconditioner for Identity {
     fn apply(&mut self, r: &[f64], z: &mut [f64]) {
         vector::copy(r, z);
+    }
+
+    fn is_identity(&self) -> bool {
+        true
     }
 }
 

@@ -20,8 +20,10 @@
 use super::poisson::{CellKind, Layout, PoissonOperator};
 use rayon::prelude::*;
 
-use super::vector;
+use super::poisson::residual;
+use super::vector::CHUNK;
 use super::{check_vector, Info, LinearOperator, Preconditioner, SolveError, StopReason};
+use crate::grid::Real;
 
 /// The smoother of each level.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -88,26 +90,29 @@ impl Default for MultigridParams {
     }
 }
 
-/// One level of the hierarchy: its operator and vectors (level 0 borrows the caller's `b` and `x`).
+/// One level of the hierarchy: its operator and vectors, in precision `T`.
 #[derive(Clone, Debug)]
-struct Level<const D: usize> {
+struct Level<const D: usize, T> {
     op: PoissonOperator<D>,
     /// Coefficients of the extension of a correction into the cells around the unknowns ([`extend`]): `2D`
     /// per cell, one per neighbour (axis-major, lower side first).
     ghost: Vec<f64>,
-    b: Vec<f64>,
-    x: Vec<f64>,
+    b: Vec<T>,
+    x: Vec<T>,
     /// Residual and smoothing ping-pong buffer.
-    t: Vec<f64>,
+    t: Vec<T>,
     /// Restriction's intermediate: coarse along x, fine across (empty on the finest level).
-    half: Vec<f64>,
+    half: Vec<T>,
 }
 
 /// A geometric multigrid solver (see the module documentation): standalone via [`solve`](Self::solve) and
 /// [`solve_vector`](Self::solve_vector), or as the preconditioner of MGPCG.
+///
+/// `T` is the precision of the cycle's vectors: f64 for the standalone solver, f32 for MGPCG's preconditioner
+/// (which halves its memory traffic; the outer conjugate gradients stay in f64, as in McAdams et al. 2010).
 #[derive(Clone, Debug)]
-pub struct Multigrid<const D: usize> {
-    levels: Vec<Level<D>>,
+pub struct Multigrid<const D: usize, T = f64> {
+    levels: Vec<Level<D, T>>,
     params: MultigridParams,
 }
 
@@ -120,11 +125,18 @@ enum Half {
 }
 
 impl<const D: usize> Multigrid<D> {
-    /// The hierarchy of `op` (which it keeps as its finest level).
+    /// The hierarchy of `op` (which it keeps as its finest level), in double precision.
     ///
     /// # Errors
     /// [`SolveError::BadInput`] for parameters out of range.
     pub fn new(op: PoissonOperator<D>, params: MultigridParams) -> Result<Self, SolveError> {
+        Self::build(op, params)
+    }
+}
+
+impl<const D: usize, T: Real> Multigrid<D, T> {
+    /// The hierarchy of `op` in precision `T`.
+    fn build(op: PoissonOperator<D>, params: MultigridParams) -> Result<Self, SolveError> {
         if let Smoother::WeightedJacobi { weight } = params.smoother {
             if !(weight > 0.0 && weight <= 1.0) {
                 return Err(SolveError::BadInput(format!(
@@ -142,19 +154,20 @@ impl<const D: usize> Multigrid<D> {
                 "the coarsest size must be at least 1".into(),
             ));
         }
-        let n = op.layout().len();
-        let ghost = ghost_coefficients(&op);
-        let mut levels = vec![Level {
-            op,
-            ghost,
-            b: Vec::new(),
-            x: Vec::new(),
-            t: vec![0.0; n],
-            half: Vec::new(),
-        }];
+        let level = |op: PoissonOperator<D>, half: usize| {
+            let n = op.layout().len();
+            Level {
+                ghost: ghost_coefficients(&op),
+                op,
+                b: vec![T::ZERO; n],
+                x: vec![T::ZERO; n],
+                t: vec![T::ZERO; n],
+                half: vec![T::ZERO; half],
+            }
+        };
+        let mut levels = vec![level(op, 0)];
         loop {
             let fine = &levels.last().expect("the finest level").op;
-            let fine_rows = fine.layout().rows();
             if fine
                 .layout()
                 .dims
@@ -163,18 +176,10 @@ impl<const D: usize> Multigrid<D> {
             {
                 break;
             }
+            let fine_rows = fine.layout().rows();
             let Some(op) = coarsen(fine) else { break };
-            let n = op.layout().len();
-            let ghost = ghost_coefficients(&op);
-            let half = vec![0.0; fine_rows * op.layout().row_len()];
-            levels.push(Level {
-                op,
-                ghost,
-                b: vec![0.0; n],
-                x: vec![0.0; n],
-                t: vec![0.0; n],
-                half,
-            });
+            let half = fine_rows * op.layout().row_len();
+            levels.push(level(op, half));
         }
         Ok(Multigrid { levels, params })
     }
@@ -199,6 +204,12 @@ impl<const D: usize> Multigrid<D> {
         &self.params
     }
 
+    /// `‖b − A x‖` of the finest level's vectors (the residual is left in its `t`).
+    fn fine_residual(&mut self) -> f64 {
+        let f = &mut self.levels[0];
+        residual(&f.op, &f.b, &f.x, &mut f.t).sqrt()
+    }
+
     /// Solves `A x = b` by V-cycles (after a full-multigrid start if asked). Dirichlet cells of `x` hold the
     /// boundary values (zero for a free surface) and are left as they are; unknown cells hold the initial
     /// guess. Vectors are padded ([`PoissonOperator::layout`]); solid cells of `x` must be zero.
@@ -217,15 +228,16 @@ impl<const D: usize> Multigrid<D> {
                 p.tolerance
             )));
         }
-        // Reference: the residual of the boundary values alone.
-        let reference = {
-            let fine = &mut self.levels[0];
-            let mut x0 = x.to_vec();
-            fine.op.mask_unknowns_out(&mut x0);
-            let mut ns = b.to_vec();
-            fine.op.remove_null_space(&mut ns);
-            fine.op.residual(&ns, &x0, &mut fine.t).sqrt()
-        };
+        {
+            let f = &mut self.levels[0];
+            let mut b = b.to_vec();
+            f.op.remove_null_space(&mut b);
+            convert(&b, &mut f.b);
+            // Reference: the residual of the boundary values alone.
+            convert(x, &mut f.x);
+            f.op.mask_unknowns_out(&mut f.x);
+        }
+        let reference = self.fine_residual();
         if reference == 0.0 {
             self.levels[0].op.mask_unknowns_out(x);
             return Ok(Info {
@@ -235,18 +247,13 @@ impl<const D: usize> Multigrid<D> {
                 stop: StopReason::ZeroRhs,
             });
         }
-        let mut b = b.to_vec();
-        self.levels[0].op.remove_null_space(&mut b);
-        let residual = |mg: &mut Self, x: &[f64]| {
-            let fine = &mut mg.levels[0];
-            fine.op.residual(&b, x, &mut fine.t).sqrt() / reference
-        };
-        let mut history = vec![residual(self, x)];
+        convert(x, &mut self.levels[0].x);
+        let mut history = vec![self.fine_residual() / reference];
         let mut cycles = 0;
         if p.full_multigrid {
-            self.full_multigrid(&b, x);
+            self.full_multigrid();
             cycles += 1;
-            history.push(residual(self, x));
+            history.push(self.fine_residual() / reference);
         }
         while *history.last().expect("history") > p.tolerance {
             if cycles >= p.max_cycles {
@@ -256,10 +263,11 @@ impl<const D: usize> Multigrid<D> {
                     tolerance: p.tolerance,
                 });
             }
-            self.vcycle_from(0, &b, x);
-            self.levels[0].op.remove_null_space_unknowns(x);
+            self.vcycle_from(0);
+            let f = &mut self.levels[0];
+            f.op.remove_null_space_unknowns(&mut f.x);
             cycles += 1;
-            let r = residual(self, x);
+            let r = self.fine_residual() / reference;
             if !r.is_finite() || r > 1e3 * history[0].max(1.0) {
                 return Err(SolveError::Breakdown {
                     iteration: cycles,
@@ -270,6 +278,7 @@ impl<const D: usize> Multigrid<D> {
             }
             history.push(r);
         }
+        convert(&self.levels[0].x, x);
         Ok(Info {
             iterations: cycles,
             residual: *history.last().expect("history"),
@@ -298,24 +307,32 @@ impl<const D: usize> Multigrid<D> {
 
     /// One V-cycle on the homogeneous problem from a zero guess: `z ≈ A⁻¹ r` (the MGPCG preconditioner).
     pub fn precondition(&mut self, r: &[f64], z: &mut [f64]) {
-        vector::zero(z);
-        self.vcycle_from(0, r, z);
+        {
+            let f = &mut self.levels[0];
+            convert(r, &mut f.b);
+            fill(&mut f.x, T::ZERO);
+        }
+        self.vcycle_from(0);
+        convert(&self.levels[0].x, z);
     }
 
-    /// A V-cycle from level `top` (whose `b` and `x` are passed in) down to the coarsest.
-    fn vcycle_from(&mut self, top: usize, b_top: &[f64], x_top: &mut [f64]) {
+    /// A V-cycle on the vectors of level `top` down to the coarsest.
+    fn vcycle_from(&mut self, top: usize) {
         let p = self.params;
         let last = self.levels.len() - 1;
         for l in top..last {
             let (lo, hi) = self.levels.split_at_mut(l + 1);
             let (fine, coarse) = (&mut lo[l], &mut hi[0]);
-            let (b, x): (&[f64], &mut [f64]) = if l == top {
-                (b_top, &mut *x_top)
-            } else {
-                (&fine.b, &mut fine.x)
-            };
-            smooth(&fine.op, b, x, &mut fine.t, p.smoother, p.pre_sweeps, false);
-            fine.op.residual(b, x, &mut fine.t);
+            smooth(
+                &fine.op,
+                &fine.b,
+                &mut fine.x,
+                &mut fine.t,
+                p.smoother,
+                p.pre_sweeps,
+                false,
+            );
+            residual(&fine.op, &fine.b, &fine.x, &mut fine.t);
             restrict(
                 &fine.op,
                 &fine.t,
@@ -325,86 +342,73 @@ impl<const D: usize> Multigrid<D> {
                 p.restriction,
             );
             fold(&coarse.op, &coarse.ghost, &coarse.t, &mut coarse.b);
-            vector::zero(&mut coarse.x);
+            fill(&mut coarse.x, T::ZERO);
         }
-        if last > top {
-            let c = &mut self.levels[last];
-            solve_coarsest(&c.op, &c.b, &mut c.x, &mut c.t, p.coarsest_sweeps);
-        } else {
-            let c = &mut self.levels[last];
-            solve_coarsest(&c.op, b_top, x_top, &mut c.t, p.coarsest_sweeps);
-            return;
-        }
+        let c = &mut self.levels[last];
+        solve_coarsest(&c.op, &c.b, &mut c.x, &mut c.t, p.coarsest_sweeps);
         for l in (top..last).rev() {
             let (lo, hi) = self.levels.split_at_mut(l + 1);
             let (fine, coarse) = (&mut lo[l], &mut hi[0]);
-            let (b, x): (&[f64], &mut [f64]) = if l == top {
-                (b_top, &mut *x_top)
-            } else {
-                (&fine.b, &mut fine.x)
-            };
             extend(&coarse.op, &coarse.ghost, &coarse.x, &mut coarse.t, false);
-            prolong(&coarse.op, &coarse.t, &fine.op, x, Prolong::AddCorrection);
-            smooth(&fine.op, b, x, &mut fine.t, p.smoother, p.post_sweeps, true);
+            prolong(
+                &coarse.op,
+                &coarse.t,
+                &fine.op,
+                &mut fine.x,
+                Prolong::AddCorrection,
+            );
+            smooth(
+                &fine.op,
+                &fine.b,
+                &mut fine.x,
+                &mut fine.t,
+                p.smoother,
+                p.post_sweeps,
+                true,
+            );
         }
     }
 
     /// Full multigrid (Briggs et al., ch. 3): restrict the right-hand side and the boundary values to every
     /// level, solve the coarsest, then on each finer level interpolate the solution and run one V-cycle.
-    fn full_multigrid(&mut self, b0: &[f64], x0: &mut [f64]) {
+    fn full_multigrid(&mut self) {
         let p = self.params;
         let last = self.levels.len() - 1;
         for l in 0..last {
             let (lo, hi) = self.levels.split_at_mut(l + 1);
             let (fine, coarse) = (&lo[l], &mut hi[0]);
-            let (b, x): (&[f64], &[f64]) = if l == 0 {
-                (b0, &*x0)
-            } else {
-                (&fine.b, &fine.x)
-            };
             restrict(
                 &fine.op,
-                b,
+                &fine.b,
                 &coarse.op,
                 &mut coarse.half,
                 &mut coarse.t,
                 p.restriction,
             );
             fold(&coarse.op, &coarse.ghost, &coarse.t, &mut coarse.b);
-            restrict_boundary(&fine.op, x, &coarse.op, &mut coarse.x);
+            restrict_boundary(&fine.op, &fine.x, &coarse.op, &mut coarse.x);
         }
         {
             let c = &mut self.levels[last];
             solve_coarsest(&c.op, &c.b, &mut c.x, &mut c.t, p.coarsest_sweeps);
         }
+        let mode = Prolong::Replace {
+            boundary_too: !p.preserve_boundary,
+        };
         for l in (0..last).rev() {
-            let mode = Prolong::Replace {
-                boundary_too: !p.preserve_boundary,
-            };
-            {
-                let (lo, hi) = self.levels.split_at_mut(l + 1);
-                let (fine, coarse) = (&mut lo[l], &mut hi[0]);
-                let x: &mut [f64] = if l == 0 { &mut *x0 } else { &mut fine.x };
-                extend(&coarse.op, &coarse.ghost, &coarse.x, &mut coarse.t, true);
-                prolong(&coarse.op, &coarse.t, &fine.op, x, mode);
-            }
-            if l == 0 {
-                self.vcycle_from(0, b0, x0);
-            } else {
-                let mut b = std::mem::take(&mut self.levels[l].b);
-                let mut x = std::mem::take(&mut self.levels[l].x);
-                self.vcycle_from(l, &b, &mut x);
-                std::mem::swap(&mut self.levels[l].b, &mut b);
-                std::mem::swap(&mut self.levels[l].x, &mut x);
-            }
+            let (lo, hi) = self.levels.split_at_mut(l + 1);
+            let (fine, coarse) = (&mut lo[l], &mut hi[0]);
+            extend(&coarse.op, &coarse.ghost, &coarse.x, &mut coarse.t, true);
+            prolong(&coarse.op, &coarse.t, &fine.op, &mut fine.x, mode);
+            self.vcycle_from(l);
         }
     }
 }
 
-/// MGPCG's preconditioner: one multigrid V-cycle (McAdams, Sifakis & Teran 2010).
+/// MGPCG's preconditioner: one multigrid V-cycle in single precision (McAdams, Sifakis & Teran 2010).
 #[derive(Clone, Debug)]
 pub struct MultigridPreconditioner<const D: usize> {
-    mg: Multigrid<D>,
+    mg: Multigrid<D, f32>,
 }
 
 impl<const D: usize> MultigridPreconditioner<D> {
@@ -422,12 +426,12 @@ impl<const D: usize> MultigridPreconditioner<D> {
             ..params
         };
         Ok(MultigridPreconditioner {
-            mg: Multigrid::new(op, params)?,
+            mg: Multigrid::build(op, params)?,
         })
     }
 
     /// The hierarchy.
-    pub fn multigrid(&self) -> &Multigrid<D> {
+    pub fn multigrid(&self) -> &Multigrid<D, f32> {
         &self.mg
     }
 }
@@ -440,20 +444,36 @@ impl<const D: usize> Preconditioner for MultigridPreconditioner<D> {
 
 impl<const D: usize> PoissonOperator<D> {
     /// Zeroes the unknown entries of `v` (keeps boundary values).
-    fn mask_unknowns_out(&self, v: &mut [f64]) {
+    fn mask_unknowns_out<T: Real>(&self, v: &mut [T]) {
         for (v, &k) in v.iter_mut().zip(self.kinds()) {
             if k == CellKind::Unknown {
-                *v = 0.0;
+                *v = T::ZERO;
             }
         }
     }
 
     /// Removes the null-space part of the unknowns of `x` (its boundary values stay).
-    fn remove_null_space_unknowns(&self, x: &mut [f64]) {
+    fn remove_null_space_unknowns<T: Real>(&self, x: &mut [T]) {
         if self.is_singular() {
-            self.remove_null_space(x);
+            self.remove_null_space_in(x);
         }
     }
+}
+
+/// `dst = src` converted to `dst`'s precision, in parallel.
+fn convert<S: Real, T: Real>(src: &[S], dst: &mut [T]) {
+    dst.par_chunks_mut(CHUNK)
+        .zip(src.par_chunks(CHUNK))
+        .for_each(|(d, s)| {
+            for (d, &s) in d.iter_mut().zip(s) {
+                *d = T::from_f64(s.to_f64());
+            }
+        });
+}
+
+/// `v = value`, in parallel.
+fn fill<T: Real>(v: &mut [T], value: T) {
+    v.par_chunks_mut(CHUNK).for_each(|c| c.fill(value));
 }
 
 /// The coarse operator of `fine` (see the module documentation), or `None` when it would have no unknowns.
@@ -628,11 +648,11 @@ fn ghost_coefficients<const D: usize>(op: &PoissonOperator<D>) -> Vec<f64> {
 
 /// `out = E x`: unknowns kept, the cells around them extended by the [`ghost_coefficients`]. In full multigrid
 /// (`keep_dirichlet`) Dirichlet cells keep their boundary values.
-fn extend<const D: usize>(
+fn extend<T: Real, const D: usize>(
     op: &PoissonOperator<D>,
     ghost: &[f64],
-    x: &[f64],
-    out: &mut [f64],
+    x: &[T],
+    out: &mut [T],
     keep_dirichlet: bool,
 ) {
     let l = op.layout();
@@ -647,13 +667,13 @@ fn extend<const D: usize>(
                 CellKind::Dirichlet if keep_dirichlet => x[i],
                 _ => {
                     let g = &ghost[i * 2 * D..(i + 1) * 2 * D];
-                    let mut sum = 0.0;
+                    let mut sum = T::ZERO;
                     for a in 0..D {
                         if g[2 * a] != 0.0 {
-                            sum += g[2 * a] * x[i - l.strides[a]];
+                            sum += T::from_f64(g[2 * a]) * x[i - l.strides[a]];
                         }
                         if g[2 * a + 1] != 0.0 {
-                            sum += g[2 * a + 1] * x[i + l.strides[a]];
+                            sum += T::from_f64(g[2 * a + 1]) * x[i + l.strides[a]];
                         }
                     }
                     sum
@@ -665,7 +685,7 @@ fn extend<const D: usize>(
 
 /// `out = Eᵀ v` on the unknowns (zero elsewhere): each surrounding cell's value is handed back to the unknowns
 /// it was extended from, with the same coefficients.
-fn fold<const D: usize>(op: &PoissonOperator<D>, ghost: &[f64], v: &[f64], out: &mut [f64]) {
+fn fold<T: Real, const D: usize>(op: &PoissonOperator<D>, ghost: &[f64], v: &[T], out: &mut [T]) {
     let l = op.layout();
     let kind = op.kinds();
     let rl = l.row_len();
@@ -677,12 +697,20 @@ fn fold<const D: usize>(op: &PoissonOperator<D>, ghost: &[f64], v: &[f64], out: 
                 let mut sum = v[i];
                 for (a, &s) in l.strides.iter().enumerate() {
                     // The lower neighbour reaches i through its upper link, and the other way round.
-                    sum += ghost[(i - s) * 2 * D + 2 * a + 1] * v[i - s]
-                        + ghost[(i + s) * 2 * D + 2 * a] * v[i + s];
+                    let (lo, hi) = (
+                        ghost[(i - s) * 2 * D + 2 * a + 1],
+                        ghost[(i + s) * 2 * D + 2 * a],
+                    );
+                    if lo != 0.0 {
+                        sum += T::from_f64(lo) * v[i - s];
+                    }
+                    if hi != 0.0 {
+                        sum += T::from_f64(hi) * v[i + s];
+                    }
                 }
                 sum
             } else {
-                0.0
+                T::ZERO
             };
         }
     });
@@ -690,18 +718,18 @@ fn fold<const D: usize>(op: &PoissonOperator<D>, ghost: &[f64], v: &[f64], out: 
 
 /// `sweeps` smoothing sweeps of `A x = b` on the unknowns, using `t` as the ping-pong buffer. Red-black
 /// sweeps run red then black, or black then red when `reverse` (the adjoint order, after the correction).
-fn smooth<const D: usize>(
+fn smooth<T: Real, const D: usize>(
     op: &PoissonOperator<D>,
-    b: &[f64],
-    x: &mut [f64],
-    t: &mut [f64],
+    b: &[T],
+    x: &mut [T],
+    t: &mut [T],
     smoother: Smoother,
     sweeps: usize,
     reverse: bool,
 ) {
     let (first, second, weight) = match smoother {
-        Smoother::RedBlackGaussSeidel if reverse => (Half::Black, Half::Red, RB_W),
-        Smoother::RedBlackGaussSeidel => (Half::Red, Half::Black, RB_W),
+        Smoother::RedBlackGaussSeidel if reverse => (Half::Black, Half::Red, 1.0),
+        Smoother::RedBlackGaussSeidel => (Half::Red, Half::Black, 1.0),
         Smoother::WeightedJacobi { weight } => (Half::All, Half::All, weight),
     };
     for _ in 0..sweeps {
@@ -713,18 +741,19 @@ fn smooth<const D: usize>(
 /// One out-of-place relaxation: `out = x` with the cells of `half` replaced by their (weighted) Jacobi update
 /// `(1 − ω) xᵢ + ω (h² bᵢ + Σⱼ xⱼ) / nᵢ`. Red-black halves read only cells of the other colour, so doing them
 /// out of place is exactly Gauss–Seidel.
-fn relax<const D: usize>(
+fn relax<T: Real, const D: usize>(
     op: &PoissonOperator<D>,
-    b: &[f64],
-    x: &[f64],
-    out: &mut [f64],
+    b: &[T],
+    x: &[T],
+    out: &mut [T],
     half: Half,
     weight: f64,
 ) {
     let l = op.layout();
     let n = l.dims[0];
     let rl = l.row_len();
-    let h2 = 1.0 / op.scale();
+    let h2 = T::from_f64(1.0 / op.scale());
+    let weight = T::from_f64(weight);
     let diag = op.diagonal_units();
     l.for_rows(out, |row, o| {
         let start_row = row * rl;
@@ -746,7 +775,7 @@ fn relax<const D: usize>(
             &b[start..start + n],
         );
         for (((o, &cnt), &xv), &bv) in oi.iter_mut().zip(cnt).zip(xc).zip(bc) {
-            let jacobi = (h2 * bv + *o) / cnt as f64;
+            let jacobi = (h2 * bv + *o) / T::from_f64(cnt as f64);
             *o = if cnt > 0.0 {
                 xv + weight * (jacobi - xv)
             } else {
@@ -767,11 +796,11 @@ fn relax<const D: usize>(
 
 /// Solves the coarsest level by symmetric red-black Gauss–Seidel sweeps (its few cells make that exact
 /// enough, and a fixed count keeps the V-cycle a fixed linear operator).
-fn solve_coarsest<const D: usize>(
+fn solve_coarsest<T: Real, const D: usize>(
     op: &PoissonOperator<D>,
-    b: &[f64],
-    x: &mut [f64],
-    t: &mut [f64],
+    b: &[T],
+    x: &mut [T],
+    t: &mut [T],
     sweeps: usize,
 ) {
     let half = sweeps.div_ceil(2);
@@ -782,12 +811,12 @@ fn solve_coarsest<const D: usize>(
 
 /// Restricts the fine field `r` (zero outside the unknowns) to every coarse cell: `Pᵀ r / 2^D` (full
 /// weighting). Values that land outside the coarse unknowns are handed back to them by [`fold`].
-fn restrict<const D: usize>(
+fn restrict<T: Real, const D: usize>(
     fine: &PoissonOperator<D>,
-    r: &[f64],
+    r: &[T],
     coarse: &PoissonOperator<D>,
-    half: &mut [f64],
-    out: &mut [f64],
+    half: &mut [T],
+    out: &mut [T],
     how: Restriction,
 ) {
     let (fl, cl) = (fine.layout(), coarse.layout());
@@ -809,16 +838,18 @@ fn restrict<const D: usize>(
                 if i >= 0 && (i as usize) < frl {
                     fr[i as usize]
                 } else {
-                    0.0
+                    T::ZERO
                 }
             };
-            let edge = |cx: usize| -> f64 {
-                offsets
-                    .iter()
-                    .zip(weights)
-                    .map(|(&off, &w)| w * at(2 * cx as isize + off - 1))
-                    .sum()
+            let edge = |cx: usize| -> T {
+                let mut v = T::ZERO;
+                for (&off, &w) in offsets.iter().zip(weights) {
+                    v += T::from_f64(w) * at(2 * cx as isize + off - 1);
+                }
+                v
             };
+            let (eighth, three_eighths, one_half) =
+                (T::from_f64(0.125), T::from_f64(0.375), T::from_f64(0.5));
             // Cells whose whole stencil lies in the row, without bounds tests: 2cx − 2 ≥ 0 and 2cx + 1 < frl.
             let inner = 1..((frl - 1) / 2).min(crl);
             for cx in (0..inner.start).chain(inner.end..crl) {
@@ -829,20 +860,20 @@ fn restrict<const D: usize>(
                 Restriction::FullWeighting => {
                     for (cx, h) in h[inner.clone()].iter_mut().enumerate() {
                         let p = &pairs[2 * cx..2 * cx + 4];
-                        *h = 0.125 * (p[0] + p[3]) + 0.375 * (p[1] + p[2]);
+                        *h = eighth * (p[0] + p[3]) + three_eighths * (p[1] + p[2]);
                     }
                 }
                 Restriction::Nearest => {
                     for (cx, h) in h[inner.clone()].iter_mut().enumerate() {
                         let p = &pairs[2 * cx + 1..2 * cx + 3];
-                        *h = 0.5 * (p[0] + p[1]);
+                        *h = one_half * (p[0] + p[1]);
                     }
                 }
             }
         });
     let half = &half[..fine_rows * crl];
     cl.for_rows(out, |row, o| {
-        o.fill(0.0);
+        o.fill(T::ZERO);
         let c = cl.padded_coords(row * crl);
         let combos = offsets.len().pow(D as u32 - 1);
         for combo in 0..combos {
@@ -861,6 +892,7 @@ fn restrict<const D: usize>(
                 stride *= fp;
             }
             if ok {
+                let w = T::from_f64(w);
                 for (o, &h) in o.iter_mut().zip(&half[frow * crl..(frow + 1) * crl]) {
                     *o += w * h;
                 }
@@ -871,17 +903,17 @@ fn restrict<const D: usize>(
 
 /// Sets the Dirichlet cells of the coarse `out` to the mean of their Dirichlet children in `fine_x` (and
 /// zeroes everything else): the boundary values of a coarse problem in full multigrid.
-fn restrict_boundary<const D: usize>(
+fn restrict_boundary<T: Real, const D: usize>(
     fine: &PoissonOperator<D>,
-    fine_x: &[f64],
+    fine_x: &[T],
     coarse: &PoissonOperator<D>,
-    out: &mut [f64],
+    out: &mut [T],
 ) {
     let (fl, cl) = (fine.layout(), coarse.layout());
     let (fk, ck) = (fine.kinds(), coarse.kinds());
     let crl = cl.row_len();
     cl.for_rows(out, |row, o| {
-        o.fill(0.0);
+        o.fill(T::ZERO);
         if !cl.is_interior_row(row) {
             return;
         }
@@ -902,12 +934,12 @@ fn restrict_boundary<const D: usize>(
                 if inside {
                     let j = fl.index(f);
                     if fk[j] == CellKind::Dirichlet {
-                        sum += fine_x[j];
+                        sum += fine_x[j].to_f64();
                         n += 1;
                     }
                 }
             }
-            *o = if n > 0 { sum / n as f64 } else { 0.0 };
+            *o = T::from_f64(if n > 0 { sum / n as f64 } else { 0.0 });
         }
     });
 }
@@ -923,17 +955,17 @@ enum Prolong {
 
 /// Multilinear interpolation of the coarse field `xc` to the fine cells: per axis, 3/4 of the parent and 1/4
 /// of the coarse neighbour on the child's side.
-fn prolong<const D: usize>(
+fn prolong<T: Real, const D: usize>(
     coarse: &PoissonOperator<D>,
-    xc: &[f64],
+    xc: &[T],
     fine: &PoissonOperator<D>,
-    x: &mut [f64],
+    x: &mut [T],
     mode: Prolong,
 ) {
     let (fl, cl) = (fine.layout(), coarse.layout());
     let (fk, frl, crl) = (fine.kinds(), fl.row_len(), cl.row_len());
     fl.for_row_groups(x, |first, group| {
-        let mut blended = vec![0.0; crl];
+        let mut blended = vec![T::ZERO; crl];
         for (k, o) in group.chunks_mut(frl).enumerate() {
             prolong_row(cl, xc, fl, fk, first + k, o, &mut blended, mode);
         }
@@ -942,14 +974,14 @@ fn prolong<const D: usize>(
 
 /// One fine row of [`prolong`]; `blended` is a coarse-row buffer.
 #[allow(clippy::too_many_arguments)]
-fn prolong_row<const D: usize>(
+fn prolong_row<T: Real, const D: usize>(
     cl: &Layout<D>,
-    xc: &[f64],
+    xc: &[T],
     fl: &Layout<D>,
     fk: &[CellKind],
     row: usize,
-    o: &mut [f64],
-    blended: &mut [f64],
+    o: &mut [T],
+    blended: &mut [T],
     mode: Prolong,
 ) {
     let (nf, frl, crl) = (fl.dims[0], fl.row_len(), cl.row_len());
@@ -959,7 +991,7 @@ fn prolong_row<const D: usize>(
         }
         let f = fl.padded_coords(row * frl);
         // The 2^(D−1) coarse rows around this fine row, blended into one.
-        blended.fill(0.0);
+        blended.fill(T::ZERO);
         for combo in 0..1usize << (D - 1) {
             let mut w = 1.0;
             let mut crow = 0usize;
@@ -977,6 +1009,7 @@ fn prolong_row<const D: usize>(
                 crow += cc * stride;
                 stride *= cp;
             }
+            let w = T::from_f64(w);
             for (bl, &v) in blended.iter_mut().zip(&xc[crow * crl..(crow + 1) * crl]) {
                 *bl += w * v;
             }
@@ -990,7 +1023,8 @@ fn prolong_row<const D: usize>(
             .zip(kinds.chunks(2))
             .zip(blended.windows(3))
         {
-            let values = [0.75 * w[1] + 0.25 * w[0], 0.75 * w[1] + 0.25 * w[2]];
+            let (near, far) = (T::from_f64(0.75), T::from_f64(0.25));
+            let values = [near * w[1] + far * w[0], near * w[1] + far * w[2]];
             for ((o, &k), v) in pair.iter_mut().zip(kp).zip(values) {
                 match (mode, k) {
                     (Prolong::AddCorrection, CellKind::Unknown) => *o += v,
@@ -1002,5 +1036,3 @@ fn prolong_row<const D: usize>(
         }
     }
 }
-
-const RB_W: f64 = 1.0;

@@ -83,10 +83,17 @@ pub fn pcg<A: LinearOperator, M: Preconditioner>(
             stop: StopReason::Converged,
         });
     }
-    m.apply(r, z);
-    a.remove_null_space(z);
-    vector::copy(z, p);
-    let mut rz = vector::dot(r, z);
+    // Plain CG (M = I) works on r directly: no copy into z, and rᵀz is the rᵀr the update returns.
+    let identity = m.is_identity();
+    let mut rz = if identity {
+        vector::copy(r, p);
+        residual * residual * b_norm * b_norm
+    } else {
+        m.apply(r, z);
+        a.remove_null_space(z);
+        vector::copy(z, p);
+        vector::dot(r, z)
+    };
     for it in 1..=params.max_iterations {
         if !(rz > 0.0 && rz.is_finite()) {
             return Err(breakdown(it, "rᵀ M⁻¹ r", rz));
@@ -111,10 +118,14 @@ pub fn pcg<A: LinearOperator, M: Preconditioner>(
                 stop: StopReason::Converged,
             });
         }
-        m.apply(r, z);
-        a.remove_null_space(z);
-        let rz_new = vector::dot(r, z);
-        xpby(z, rz_new / rz, p);
+        let rz_new = if identity {
+            rr
+        } else {
+            m.apply(r, z);
+            a.remove_null_space(z);
+            vector::dot(r, z)
+        };
+        xpby(if identity { &*r } else { &*z }, rz_new / rz, p);
         rz = rz_new;
     }
     Err(SolveError::NoConvergence {

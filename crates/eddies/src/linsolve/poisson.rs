@@ -20,7 +20,7 @@ use rayon::prelude::*;
 
 use super::vector::{lane_sum, CHUNK};
 use super::{LinearOperator, SolveError};
-use crate::grid::{coords_of, strides_of, CellFlag, Grid};
+use crate::grid::{coords_of, strides_of, CellFlag, Grid, Real};
 
 /// The role of a cell in a Poisson problem.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -173,7 +173,11 @@ impl<const D: usize> Layout<D> {
     }
 
     /// Calls `f(r, row)` for every row `r` of `out`, in parallel over fixed groups of rows.
-    pub(crate) fn for_rows(&self, out: &mut [f64], f: impl Fn(usize, &mut [f64]) + Sync + Send) {
+    pub(crate) fn for_rows<T: Send>(
+        &self,
+        out: &mut [T],
+        f: impl Fn(usize, &mut [T]) + Sync + Send,
+    ) {
         let rl = self.row_len();
         let per = self.rows_per_task();
         out.par_chunks_mut(per * rl)
@@ -187,10 +191,10 @@ impl<const D: usize> Layout<D> {
 
     /// Calls `f(first_row, rows)` for fixed groups of consecutive rows of `out`, in parallel (for kernels that
     /// keep a buffer per group).
-    pub(crate) fn for_row_groups(
+    pub(crate) fn for_row_groups<T: Send>(
         &self,
-        out: &mut [f64],
-        f: impl Fn(usize, &mut [f64]) + Sync + Send,
+        out: &mut [T],
+        f: impl Fn(usize, &mut [T]) + Sync + Send,
     ) {
         let rl = self.row_len();
         let per = self.rows_per_task();
@@ -201,10 +205,10 @@ impl<const D: usize> Layout<D> {
 
     /// Like [`for_rows`](Self::for_rows), returning the sum of the rows' results, added in row order within a
     /// group and group by group: the same for any thread count.
-    pub(crate) fn sum_rows(
+    pub(crate) fn sum_rows<T: Send>(
         &self,
-        out: &mut [f64],
-        f: impl Fn(usize, &mut [f64]) -> f64 + Sync + Send,
+        out: &mut [T],
+        f: impl Fn(usize, &mut [T]) -> f64 + Sync + Send,
     ) -> f64 {
         let rl = self.row_len();
         let per = self.rows_per_task();
@@ -226,22 +230,22 @@ impl<const D: usize> Layout<D> {
 /// `out[i] = Σ_axes x[start + i − s] + x[start + i + s]` for `i < out.len()`: the neighbour sum of a run of
 /// cells along x.
 #[inline(always)]
-pub(crate) fn neighbour_sum<const D: usize>(
-    x: &[f64],
+pub(crate) fn neighbour_sum<T: Real, const D: usize>(
+    x: &[T],
     start: usize,
     strides: &[usize; D],
-    out: &mut [f64],
+    out: &mut [T],
 ) {
     let n = out.len();
     for (d, &s) in strides.iter().enumerate() {
         let lo = &x[start - s..start - s + n];
         let hi = &x[start + s..start + s + n];
         if d == 0 {
-            for ((o, a), b) in out.iter_mut().zip(lo).zip(hi) {
+            for ((o, &a), &b) in out.iter_mut().zip(lo).zip(hi) {
                 *o = a + b;
             }
         } else {
-            for ((o, a), b) in out.iter_mut().zip(lo).zip(hi) {
+            for ((o, &a), &b) in out.iter_mut().zip(lo).zip(hi) {
                 *o += a + b;
             }
         }
@@ -474,31 +478,7 @@ impl<const D: usize> PoissonOperator<D> {
     /// `r = b − A x` on the unknowns (0 elsewhere), where Dirichlet cells of `x` may hold boundary values;
     /// returns `r · r`.
     pub fn residual(&self, b: &[f64], x: &[f64], r: &mut [f64]) -> f64 {
-        let l = &self.layout;
-        let n = l.dims[0];
-        let s = self.scale;
-        l.sum_rows(r, |row, out| {
-            out.fill(0.0);
-            if !l.is_interior_row(row) {
-                return 0.0;
-            }
-            let start = row * l.row_len() + 1;
-            let o = &mut out[1..=n];
-            neighbour_sum(x, start, &l.strides, o);
-            let (c, xc, bc) = (
-                &self.diag[start..start + n],
-                &x[start..start + n],
-                &b[start..start + n],
-            );
-            for (((o, &c), &x), &b) in o.iter_mut().zip(c).zip(xc).zip(bc) {
-                *o = if c > 0.0 {
-                    b - s * (c as f64 * x - *o)
-                } else {
-                    0.0
-                };
-            }
-            lane_sum(n, |i| o[i] * o[i])
-        })
+        residual(self, b, x, r)
     }
 
     /// Zeroes the entries of `v` that are not unknowns.
@@ -512,6 +492,51 @@ impl<const D: usize> PoissonOperator<D> {
                 }
             }
         });
+    }
+
+    /// [`LinearOperator::remove_null_space`] in any precision (means summed in f64).
+    pub(crate) fn remove_null_space_in<T: Real>(&self, v: &mut [T]) {
+        let NullSpace { labels, sizes } = &self.null;
+        match sizes.len() {
+            0 => {}
+            1 => {
+                // The usual case, one closed container: a deterministic parallel mean.
+                let partials: Vec<f64> = v
+                    .par_chunks(CHUNK)
+                    .enumerate()
+                    .map(|(t, c)| {
+                        let lab = &labels[t * CHUNK..t * CHUNK + c.len()];
+                        lane_sum(c.len(), |i| if lab[i] == 0 { c[i].to_f64() } else { 0.0 })
+                    })
+                    .collect();
+                let mean =
+                    T::from_f64(partials.into_iter().fold(0.0, |a, b| a + b) / sizes[0] as f64);
+                v.par_chunks_mut(CHUNK).enumerate().for_each(|(t, c)| {
+                    let lab = &labels[t * CHUNK..t * CHUNK + c.len()];
+                    for (v, &l) in c.iter_mut().zip(lab) {
+                        if l == 0 {
+                            *v = *v - mean;
+                        }
+                    }
+                });
+            }
+            _ => {
+                let mut sums = vec![0.0; sizes.len()];
+                for (&l, &x) in labels.iter().zip(v.iter()) {
+                    if l != NO_LABEL {
+                        sums[l as usize] += x.to_f64();
+                    }
+                }
+                for (s, &n) in sums.iter_mut().zip(sizes) {
+                    *s /= n as f64;
+                }
+                for (&l, x) in labels.iter().zip(v.iter_mut()) {
+                    if l != NO_LABEL {
+                        *x = *x - T::from_f64(sums[l as usize]);
+                    }
+                }
+            }
+        }
     }
 
     fn apply_rows(&self, x: &[f64], y: &mut [f64]) -> f64 {
@@ -557,46 +582,7 @@ impl<const D: usize> LinearOperator for PoissonOperator<D> {
     }
 
     fn remove_null_space(&self, v: &mut [f64]) {
-        let NullSpace { labels, sizes } = &self.null;
-        match sizes.len() {
-            0 => {}
-            1 => {
-                // The usual case, one closed container: a deterministic parallel mean.
-                let partials: Vec<f64> = v
-                    .par_chunks(CHUNK)
-                    .enumerate()
-                    .map(|(t, c)| {
-                        let lab = &labels[t * CHUNK..t * CHUNK + c.len()];
-                        lane_sum(c.len(), |i| if lab[i] == 0 { c[i] } else { 0.0 })
-                    })
-                    .collect();
-                let mean = partials.into_iter().fold(0.0, |a, b| a + b) / sizes[0] as f64;
-                v.par_chunks_mut(CHUNK).enumerate().for_each(|(t, c)| {
-                    let lab = &labels[t * CHUNK..t * CHUNK + c.len()];
-                    for (v, &l) in c.iter_mut().zip(lab) {
-                        if l == 0 {
-                            *v -= mean;
-                        }
-                    }
-                });
-            }
-            _ => {
-                let mut sums = vec![0.0; sizes.len()];
-                for (&l, &x) in labels.iter().zip(v.iter()) {
-                    if l != NO_LABEL {
-                        sums[l as usize] += x;
-                    }
-                }
-                for (s, &n) in sums.iter_mut().zip(sizes) {
-                    *s /= n as f64;
-                }
-                for (&l, x) in labels.iter().zip(v.iter_mut()) {
-                    if l != NO_LABEL {
-                        *x -= sums[l as usize];
-                    }
-                }
-            }
-        }
+        self.remove_null_space_in(v);
     }
 }
 
@@ -662,4 +648,39 @@ fn find_null_space<const D: usize>(
         labels: comp,
         sizes,
     }
+}
+
+/// `r = b − A x` on the unknowns of `op` (0 elsewhere), in the vectors' precision; returns `r · r` (summed in
+/// f64).
+pub(crate) fn residual<T: Real, const D: usize>(
+    op: &PoissonOperator<D>,
+    b: &[T],
+    x: &[T],
+    r: &mut [T],
+) -> f64 {
+    let l = &op.layout;
+    let n = l.dims[0];
+    let s = T::from_f64(op.scale);
+    l.sum_rows(r, |row, out| {
+        out.fill(T::ZERO);
+        if !l.is_interior_row(row) {
+            return 0.0;
+        }
+        let start = row * l.row_len() + 1;
+        let o = &mut out[1..=n];
+        neighbour_sum(x, start, &l.strides, o);
+        let (c, xc, bc) = (
+            &op.diag[start..start + n],
+            &x[start..start + n],
+            &b[start..start + n],
+        );
+        for (((o, &c), &x), &b) in o.iter_mut().zip(c).zip(xc).zip(bc) {
+            *o = if c > 0.0 {
+                b - s * (T::from_f64(c as f64) * x - *o)
+            } else {
+                T::ZERO
+            };
+        }
+        lane_sum(n, |i| o[i].to_f64() * o[i].to_f64())
+    })
 }

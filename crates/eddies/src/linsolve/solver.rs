@@ -98,6 +98,10 @@ impl<const D: usize> Preconditioner for Built<D> {
             Built::Multigrid(m) => m.apply(r, z),
         }
     }
+
+    fn is_identity(&self) -> bool {
+        matches!(self, Built::None(_))
+    }
 }
 
 /// A Poisson problem on a flagged grid, solved by preconditioned conjugate gradients: the operator, its
