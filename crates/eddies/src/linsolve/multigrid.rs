@@ -181,6 +181,14 @@ impl<const D: usize, T: Real> Multigrid<D, T> {
             let half = fine_rows * op.layout().row_len();
             levels.push(level(op, half));
         }
+        // Only the coarsest level projects out its null space (the finest has its own labels).
+        if levels.len() > 1 {
+            levels
+                .last_mut()
+                .expect("a coarse level")
+                .op
+                .label_null_space();
+        }
         Ok(Multigrid { levels, params })
     }
 
@@ -506,7 +514,7 @@ fn coarsen<const D: usize>(fine: &PoissonOperator<D>) -> Option<PoissonOperator<
         }
     };
     let mut coarse =
-        PoissonOperator::new(dims, 2.0 * fine.spacing(), fine.outside(), child_kind).ok()?;
+        PoissonOperator::unlabelled(dims, 2.0 * fine.spacing(), fine.outside(), child_kind).ok()?;
     coarse.set_link_weights(dirichlet_link_weights(fine, &coarse));
     Some(coarse)
 }

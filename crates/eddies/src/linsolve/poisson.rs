@@ -299,6 +299,19 @@ impl<const D: usize> PoissonOperator<D> {
         outside: DomainBoundary,
         kind: impl Fn([usize; D]) -> CellKind + Sync + Send,
     ) -> Result<Self, SolveError> {
+        let mut op = Self::unlabelled(dims, spacing, outside, kind)?;
+        op.label_null_space();
+        Ok(op)
+    }
+
+    /// As [`new`](Self::new), without looking for singular groups of unknowns (a sequential pass over the
+    /// grid): for the intermediate levels of a multigrid hierarchy, which never project the null space out.
+    pub(crate) fn unlabelled(
+        dims: [usize; D],
+        spacing: f64,
+        outside: DomainBoundary,
+        kind: impl Fn([usize; D]) -> CellKind + Sync + Send,
+    ) -> Result<Self, SolveError> {
         if dims.contains(&0) {
             return Err(SolveError::BadInput(format!(
                 "the grid has no cells ({dims:?})"
@@ -379,7 +392,6 @@ impl<const D: usize> PoissonOperator<D> {
                 "the problem has no unknowns (no fluid cell)".into(),
             ));
         }
-        let null = find_null_space(&layout, &kind, &count);
         let diag = count.par_iter().map(|&c| c as f32).collect();
         Ok(PoissonOperator {
             layout,
@@ -390,8 +402,13 @@ impl<const D: usize> PoissonOperator<D> {
             spacing,
             outside,
             unknowns,
-            null,
+            null: NullSpace::default(),
         })
+    }
+
+    /// Finds the groups of unknowns that touch no Dirichlet cell (see [`is_singular`](Self::is_singular)).
+    pub(crate) fn label_null_space(&mut self) {
+        self.null = find_null_space(&self.layout, &self.kind);
     }
 
     /// The padded layout of the operator's vectors.
@@ -588,21 +605,8 @@ impl<const D: usize> LinearOperator for PoissonOperator<D> {
 
 /// Labels the groups of connected unknowns that touch no Dirichlet cell (breadth-first, in storage order, so
 /// the labels are deterministic).
-fn find_null_space<const D: usize>(
-    layout: &Layout<D>,
-    kind: &[CellKind],
-    count: &[u8],
-) -> NullSpace {
+fn find_null_space<const D: usize>(layout: &Layout<D>, kind: &[CellKind]) -> NullSpace {
     let strides = layout.strides;
-    let unknown_neighbours = |i: usize| -> u8 {
-        strides
-            .iter()
-            .map(|&s| {
-                (kind[i - s] == CellKind::Unknown) as u8 + (kind[i + s] == CellKind::Unknown) as u8
-            })
-            .sum()
-    };
-    // A cell touches a Dirichlet cell when it has more non-solid neighbours than unknown ones.
     const VISITED: u32 = NO_LABEL - 1;
     let mut comp = vec![NO_LABEL; kind.len()];
     let mut sizes = Vec::new();
@@ -618,9 +622,9 @@ fn find_null_space<const D: usize>(
         let mut touches_dirichlet = false;
         while let Some(i) = queue.pop_front() {
             members.push(i);
-            touches_dirichlet |= count[i] > unknown_neighbours(i);
             for &s in &strides {
                 for j in [i - s, i + s] {
+                    touches_dirichlet |= kind[j] == CellKind::Dirichlet;
                     if kind[j] == CellKind::Unknown && comp[j] == NO_LABEL {
                         comp[j] = VISITED;
                         queue.push_back(j);
