@@ -124,6 +124,28 @@ enum Half {
     All,
 }
 
+/// Checks the parameters that [`Multigrid`] cannot work with.
+fn check_params(params: &MultigridParams) -> Result<(), SolveError> {
+    if let Smoother::WeightedJacobi { weight } = params.smoother {
+        if !(weight > 0.0 && weight <= 1.0) {
+            return Err(SolveError::BadInput(format!(
+                "the Jacobi weight must be in (0, 1], got {weight}"
+            )));
+        }
+    }
+    if params.pre_sweeps + params.post_sweeps == 0 {
+        return Err(SolveError::BadInput(
+            "multigrid needs at least one smoothing sweep".into(),
+        ));
+    }
+    if params.coarsest_size == 0 {
+        return Err(SolveError::BadInput(
+            "the coarsest size must be at least 1".into(),
+        ));
+    }
+    Ok(())
+}
+
 impl<const D: usize> Multigrid<D> {
     /// The hierarchy of `op` (which it keeps as its finest level), in double precision.
     ///
@@ -137,32 +159,33 @@ impl<const D: usize> Multigrid<D> {
 impl<const D: usize, T: Real> Multigrid<D, T> {
     /// The hierarchy of `op` in precision `T`.
     fn build(op: PoissonOperator<D>, params: MultigridParams) -> Result<Self, SolveError> {
-        if let Smoother::WeightedJacobi { weight } = params.smoother {
-            if !(weight > 0.0 && weight <= 1.0) {
-                return Err(SolveError::BadInput(format!(
-                    "the Jacobi weight must be in (0, 1], got {weight}"
-                )));
-            }
-        }
-        if params.pre_sweeps + params.post_sweeps == 0 {
-            return Err(SolveError::BadInput(
-                "multigrid needs at least one smoothing sweep".into(),
-            ));
-        }
-        if params.coarsest_size == 0 {
-            return Err(SolveError::BadInput(
-                "the coarsest size must be at least 1".into(),
-            ));
-        }
-        let level = |op: PoissonOperator<D>, half: usize| {
+        check_params(&params)?;
+        let mut mg = Multigrid {
+            levels: Vec::new(),
+            params,
+        };
+        mg.set_operator(op);
+        Ok(mg)
+    }
+
+    /// Rebuilds the hierarchy for a new finest operator (new cell flags), keeping the vectors of every level
+    /// whose size is unchanged: a simulation calls this each step instead of allocating a new solver.
+    pub fn set_operator(&mut self, op: PoissonOperator<D>) {
+        let params = self.params;
+        let mut old = std::mem::take(&mut self.levels).into_iter();
+        let mut level = |op: PoissonOperator<D>, half: usize| {
             let n = op.layout().len();
-            Level {
-                ghost: ghost_coefficients(&op),
-                op,
-                b: vec![T::ZERO; n],
-                x: vec![T::ZERO; n],
-                t: vec![T::ZERO; n],
-                half: vec![T::ZERO; half],
+            let ghost = ghost_coefficients(&op);
+            match old.next() {
+                Some(l) if l.x.len() == n && l.half.len() == half => Level { op, ghost, ..l },
+                _ => Level {
+                    ghost,
+                    op,
+                    b: vec![T::ZERO; n],
+                    x: vec![T::ZERO; n],
+                    t: vec![T::ZERO; n],
+                    half: vec![T::ZERO; half],
+                },
             }
         };
         let mut levels = vec![level(op, 0)];
@@ -189,7 +212,7 @@ impl<const D: usize, T: Real> Multigrid<D, T> {
                 .op
                 .label_null_space();
         }
-        Ok(Multigrid { levels, params })
+        self.levels = levels;
     }
 
     /// The finest level's operator.
@@ -441,6 +464,11 @@ impl<const D: usize> MultigridPreconditioner<D> {
     /// The hierarchy.
     pub fn multigrid(&self) -> &Multigrid<D, f32> {
         &self.mg
+    }
+
+    /// Rebuilds the hierarchy for a new operator, reusing its memory (see [`Multigrid::set_operator`]).
+    pub fn set_operator(&mut self, op: PoissonOperator<D>) {
+        self.mg.set_operator(op);
     }
 }
 

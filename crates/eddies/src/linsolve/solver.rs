@@ -126,6 +126,7 @@ pub struct PoissonSolver<const D: usize> {
     op: PoissonOperator<D>,
     kind: PreconditionerKind,
     precond: Built<D>,
+    mg: MultigridParams,
     /// Stopping rule of every solve.
     pub params: PcgParams,
     b: Vec<f64>,
@@ -159,6 +160,7 @@ impl<const D: usize> PoissonSolver<D> {
         let precond = Built::new(&op, kind, mg)?;
         let n = op.layout().len();
         Ok(PoissonSolver {
+            mg,
             op,
             kind,
             precond,
@@ -180,6 +182,36 @@ impl<const D: usize> PoissonSolver<D> {
         params: PcgParams,
     ) -> Result<Self, SolveError> {
         Self::new(PoissonOperator::from_flags(flags, outside)?, kind, params)
+    }
+
+    /// Replaces the problem's cell flags (a new step of a simulation), rebuilding the operator and the
+    /// preconditioner but keeping the work vectors and, for multigrid, the vectors of every level whose size
+    /// is unchanged.
+    ///
+    /// # Errors
+    /// [`SolveError::BadInput`] when there is no fluid cell; the solver is then unchanged.
+    pub fn set_flags(
+        &mut self,
+        flags: &Grid<CellFlag, D>,
+        outside: DomainBoundary,
+    ) -> Result<(), SolveError> {
+        self.set_operator(PoissonOperator::from_flags(flags, outside)?)
+    }
+
+    /// Replaces the operator (see [`set_flags`](Self::set_flags)).
+    ///
+    /// # Errors
+    /// As [`MultigridPreconditioner::new`].
+    pub fn set_operator(&mut self, op: PoissonOperator<D>) -> Result<(), SolveError> {
+        match &mut self.precond {
+            Built::Multigrid(m) => m.set_operator(op.clone()),
+            _ => self.precond = Built::new(&op, self.kind, self.mg)?,
+        }
+        let n = op.layout().len();
+        self.b.resize(n, 0.0);
+        self.x.resize(n, 0.0);
+        self.op = op;
+        Ok(())
     }
 
     /// The operator.
