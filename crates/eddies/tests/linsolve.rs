@@ -1,149 +1,17 @@
 //! Validation of the linear solvers: manufactured solutions, symmetry and definiteness, convergence on the
 //! masks that the methods produce, the multigrid convergence factor, bad input and determinism.
 
-use std::f64::consts::PI;
-
 use eddies::grid::{CellFlag, Grid};
+use eddies::linsolve::validation::{
+    dirichlet, f2, f3, max_error, neumann, u2, u3, worst_v_cycle_factor, Method,
+};
 use eddies::linsolve::{
-    pcg, CellKind, DomainBoundary, IncompleteCholesky, IncompletePoisson, Info, Jacobi,
-    LinearOperator, Multigrid, MultigridParams, MultigridPreconditioner, PcgParams,
-    PoissonOperator, PoissonSolver, Preconditioner, PreconditionerKind, Restriction, Smoother,
-    SolveError, StopReason,
+    pcg, CellKind, DomainBoundary, IncompleteCholesky, IncompletePoisson, Jacobi, LinearOperator,
+    Multigrid, MultigridParams, MultigridPreconditioner, PcgParams, PoissonOperator, PoissonSolver,
+    Preconditioner, PreconditionerKind, Restriction, Smoother, SolveError, StopReason,
 };
 use eddies::par;
 use eddies::validation::SplitMix64;
-
-/// A manufactured problem on padded vectors: the operator, the right-hand side on the unknowns, the boundary
-/// values on the Dirichlet cells, and the exact solution.
-struct Problem<const D: usize> {
-    op: PoissonOperator<D>,
-    b: Vec<f64>,
-    boundary: Vec<f64>,
-    exact: Vec<f64>,
-}
-
-fn centre<const D: usize>(c: [usize; D], h: f64) -> [f64; D] {
-    c.map(|i| (i as f64 + 0.5) * h)
-}
-
-/// Fills `v` at every interior cell of `op`'s layout with `f(centre)`.
-fn sample<const D: usize>(op: &PoissonOperator<D>, f: impl Fn([f64; D]) -> f64) -> Vec<f64> {
-    let l = op.layout();
-    let h = op.spacing();
-    let cells: usize = l.dims.iter().product();
-    let values: Vec<f64> = (0..cells)
-        .map(|i| f(centre(eddies::grid::coords_of(l.dims, i), h)))
-        .collect();
-    let mut v = vec![0.0; l.len()];
-    l.pad(&values, &mut v);
-    v
-}
-
-fn keep(op_kinds: &[CellKind], v: &mut [f64], kind: CellKind) {
-    for (v, &k) in v.iter_mut().zip(op_kinds) {
-        if k != kind {
-            *v = 0.0;
-        }
-    }
-}
-
-/// `−∇²u = f` on the unit box with Dirichlet values of `u` on the outermost ring of cells.
-fn dirichlet<const D: usize>(
-    n: usize,
-    u: impl Fn([f64; D]) -> f64,
-    f: impl Fn([f64; D]) -> f64,
-) -> Problem<D> {
-    let h = 1.0 / n as f64;
-    let op = PoissonOperator::new([n; D], h, DomainBoundary::Solid, |c| {
-        if c.iter().any(|&i| i == 0 || i == n - 1) {
-            CellKind::Dirichlet
-        } else {
-            CellKind::Unknown
-        }
-    })
-    .expect("a valid problem");
-    let exact = sample(&op, &u);
-    let mut b = sample(&op, f);
-    keep(op.kinds(), &mut b, CellKind::Unknown);
-    let mut boundary = exact.clone();
-    keep(op.kinds(), &mut boundary, CellKind::Dirichlet);
-    Problem {
-        op,
-        b,
-        boundary,
-        exact,
-    }
-}
-
-/// `−∇²u = Dπ² u` with `u = Π cos(π xₖ)` in a closed unit box (zero normal derivative on every wall): a
-/// singular problem whose solution has zero mean.
-fn neumann<const D: usize>(n: usize) -> Problem<D> {
-    let h = 1.0 / n as f64;
-    let op = PoissonOperator::new([n; D], h, DomainBoundary::Solid, |_| CellKind::Unknown)
-        .expect("valid");
-    assert!(op.is_singular());
-    let u = |x: [f64; D]| x.iter().map(|&x| (PI * x).cos()).product::<f64>();
-    let exact = sample(&op, u);
-    let b = sample(&op, |x| D as f64 * PI * PI * u(x));
-    let boundary = vec![0.0; b.len()];
-    Problem {
-        op,
-        b,
-        boundary,
-        exact,
-    }
-}
-
-/// How a manufactured problem is solved.
-#[derive(Clone, Copy, Debug)]
-enum Method {
-    Pcg(PreconditionerKind),
-    Multigrid,
-}
-
-const TIGHT: f64 = 1e-11;
-
-/// Solves `p` with `method` to a tolerance far below the discretisation error; returns the max error.
-fn max_error<const D: usize>(p: &Problem<D>, method: Method) -> f64 {
-    let x = match method {
-        Method::Pcg(kind) => {
-            // The boundary values move to the right-hand side: b' = b − A x_boundary.
-            let mut b = vec![0.0; p.b.len()];
-            p.op.residual(&p.b, &p.boundary, &mut b);
-            let mut solver = PoissonSolver::new(
-                p.op.clone(),
-                kind,
-                PcgParams {
-                    tolerance: TIGHT,
-                    max_iterations: 5000,
-                },
-            )
-            .expect("solver");
-            let mut x = vec![0.0; b.len()];
-            solver.solve(&b, &mut x).expect("converges");
-            x.iter()
-                .zip(&p.boundary)
-                .map(|(a, b)| a + b)
-                .collect::<Vec<_>>()
-        }
-        Method::Multigrid => {
-            let params = MultigridParams {
-                tolerance: TIGHT,
-                ..Default::default()
-            };
-            let mut mg = Multigrid::new(p.op.clone(), params).expect("hierarchy");
-            let mut x = p.boundary.clone();
-            mg.solve(&p.b, &mut x).expect("converges");
-            x
-        }
-    };
-    p.op.kinds()
-        .iter()
-        .zip(x.iter().zip(&p.exact))
-        .filter(|(&k, _)| k == CellKind::Unknown)
-        .map(|(_, (a, e))| (a - e).abs())
-        .fold(0.0, f64::max)
-}
 
 /// Error ratios of successive halvings of h; each must be ≥ 3.5 (second order gives 4; the margin covers the
 /// pre-asymptotic coarse grids).
@@ -159,19 +27,6 @@ fn assert_second_order(name: &str, errors: &[f64]) {
             "{name}: error ratio {ratio:.3} < 3.5 ({errors:?})"
         );
     }
-}
-
-fn u2(x: [f64; 2]) -> f64 {
-    (PI * x[0]).sin() * (2.0 * x[1]).exp() + x[0] * x[1]
-}
-fn f2(x: [f64; 2]) -> f64 {
-    (PI * PI - 4.0) * (PI * x[0]).sin() * (2.0 * x[1]).exp()
-}
-fn u3(x: [f64; 3]) -> f64 {
-    (PI * x[0]).sin() * (PI * x[1]).cos() * x[2].exp()
-}
-fn f3(x: [f64; 3]) -> f64 {
-    (2.0 * PI * PI - 1.0) * u3(x)
 }
 
 #[test]
@@ -430,25 +285,8 @@ fn every_pcg_variant_reaches_1e_8_on_every_mask_3d() {
 /// 0.12 here), so every cycle of a 1e-10 solve is checked, not an average.
 #[test]
 fn multigrid_v_cycle_reduces_the_residual_by_0_15_per_cycle_at_128_cubed() {
-    let n = 128;
-    let flags = Grid::new([n; 3], [0.0; 3], 1.0 / n as f64, CellFlag::Fluid);
-    let op = PoissonOperator::from_flags(&flags, DomainBoundary::Open).expect("valid");
-    let rhs = random_rhs(&flags, 11);
-    let mut b = vec![0.0; op.len()];
-    op.layout().pad(&rhs.data, &mut b);
-    let params = MultigridParams {
-        tolerance: 1e-10,
-        pre_sweeps: 3,
-        post_sweeps: 3,
-        restriction: Restriction::Nearest,
-        ..Default::default()
-    };
-    let mut mg = Multigrid::new(op.clone(), params).expect("hierarchy");
-    let mut x = vec![0.0; op.len()];
-    let info: Info = mg.solve(&b, &mut x).expect("converges");
-    let factors: Vec<f64> = info.history.windows(2).map(|w| w[1] / w[0]).collect();
-    println!("128³ V(3,3) cycle factors: {factors:.3?}");
-    let worst = factors.iter().copied().fold(0.0, f64::max);
+    let worst = worst_v_cycle_factor(128);
+    println!("128³ V(3,3): worst cycle factor {worst:.3}");
     assert!(
         worst <= 0.15,
         "a V-cycle reduced the residual by only {worst:.3}"

@@ -23,6 +23,7 @@ mod pcg;
 mod poisson;
 mod precond;
 mod solver;
+pub mod validation;
 pub mod vector;
 
 pub use multigrid::{Multigrid, MultigridParams, MultigridPreconditioner, Restriction, Smoother};
