@@ -3,7 +3,7 @@
 
 use eddies::grid::{CellFlag, Grid};
 use eddies::linsolve::validation::{
-    dirichlet, f2, f3, max_error, neumann, u2, u3, worst_v_cycle_factor, Method,
+    dirichlet, f2, f3, max_error, neumann, u2, u3, worst_v_cycle_factor, Method, Problem,
 };
 use eddies::linsolve::{
     pcg, CellKind, DomainBoundary, IncompleteCholesky, IncompletePoisson, Jacobi, LinearOperator,
@@ -29,53 +29,60 @@ fn assert_second_order(name: &str, errors: &[f64]) {
     }
 }
 
+/// Solves the problems of `sizes` with each method and asserts second order.
+fn check_order<const D: usize>(
+    name: &str,
+    sizes: [usize; 3],
+    problem: impl Fn(usize) -> Problem<D>,
+    methods: &[Method],
+) {
+    for &method in methods {
+        let errors: Vec<f64> = sizes
+            .iter()
+            .map(|&n| max_error(&problem(n), method))
+            .collect();
+        assert_second_order(&format!("{name} {method:?}"), &errors);
+    }
+}
+
 #[test]
 fn manufactured_dirichlet_2d_converges_at_second_order() {
-    for method in [
+    let methods = [
         Method::Pcg(PreconditionerKind::Multigrid),
         Method::Pcg(PreconditionerKind::IncompletePoisson),
         Method::Multigrid,
-    ] {
-        let errors: Vec<f64> = [32, 64, 128]
-            .iter()
-            .map(|&n| max_error(&dirichlet(n, u2, f2), method))
-            .collect();
-        assert_second_order(&format!("dirichlet 2D {method:?}"), &errors);
-    }
+    ];
+    check_order(
+        "dirichlet 2D",
+        [32, 64, 128],
+        |n| dirichlet(n, u2, f2),
+        &methods,
+    );
 }
 
 #[test]
 fn manufactured_dirichlet_3d_converges_at_second_order() {
-    for method in [
+    let methods = [
         Method::Pcg(PreconditionerKind::ModifiedIncompleteCholesky),
         Method::Multigrid,
-    ] {
-        let errors: Vec<f64> = [16, 32, 64]
-            .iter()
-            .map(|&n| max_error(&dirichlet(n, u3, f3), method))
-            .collect();
-        assert_second_order(&format!("dirichlet 3D {method:?}"), &errors);
-    }
+    ];
+    check_order(
+        "dirichlet 3D",
+        [16, 32, 64],
+        |n| dirichlet(n, u3, f3),
+        &methods,
+    );
 }
 
 #[test]
 fn manufactured_neumann_2d_and_3d_converge_at_second_order() {
-    for method in [
+    let methods = [
         Method::Pcg(PreconditionerKind::Multigrid),
         Method::Pcg(PreconditionerKind::Jacobi),
         Method::Multigrid,
-    ] {
-        let e2: Vec<f64> = [32, 64, 128]
-            .iter()
-            .map(|&n| max_error(&neumann::<2>(n), method))
-            .collect();
-        assert_second_order(&format!("neumann 2D {method:?}"), &e2);
-        let e3: Vec<f64> = [16, 32, 64]
-            .iter()
-            .map(|&n| max_error(&neumann::<3>(n), method))
-            .collect();
-        assert_second_order(&format!("neumann 3D {method:?}"), &e3);
-    }
+    ];
+    check_order("neumann 2D", [32, 64, 128], neumann::<2>, &methods);
+    check_order("neumann 3D", [16, 32, 64], neumann::<3>, &methods);
 }
 
 /// A messy flag pattern: random solids and air pockets, a fluid majority.

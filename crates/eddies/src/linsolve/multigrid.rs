@@ -364,15 +364,7 @@ impl<const D: usize, T: Real> Multigrid<D, T> {
                 false,
             );
             residual(&fine.op, &fine.b, &fine.x, &mut fine.t);
-            restrict(
-                &fine.op,
-                &fine.t,
-                &coarse.op,
-                &mut coarse.half,
-                &mut coarse.t,
-                p.restriction,
-            );
-            fold(&coarse.op, &coarse.ghost, &coarse.t, &mut coarse.b);
+            restrict_to(&fine.op, &fine.t, coarse, p.restriction);
             fill(&mut coarse.x, T::ZERO);
         }
         let c = &mut self.levels[last];
@@ -408,15 +400,7 @@ impl<const D: usize, T: Real> Multigrid<D, T> {
         for l in 0..last {
             let (lo, hi) = self.levels.split_at_mut(l + 1);
             let (fine, coarse) = (&lo[l], &mut hi[0]);
-            restrict(
-                &fine.op,
-                &fine.b,
-                &coarse.op,
-                &mut coarse.half,
-                &mut coarse.t,
-                p.restriction,
-            );
-            fold(&coarse.op, &coarse.ghost, &coarse.t, &mut coarse.b);
+            restrict_to(&fine.op, &fine.b, coarse, p.restriction);
             restrict_boundary(&fine.op, &fine.x, &coarse.op, &mut coarse.x);
         }
         {
@@ -693,28 +677,21 @@ fn extend<T: Real, const D: usize>(
 ) {
     let l = op.layout();
     let kind = op.kinds();
-    let rl = l.row_len();
-    l.for_rows(out, |row, o| {
-        let start = row * rl;
-        for (k, o) in o.iter_mut().enumerate() {
-            let i = start + k;
-            *o = match kind[i] {
-                CellKind::Unknown => x[i],
-                CellKind::Dirichlet if keep_dirichlet => x[i],
-                _ => {
-                    let g = &ghost[i * 2 * D..(i + 1) * 2 * D];
-                    let mut sum = T::ZERO;
-                    for a in 0..D {
-                        if g[2 * a] != 0.0 {
-                            sum += T::from_f64(g[2 * a]) * x[i - l.strides[a]];
-                        }
-                        if g[2 * a + 1] != 0.0 {
-                            sum += T::from_f64(g[2 * a + 1]) * x[i + l.strides[a]];
-                        }
-                    }
-                    sum
+    l.for_cells(out, |i| match kind[i] {
+        CellKind::Unknown => x[i],
+        CellKind::Dirichlet if keep_dirichlet => x[i],
+        _ => {
+            let g = &ghost[i * 2 * D..(i + 1) * 2 * D];
+            let mut sum = T::ZERO;
+            for (a, &s) in l.strides.iter().enumerate() {
+                if g[2 * a] != 0.0 {
+                    sum += T::from_f64(g[2 * a]) * x[i - s];
                 }
-            };
+                if g[2 * a + 1] != 0.0 {
+                    sum += T::from_f64(g[2 * a + 1]) * x[i + s];
+                }
+            }
+            sum
         }
     });
 }
@@ -724,31 +701,25 @@ fn extend<T: Real, const D: usize>(
 fn fold<T: Real, const D: usize>(op: &PoissonOperator<D>, ghost: &[f64], v: &[T], out: &mut [T]) {
     let l = op.layout();
     let kind = op.kinds();
-    let rl = l.row_len();
-    l.for_rows(out, |row, o| {
-        let start = row * rl;
-        for (k, o) in o.iter_mut().enumerate() {
-            let i = start + k;
-            *o = if kind[i] == CellKind::Unknown {
-                let mut sum = v[i];
-                for (a, &s) in l.strides.iter().enumerate() {
-                    // The lower neighbour reaches i through its upper link, and the other way round.
-                    let (lo, hi) = (
-                        ghost[(i - s) * 2 * D + 2 * a + 1],
-                        ghost[(i + s) * 2 * D + 2 * a],
-                    );
-                    if lo != 0.0 {
-                        sum += T::from_f64(lo) * v[i - s];
-                    }
-                    if hi != 0.0 {
-                        sum += T::from_f64(hi) * v[i + s];
-                    }
-                }
-                sum
-            } else {
-                T::ZERO
-            };
+    l.for_cells(out, |i| {
+        if kind[i] != CellKind::Unknown {
+            return T::ZERO;
         }
+        let mut sum = v[i];
+        for (a, &s) in l.strides.iter().enumerate() {
+            // The lower neighbour reaches i through its upper link, and the other way round.
+            let (lo, hi) = (
+                ghost[(i - s) * 2 * D + 2 * a + 1],
+                ghost[(i + s) * 2 * D + 2 * a],
+            );
+            if lo != 0.0 {
+                sum += T::from_f64(lo) * v[i - s];
+            }
+            if hi != 0.0 {
+                sum += T::from_f64(hi) * v[i + s];
+            }
+        }
+        sum
     });
 }
 
@@ -843,6 +814,17 @@ fn solve_coarsest<T: Real, const D: usize>(
     smooth(op, b, x, t, Smoother::RedBlackGaussSeidel, half, false);
     smooth(op, b, x, t, Smoother::RedBlackGaussSeidel, half, true);
     op.remove_null_space_unknowns(x);
+}
+
+/// Restricts the fine field `r` to the unknowns of `coarse` (its `b`): [`restrict`], then [`fold`].
+fn restrict_to<T: Real, const D: usize>(
+    fine: &PoissonOperator<D>,
+    r: &[T],
+    coarse: &mut Level<D, T>,
+    how: Restriction,
+) {
+    restrict(fine, r, &coarse.op, &mut coarse.half, &mut coarse.t, how);
+    fold(&coarse.op, &coarse.ghost, &coarse.t, &mut coarse.b);
 }
 
 /// Restricts the fine field `r` (zero outside the unknowns) to every coarse cell: `Pᵀ r / 2^D` (full

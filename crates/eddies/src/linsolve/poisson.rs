@@ -179,14 +179,21 @@ impl<const D: usize> Layout<D> {
         f: impl Fn(usize, &mut [T]) + Sync + Send,
     ) {
         let rl = self.row_len();
-        let per = self.rows_per_task();
-        out.par_chunks_mut(per * rl)
-            .enumerate()
-            .for_each(|(t, chunk)| {
-                for (k, row) in chunk.chunks_mut(rl).enumerate() {
-                    f(t * per + k, row);
-                }
-            });
+        self.for_row_groups(out, |first, group| {
+            for (k, row) in group.chunks_mut(rl).enumerate() {
+                f(first + k, row);
+            }
+        });
+    }
+
+    /// Sets `out[i] = f(i)` for every padded index `i`, in parallel.
+    pub(crate) fn for_cells<T: Send>(&self, out: &mut [T], f: impl Fn(usize) -> T + Sync + Send) {
+        self.for_row_groups(out, |first, group| {
+            let start = first * self.row_len();
+            for (k, o) in group.iter_mut().enumerate() {
+                *o = f(start + k);
+            }
+        });
     }
 
     /// Calls `f(first_row, rows)` for fixed groups of consecutive rows of `out`, in parallel (for kernels that
