@@ -2,6 +2,7 @@
 //!
 //! Methods:
 //! * [`reint`]: reintegration tracking with SPH forces (Moroz 2020), 2D and 3D.
+//! * [`vpm`]: the vortex particle method (Gourlay 2012, vortons with treecode Biot–Savart), 3D.
 //!
 //! Foundations shared by the methods: [`grid`] (cell-centred and staggered grids, stencils, sampling), [`par`]
 //! (deterministic parallel loops), [`shape`] (signed-distance shapes), [`diag`] (per-step records and timers)
@@ -33,6 +34,7 @@ pub mod reint;
 pub mod shape;
 pub mod sim;
 pub mod validation;
+pub mod vpm;
 
 pub use diag::{Quantity, StageTimer, StepRecord};
 pub use shape::Shape;
