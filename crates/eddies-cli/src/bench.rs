@@ -48,7 +48,7 @@ pub struct BenchCase {
 
 /// Every benchmark, in a stable order.
 pub fn cases() -> Vec<BenchCase> {
-    vec![
+    let mut all = vec![
         BenchCase {
             name: "reint-2d-reintegrate",
             description: "reintegration alone (no forces, no gravity), 1024² (quick: 256²)",
@@ -71,7 +71,9 @@ pub fn cases() -> Vec<BenchCase> {
                 "a full reint step (SPH forces, gravity, reintegration), 128³ (quick: 48³)",
             run: |q| reint_bench::<3>("reint-3d-step", if q { 48 } else { 128 }, true, q),
         },
-    ]
+    ];
+    all.extend(crate::bench_vpm::cases());
+    all
 }
 
 /// Median of the samples (they are sorted in place).

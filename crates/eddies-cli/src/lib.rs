@@ -5,6 +5,7 @@
 //! ([`error`]) and the argument parser ([`cli`]).
 
 pub mod bench;
+pub mod bench_vpm;
 pub mod cli;
 pub mod error;
 pub mod keypath;

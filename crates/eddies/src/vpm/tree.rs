@@ -91,6 +91,8 @@ pub struct Tree {
     moments: Vec<Moments>,
     /// Sorted vortons, each leaf padded to whole lanes.
     sorted: Sources,
+    /// Each cell's supervorton as an f32 row of [`COLS`] columns.
+    rows: Vec<[f32; COLS]>,
     target_keys: Vec<(u64, u32)>,
     lo: DVec3,
     width: f64,
@@ -288,6 +290,28 @@ impl Tree {
                 }
             })
             .collect();
+        let origin = self.sorted.origin;
+        self.rows = self
+            .moments
+            .iter()
+            .map(|m| {
+                let c = m.centre - origin;
+                let head = [c.x, c.y, c.z, m.a.x, m.a.y, m.a.z, m.s2];
+                let (b, sv) = (m.b.to_array(), m.s.to_array());
+                let mut row = [0f32; COLS];
+                let values = head
+                    .iter()
+                    .chain(&b)
+                    .chain(&m.p)
+                    .chain(&m.m2)
+                    .chain(&sv)
+                    .chain(&m.q);
+                for (x, &v) in row.iter_mut().zip(values) {
+                    *x = v as f32;
+                }
+                row
+            })
+            .collect();
         self.info = TreeInfo {
             nodes: self.nodes.len(),
             leaves: leaves.len(),
@@ -316,9 +340,9 @@ impl Tree {
         // Each group yields its targets' results in sorted order plus its interaction counts.
         let results: Vec<GroupResult> = (0..groups)
             .into_par_iter()
-            .map(|g| {
+            .map_init(GroupScratch::default, |scratch, g| {
                 let members = &tk_ref[g * GROUP..((g + 1) * GROUP).min(n)];
-                this.evaluate_group(params, targets, members, want_jac)
+                this.evaluate_group(params, targets, members, want_jac, scratch)
             })
             .collect();
         let (mut far, mut near) = (0, 0);
@@ -347,18 +371,21 @@ impl Tree {
         targets: &[DVec3],
         members: &[(u64, u32)],
         want_jac: bool,
+        scratch: &mut GroupScratch,
     ) -> GroupResult {
         let (lo, hi) = members.iter().fold(
             (DVec3::splat(f64::INFINITY), DVec3::splat(f64::NEG_INFINITY)),
             |(lo, hi), &(_, i)| (lo.min(targets[i as usize]), hi.max(targets[i as usize])),
         );
-        let mut far = Sources::default();
-        far.clear(self.sorted.origin);
-        let mut far_b: Vec<[f32; FAR]> = Vec::new();
-        let mut near: Vec<(usize, usize)> = Vec::new();
-        let mut stack = vec![0usize];
+        for col in scratch.far.iter_mut() {
+            col.clear();
+        }
+        scratch.near.clear();
+        scratch.stack.clear();
+        scratch.stack.push(0);
         let theta = params.theta;
-        while let Some(k) = stack.pop() {
+        let mut far_count = 0;
+        while let Some(k) = scratch.stack.pop() {
             let node = &self.nodes[k];
             if node.end == node.start {
                 continue;
@@ -367,30 +394,26 @@ impl Tree {
             let d = (lo - m.centre).max(m.centre - hi).max(DVec3::ZERO).length();
             let leaf = node.children == 0;
             if node.width < theta * d || (leaf && !params.original_leaves) {
-                far.push(m.centre, m.a, m.s2);
-                let coefficients =
-                    m.b.to_array()
-                        .iter()
-                        .chain(&m.p)
-                        .chain(&m.m2)
-                        .chain(&m.s.to_array())
-                        .chain(&m.q)
-                        .map(|&x| x as f32)
-                        .collect::<Vec<f32>>();
-                far_b.push(coefficients.try_into().expect("FAR coefficients"));
+                for (col, &x) in scratch.far.iter_mut().zip(&self.rows[k]) {
+                    col.push(x);
+                }
+                far_count += 1;
             } else if leaf {
-                near.push(node.padded);
+                scratch.near.push(node.padded);
             } else {
                 // Reverse so that children are visited in key order.
                 for c in (node.first_child..node.first_child + node.children).rev() {
-                    stack.push(c);
+                    scratch.stack.push(c);
                 }
             }
         }
-        let far_count = far.len;
-        far.pad();
-        far_b.resize(far.padded_len(), [0.0; FAR]);
-        let near_count: usize = near.iter().map(|&(a, b)| b - a).sum();
+        // Pad with zero-strength supervortons (σ² = 1) to whole lanes.
+        while scratch.far[0].len() % LANES != 0 {
+            for (q, col) in scratch.far.iter_mut().enumerate() {
+                col.push(if q == S2 { 1.0 } else { 0.0 });
+            }
+        }
+        let near_count: usize = scratch.near.iter().map(|&(a, b)| b - a).sum();
         let origin = self.sorted.origin;
         let out = members
             .iter()
@@ -399,7 +422,7 @@ impl Tree {
                 let t = [r.x as f32, r.y as f32, r.z as f32];
                 let mut uv = [0f32; 3];
                 let mut jv = [0f32; 9];
-                for &(a, b) in &near {
+                for &(a, b) in &scratch.near {
                     if want_jac {
                         let (v, g) = biot_savart::velocity_gradient_at(&self.sorted, a, b, t);
                         for q in 0..3 {
@@ -415,12 +438,15 @@ impl Tree {
                         }
                     }
                 }
-                let (v, g) = far_field(&far, &far_b, t, want_jac);
+                let v = far_velocity(&scratch.far, t);
                 for q in 0..3 {
                     uv[q] += v[q];
                 }
-                for q in 0..9 {
-                    jv[q] += g[q];
+                if want_jac {
+                    let g = far_gradient(&scratch.far, t);
+                    for q in 0..9 {
+                        jv[q] += g[q];
+                    }
                 }
                 (
                     DVec3::new(uv[0] as f64, uv[1] as f64, uv[2] as f64) * FOUR_PI_INV,
@@ -436,43 +462,71 @@ impl Tree {
     }
 }
 
-/// Far-field velocity (and monopole velocity gradient) at `t` from supervortons: centres and summed
-/// strengths in `far`, moments `[B, P, M, S, Q]` in `bp`; without the factor 1/4π.
-///
-/// Second order: `½ Σ αⱼ × (dⱼ·∇)² g = 2f' M r + f' S × r + 2f'' (Q : r r) × r`, with
-/// `f''(s) = (15s/4 + 135σ²/8)(s + σ²)^{−9/2}`.
-fn far_field(
-    far: &Sources,
-    bp: &[[f32; FAR]],
-    t: [f32; 3],
-    want_jac: bool,
-) -> ([f32; 3], [f32; 9]) {
+/// Columns of a supervorton row: centre (relative to the sorted sources' origin), summed strength, σ², then
+/// the [`FAR`] moments B, P, M, S, Q.
+const COLS: usize = 7 + FAR;
+
+/// Column of σ² in a supervorton row.
+const S2: usize = 6;
+
+/// Per-worker buffers of the group walks: the far list as columns (a struct of arrays, so the far-field
+/// loop vectorises), the near leaves and the walk's stack.
+#[derive(Clone, Debug)]
+struct GroupScratch {
+    far: Vec<Vec<f32>>,
+    near: Vec<(usize, usize)>,
+    stack: Vec<usize>,
+}
+
+impl Default for GroupScratch {
+    fn default() -> Self {
+        Self {
+            far: vec![Vec::new(); COLS],
+            near: Vec::new(),
+            stack: Vec::new(),
+        }
+    }
+}
+
+#[inline(always)]
+fn col(far: &[Vec<f32>], k: usize, j: usize) -> &[f32; LANES] {
+    far[k][j..j + LANES]
+        .try_into()
+        .expect("padded to whole lanes")
+}
+
+/// Far-field velocity at `t` from the supervortons in `far` (columns of [`COLS`]), without the factor 1/4π:
+/// `f (A × r − B) − 2f' (P r) × r + 2f' M r + f' S × r + 2f'' (Q : r r) × r`, with
+/// `f''(s) = (15s/4 + 135σ²/8)(s + σ²)^{−9/2}` (second order in the cell size).
+fn far_velocity(far: &[Vec<f32>], t: [f32; 3]) -> [f32; 3] {
     let mut u = [[0f32; LANES]; 3];
-    let mut jac = [[0f32; LANES]; 9];
+    let n = far[0].len();
     let mut j = 0;
-    while j < far.padded_len() {
+    while j < n {
+        let c: [&[f32; LANES]; COLS] = std::array::from_fn(|k| col(far, k, j));
         for l in 0..LANES {
-            let s = j + l;
-            let r = [t[0] - far.x[s], t[1] - far.y[s], t[2] - far.z[s]];
-            let a = [far.ax[s], far.ay[s], far.az[s]];
-            let s2 = far.s2[s];
-            let m = &bp[s];
+            let m = |k: usize| c[k][l];
+            let r = [t[0] - m(0), t[1] - m(1), t[2] - m(2)];
+            let a = [m(3), m(4), m(5)];
+            let s2 = m(S2);
             let r2 = r[0] * r[0] + r[1] * r[1] + r[2] * r[2];
             let inv = 1.0 / (r2 + s2);
             let inv52 = inv * inv * inv.sqrt();
             let f = (r2 + 2.5 * s2) * inv52;
             let g = -2.0 * (1.5 * r2 + 5.25 * s2) * inv52 * inv;
             let f2 = (3.75 * r2 + 16.875 * s2) * inv52 * inv * inv;
-            let c = [
+            let b = 7;
+            let cr = [
                 a[1] * r[2] - a[2] * r[1],
                 a[2] * r[0] - a[0] * r[2],
                 a[0] * r[1] - a[1] * r[0],
             ];
-            let mr = [
-                m[12] * r[0] + m[13] * r[1] + m[14] * r[2],
-                m[15] * r[0] + m[16] * r[1] + m[17] * r[2],
-                m[18] * r[0] + m[19] * r[1] + m[20] * r[2],
-            ];
+            let pr: [f32; 3] = std::array::from_fn(|i| {
+                m(b + 3 + 3 * i) * r[0] + m(b + 4 + 3 * i) * r[1] + m(b + 5 + 3 * i) * r[2]
+            });
+            let mr: [f32; 3] = std::array::from_fn(|i| {
+                m(b + 12 + 3 * i) * r[0] + m(b + 13 + 3 * i) * r[1] + m(b + 14 + 3 * i) * r[2]
+            });
             let rr = [
                 r[0] * r[0],
                 2.0 * r[0] * r[1],
@@ -482,54 +536,64 @@ fn far_field(
                 r[2] * r[2],
             ];
             let qrr: [f32; 3] = std::array::from_fn(|i| {
-                let qi = &m[24 + 6 * i..30 + 6 * i];
-                qi[0] * rr[0]
-                    + qi[1] * rr[1]
-                    + qi[2] * rr[2]
-                    + qi[3] * rr[3]
-                    + qi[4] * rr[4]
-                    + qi[5] * rr[5]
+                let q = b + 24 + 6 * i;
+                m(q) * rr[0]
+                    + m(q + 1) * rr[1]
+                    + m(q + 2) * rr[2]
+                    + m(q + 3) * rr[3]
+                    + m(q + 4) * rr[4]
+                    + m(q + 5) * rr[5]
             });
-            // f' S + 2f'' (Q : r r), crossed with r.
-            let v2 = [
-                0.5 * g * m[21] + 2.0 * f2 * qrr[0],
-                0.5 * g * m[22] + 2.0 * f2 * qrr[1],
-                0.5 * g * m[23] + 2.0 * f2 * qrr[2],
-            ];
-            let v2x = [
-                v2[1] * r[2] - v2[2] * r[1],
-                v2[2] * r[0] - v2[0] * r[2],
-                v2[0] * r[1] - v2[1] * r[0],
-            ];
-            let pr = [
-                m[3] * r[0] + m[4] * r[1] + m[5] * r[2],
-                m[6] * r[0] + m[7] * r[1] + m[8] * r[2],
-                m[9] * r[0] + m[10] * r[1] + m[11] * r[2],
-            ];
-            let prx = [
-                pr[1] * r[2] - pr[2] * r[1],
-                pr[2] * r[0] - pr[0] * r[2],
-                pr[0] * r[1] - pr[1] * r[0],
+            // (f' S + 2f'' (Q : r r) − 2f' P r) × r, all crossed with r at once.
+            let v: [f32; 3] =
+                std::array::from_fn(|i| 0.5 * g * m(b + 21 + i) + 2.0 * f2 * qrr[i] - g * pr[i]);
+            let vx = [
+                v[1] * r[2] - v[2] * r[1],
+                v[2] * r[0] - v[0] * r[2],
+                v[0] * r[1] - v[1] * r[0],
             ];
             for q in 0..3 {
-                u[q][l] += f * (c[q] - m[q]) - g * prx[q] + g * mr[q] + v2x[q];
+                u[q][l] += f * (cr[q] - m(b + q)) + g * mr[q] + vx[q];
             }
-            if want_jac {
-                let cross = [0.0, -a[2], a[1], a[2], 0.0, -a[0], -a[1], a[0], 0.0];
-                for i in 0..3 {
-                    for k in 0..3 {
-                        jac[3 * i + k][l] += f * cross[3 * i + k] + g * c[i] * r[k];
-                    }
+        }
+        j += LANES;
+    }
+    let hs = |v: &[f32; LANES]| v.iter().fold(0.0f32, |s, x| s + x);
+    [hs(&u[0]), hs(&u[1]), hs(&u[2])]
+}
+
+/// Far-field velocity gradient (monopole: `f [A]ₓ + 2f' (A × r) rᵀ`) at `t`, without the factor 1/4π.
+fn far_gradient(far: &[Vec<f32>], t: [f32; 3]) -> [f32; 9] {
+    let mut jac = [[0f32; LANES]; 9];
+    let n = far[0].len();
+    let mut j = 0;
+    while j < n {
+        let c: [&[f32; LANES]; 7] = std::array::from_fn(|k| col(far, k, j));
+        for l in 0..LANES {
+            let r = [t[0] - c[0][l], t[1] - c[1][l], t[2] - c[2][l]];
+            let a = [c[3][l], c[4][l], c[5][l]];
+            let s2 = c[S2][l];
+            let r2 = r[0] * r[0] + r[1] * r[1] + r[2] * r[2];
+            let inv = 1.0 / (r2 + s2);
+            let inv52 = inv * inv * inv.sqrt();
+            let f = (r2 + 2.5 * s2) * inv52;
+            let g = -2.0 * (1.5 * r2 + 5.25 * s2) * inv52 * inv;
+            let cr = [
+                a[1] * r[2] - a[2] * r[1],
+                a[2] * r[0] - a[0] * r[2],
+                a[0] * r[1] - a[1] * r[0],
+            ];
+            let cross = [0.0, -a[2], a[1], a[2], 0.0, -a[0], -a[1], a[0], 0.0];
+            for i in 0..3 {
+                for k in 0..3 {
+                    jac[3 * i + k][l] += f * cross[3 * i + k] + g * cr[i] * r[k];
                 }
             }
         }
         j += LANES;
     }
     let hs = |v: &[f32; LANES]| v.iter().fold(0.0f32, |s, x| s + x);
-    (
-        [hs(&u[0]), hs(&u[1]), hs(&u[2])],
-        std::array::from_fn(|q| hs(&jac[q])),
-    )
+    std::array::from_fn(|q| hs(&jac[q]))
 }
 
 /// RMS over targets of |u_tree − u_direct| / RMS |u_direct| (1): the treecode's accuracy measure.
