@@ -73,6 +73,7 @@ pub fn cases() -> Vec<BenchCase> {
         },
     ];
     cases.extend(crate::bench_pressure::cases());
+    cases.extend(crate::bench_vpm::cases());
     cases
 }
 

@@ -165,7 +165,7 @@ pub fn load(src: &SceneSource, overrides: &[Override]) -> Result<Loaded, SceneEr
 
     // A planned method gets its own message before its (not yet known) table is reported as unknown.
     if let Some(Item::Value(Value::String(m))) = eff_doc.as_table().get("method") {
-        let planned = [Method::Flip, Method::Vpm];
+        let planned = [Method::Flip];
         if let Some(&m) = planned.iter().find(|p| p.name() == m.value()) {
             return Err(locator.error(method_unavailable(m)));
         }
@@ -363,6 +363,10 @@ fn expected_in_words(expected: &str) -> String {
         "enum EosKind" => "one of \"quadratic\", \"tait\", \"ideal-gas\"".into(),
         "enum Colormap" => "one of \"auto\", \"viridis\", \"inferno\", \"diverging\"".into(),
         "enum View" => "one of \"projection\", \"slice\"".into(),
+        "enum VelocityKind" => {
+            "one of \"direct-vortons\", \"direct-grid\", \"tree-vortons\", \"tree-grid\"".into()
+        }
+        "enum IntegratorKind" => "one of \"rk2\", \"rk4\"".into(),
         "enum ShapeSpec" => format!("a shape table with one of {}", crate::scene::SHAPE_KINDS),
         _ if e.starts_with("struct ") => "a table".into(),
         _ if e.starts_with("an array of length") || e.starts_with("a tuple") => e.into(),

@@ -21,7 +21,7 @@ use image::codecs::png::{CompressionType, FilterType, PngEncoder};
 use image::{ImageEncoder, RgbImage};
 use rayon::prelude::*;
 
-use crate::scene::{Colormap, Scene, View};
+use crate::scene::{Colormap, Method, Scene, View};
 
 /// Smallest length of the longer image side that small grids are enlarged to (pixels).
 pub const MIN_IMAGE_SIDE: usize = 512;
@@ -129,6 +129,9 @@ impl Backdrop {
 
 /// Renders the frame the scene's `[output]` asks for, over `backdrop`.
 pub fn render(sim: &dyn Simulation, scene: &Scene, backdrop: &Backdrop) -> Result<Picture, String> {
+    if scene.method == Method::Vpm {
+        return Ok(render_particles(sim, scene));
+    }
     let [nx, ny, nz] = sim.resolution();
     let dim = sim.dim();
     let get = |name: &str| {
@@ -202,6 +205,66 @@ pub fn render(sim: &dyn Simulation, scene: &Scene, backdrop: &Backdrop) -> Resul
         }
     }
     Ok(Picture { nx, ny, pixels })
+}
+
+/// A particle method's frame: particles splatted (bilinear weights) into the pixels of the scene's domain seen
+/// along −z and summed through the depth. Field `tracers` counts tracers (or vortons where there are no
+/// tracers), `vorticity_magnitude` sums the vortons' |ω| V; the sums go through the colour map over their
+/// robust range, and empty pixels show the background. The picture has the domain's x–y aspect, at least
+/// [`MIN_IMAGE_SIDE`] pixels along its longer side.
+pub fn render_particles(sim: &dyn Simulation, scene: &Scene) -> Picture {
+    let res = scene.resolution();
+    let size = scene.size();
+    let scale = MIN_IMAGE_SIDE.div_ceil(res[0].max(res[1])).max(1);
+    let (nx, ny) = (res[0] * scale, res[1] * scale);
+    let h = size[0] / nx as f64;
+    let (positions, weights) = if scene.output.field == "vorticity_magnitude" {
+        let p = sim.particle_positions();
+        let w = sim
+            .particle_values("strength")
+            .unwrap_or_else(|| vec![1.0; p.len() / 3]);
+        (p, w)
+    } else {
+        let t = sim.tracer_positions();
+        let p = if t.is_empty() {
+            sim.particle_positions()
+        } else {
+            t
+        };
+        let w = vec![1.0; p.len() / 3];
+        (p, w)
+    };
+    let mut sum = vec![0.0f32; nx * ny];
+    for (p, &w) in positions.chunks_exact(3).zip(&weights) {
+        let sx = p[0] as f64 / h - 0.5;
+        let sy = p[1] as f64 / h - 0.5;
+        if !(sx > -1.0 && sy > -1.0 && sx < nx as f64 && sy < ny as f64) {
+            continue;
+        }
+        let (x0, y0) = (sx.floor(), sy.floor());
+        let (fx, fy) = ((sx - x0) as f32, (sy - y0) as f32);
+        for (dx, wx) in [(0, 1.0 - fx), (1, fx)] {
+            for (dy, wy) in [(0, 1.0 - fy), (1, fy)] {
+                let (x, y) = (x0 as i64 + dx, y0 as i64 + dy);
+                if x >= 0 && y >= 0 && (x as usize) < nx && (y as usize) < ny {
+                    sum[y as usize * nx + x as usize] += w * wx * wy;
+                }
+            }
+        }
+    }
+    let values: Vec<f32> = sum
+        .iter()
+        .map(|&v| if v > 0.0 { v.sqrt() } else { f32::NAN })
+        .collect();
+    let map = match scene.output.colormap {
+        Colormap::Auto => Colormap::Inferno,
+        m => m,
+    };
+    Picture {
+        nx,
+        ny,
+        pixels: colorize(&values, false, map),
+    }
 }
 
 /// Linear to sRGB-encoded 8 bit.

@@ -66,7 +66,7 @@ pub enum Method {
     Reint,
     /// PIC/FLIP liquid (planned).
     Flip,
-    /// Vortex particle method (planned).
+    /// Vortex particle method (`eddies::vpm`), 3D.
     Vpm,
 }
 
@@ -81,15 +81,20 @@ impl Method {
     }
 }
 
+/// What vpm frames can show: tracers (or vortons where there are none) splatted and projected along z, or
+/// the vorticity magnitude of the vortons projected along z.
+pub const VPM_FIELDS: &[&str] = &["tracers", "vorticity_magnitude"];
+
 /// Methods this build can run.
-pub const AVAILABLE_METHODS: &[Method] = &[Method::Reint];
+pub const AVAILABLE_METHODS: &[Method] = &[Method::Reint, Method::Vpm];
 
 /// A scene: the method, the domain, the time line, the method's parameters, the initial fluid, sources, sinks
 /// and obstacles, and what to write.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Scene {
-    /// Simulation method: "reint" (reintegration tracking); "flip" and "vpm" are planned. Default "reint".
+    /// Simulation method: "reint" (reintegration tracking) or "vpm" (vortex particles, dim = 3); "flip" is
+    /// planned. Default "reint".
     pub method: Method,
     /// Number of space dimensions, 2 or 3. Default 2.
     pub dim: i64,
@@ -102,6 +107,8 @@ pub struct Scene {
     pub time: Time,
     /// Parameters of reintegration tracking.
     pub reint: Reint,
+    /// Parameters and initial vorticity of the vortex particle method.
+    pub vpm: Vpm,
     /// The substances (1 to 4), referred to by index from regions and emitters. Default: one, water-like.
     pub substance: Vec<SubstanceSpec>,
     /// Initial fluid, filled in order (a later region replaces an earlier one where they overlap).
@@ -129,6 +136,7 @@ impl Default for Scene {
             domain: Domain::default(),
             time: Time::default(),
             reint: Reint::default(),
+            vpm: Vpm::default(),
             substance: Vec::new(),
             region: Vec::new(),
             obstacle: Vec::new(),
@@ -242,6 +250,270 @@ impl Default for Reint {
             viscosity: 0.0,
             tension: false,
             forces: true,
+        }
+    }
+}
+
+/// Velocity-from-vorticity technique of vpm.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum VelocityKind {
+    /// Direct Biot–Savart sum at each vorton: O(N²), the reference (no jerk).
+    DirectVortons,
+    /// Direct sum at grid points, interpolated at vortons.
+    DirectGrid,
+    /// Treecode at each vorton: O(N log N).
+    #[default]
+    TreeVortons,
+    /// Treecode at grid points, interpolated (jerky without auto_mollify).
+    TreeGrid,
+}
+
+/// Time integrator of vpm.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum IntegratorKind {
+    /// Heun's second-order Runge–Kutta.
+    #[default]
+    Rk2,
+    /// Classical fourth-order Runge–Kutta.
+    Rk4,
+}
+
+/// `[vpm]`: parameters of the vortex particle method (see `eddies::vpm::VpmParams`). The domain's
+/// `resolution` is the grid that follows the vortons; its `size` is the region the frames show.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Vpm {
+    /// "direct-vortons", "direct-grid", "tree-vortons" or "tree-grid". Default "tree-vortons".
+    pub velocity: VelocityKind,
+    /// Treecode opening parameter θ, in (0, 2]: smaller is more accurate. Default 0.5.
+    pub theta: f64,
+    /// Most vortons in a tree leaf, 1 to 4096. Default 32.
+    pub leaf_size: i64,
+    /// Whether near leaves use their original vortons (part 12) rather than their supervorton. Default true.
+    pub original_leaves: bool,
+    /// Kinematic viscosity (m²/s), ≥ 0; 0 switches diffusion off. Default 0.
+    pub viscosity: f64,
+    /// Ambient fluid density (kg/m³), > 0, for the kinetic energy. Default 1.2.
+    pub ambient_density: f64,
+    /// Vortex stretching and tilting. Default true.
+    pub stretching: bool,
+    /// Spread vorton cores to the grid's resolution (part 12). Default false.
+    pub auto_mollify: bool,
+    /// Auto-mollification: a vorton's diameter spans this many grid cells, in (0, 100]. Default 2.
+    pub length_scale: f64,
+    /// Margin around the vortons' bounding box when the grid is fitted, as a fraction of its largest extent,
+    /// in [0, 10]. Default 0.05.
+    pub grid_margin: f64,
+    /// "rk2" or "rk4". Default "rk2".
+    pub integrator: IntegratorKind,
+    /// Vortex rings.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub ring: Vec<RingSpec>,
+    /// Vortex tubes.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tube: Vec<TubeSpec>,
+    /// Vortex sheets.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub sheet: Vec<SheetSpec>,
+    /// Random vorticity.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub noise: Vec<NoiseSpec>,
+    /// Nozzles that emit rings periodically.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub jet: Vec<JetSpec>,
+}
+
+impl Default for Vpm {
+    fn default() -> Self {
+        Self {
+            velocity: VelocityKind::TreeVortons,
+            theta: 0.5,
+            leaf_size: 32,
+            original_leaves: true,
+            viscosity: 0.0,
+            ambient_density: 1.2,
+            stretching: true,
+            auto_mollify: false,
+            length_scale: 2.0,
+            grid_margin: 0.05,
+            integrator: IntegratorKind::Rk2,
+            ring: Vec::new(),
+            tube: Vec::new(),
+            sheet: Vec::new(),
+            noise: Vec::new(),
+            jet: Vec::new(),
+        }
+    }
+}
+
+/// `[[vpm.ring]]`: a vortex ring with a Gaussian core.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RingSpec {
+    /// Centre (m). Default [0.5, 0.5, 0.5].
+    pub center: Vec<f64>,
+    /// Direction of travel (non-zero; normalised). Default [1, 0, 0].
+    pub axis: Vec<f64>,
+    /// Ring radius (m), > 0. Default 0.1.
+    pub radius: f64,
+    /// Core radius (m), in (0, radius]. Default 0.02.
+    pub core_radius: f64,
+    /// Circulation (m²/s), non-zero; positive travels along `axis`. Default 0.1.
+    pub circulation: f64,
+    /// Number of vortons, 3 to 10⁷. Default 2000.
+    pub vortons: i64,
+    /// All vortons on the core's centre line (a filament of blobs of radius core_radius). Default false.
+    pub filament: bool,
+    /// Tracers seeded around the core, 0 to 10⁷. Default 0.
+    pub tracers: i64,
+}
+
+impl Default for RingSpec {
+    fn default() -> Self {
+        Self {
+            center: vec![0.5, 0.5, 0.5],
+            axis: vec![1.0, 0.0, 0.0],
+            radius: 0.1,
+            core_radius: 0.02,
+            circulation: 0.1,
+            vortons: 2000,
+            filament: false,
+            tracers: 0,
+        }
+    }
+}
+
+/// `[[vpm.tube]]`: a straight vortex tube (open ends), optionally wiggled.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TubeSpec {
+    /// Centre (m). Default [0.5, 0.5, 0.5].
+    pub center: Vec<f64>,
+    /// Direction of the vorticity (non-zero). Default [0, 0, 1].
+    pub axis: Vec<f64>,
+    /// Length (m), > 0. Default 0.6.
+    pub length: f64,
+    /// Core radius (m), > 0. Default 0.03.
+    pub core_radius: f64,
+    /// Circulation (m²/s), non-zero. Default 0.1.
+    pub circulation: f64,
+    /// Number of vortons, 2 to 10⁷. Default 3000.
+    pub vortons: i64,
+    /// Amplitude of a two-wavelength sine displacement of the centre line (m), ≥ 0. Default 0.
+    pub wiggle: f64,
+    /// Tracers seeded around the core, 0 to 10⁷. Default 0.
+    pub tracers: i64,
+}
+
+impl Default for TubeSpec {
+    fn default() -> Self {
+        Self {
+            center: vec![0.5, 0.5, 0.5],
+            axis: vec![0.0, 0.0, 1.0],
+            length: 0.6,
+            core_radius: 0.03,
+            circulation: 0.1,
+            vortons: 3000,
+            wiggle: 0.0,
+            tracers: 0,
+        }
+    }
+}
+
+/// `[[vpm.sheet]]`: a square shear layer.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SheetSpec {
+    /// Centre (m). Default [0.5, 0.5, 0.5].
+    pub center: Vec<f64>,
+    /// Normal of the sheet (non-zero). Default [0, 1, 0].
+    pub normal: Vec<f64>,
+    /// Velocity jump across the sheet (m/s), its in-plane part is used. Default [0.1, 0, 0].
+    pub velocity_jump: Vec<f64>,
+    /// Edge length (m), > 0. Default 0.5.
+    pub size: f64,
+    /// Vortons per edge, 1 to 3000. Default 40.
+    pub vortons_per_edge: i64,
+}
+
+impl Default for SheetSpec {
+    fn default() -> Self {
+        Self {
+            center: vec![0.5, 0.5, 0.5],
+            normal: vec![0.0, 1.0, 0.0],
+            velocity_jump: vec![0.1, 0.0, 0.0],
+            size: 0.5,
+            vortons_per_edge: 40,
+        }
+    }
+}
+
+/// `[[vpm.noise]]`: random vortons in a box.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct NoiseSpec {
+    /// Lower corner (m). Default [0.25, 0.25, 0.25].
+    pub min: Vec<f64>,
+    /// Upper corner (m), above `min` on every axis. Default [0.75, 0.75, 0.75].
+    pub max: Vec<f64>,
+    /// Largest vorticity component (1/s), ≥ 0. Default 1.
+    pub amplitude: f64,
+    /// Number of vortons, 1 to 10⁷. Default 1000.
+    pub vortons: i64,
+}
+
+impl Default for NoiseSpec {
+    fn default() -> Self {
+        Self {
+            min: vec![0.25; 3],
+            max: vec![0.75; 3],
+            amplitude: 1.0,
+            vortons: 1000,
+        }
+    }
+}
+
+/// `[[vpm.jet]]`: a nozzle that emits a vortex ring every `period` seconds.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct JetSpec {
+    /// Nozzle centre (m). Default [0.1, 0.5, 0.5].
+    pub center: Vec<f64>,
+    /// Direction of the jet (non-zero). Default [1, 0, 0].
+    pub axis: Vec<f64>,
+    /// Radius of the emitted rings (m), > 0. Default 0.05.
+    pub radius: f64,
+    /// Core radius of the rings (m), in (0, radius]. Default 0.015.
+    pub core_radius: f64,
+    /// Circulation of each ring (m²/s), non-zero. Default 0.05.
+    pub circulation: f64,
+    /// Vortons per ring, 3 to 10⁶. Default 400.
+    pub vortons: i64,
+    /// Tracers per ring, 0 to 10⁶. Default 400.
+    pub tracers: i64,
+    /// Time between rings (s), > 0. Default 0.25.
+    pub period: f64,
+    /// First ring (s), ≥ 0. Default 0.
+    pub start: f64,
+    /// No rings after this time (s), > start; `inf` for never. Default inf.
+    pub stop: f64,
+}
+
+impl Default for JetSpec {
+    fn default() -> Self {
+        Self {
+            center: vec![0.1, 0.5, 0.5],
+            axis: vec![1.0, 0.0, 0.0],
+            radius: 0.05,
+            core_radius: 0.015,
+            circulation: 0.05,
+            vortons: 400,
+            tracers: 400,
+            period: 0.25,
+            start: 0.0,
+            stop: f64::INFINITY,
         }
     }
 }
@@ -836,6 +1108,9 @@ impl Scene {
 
     /// Names of the fields the method offers (what `output.field` accepts).
     pub fn field_names(&self) -> Vec<String> {
+        if self.method == Method::Vpm {
+            return VPM_FIELDS.iter().map(|s| s.to_string()).collect();
+        }
         let dim = self.dim();
         let mut names: Vec<String> = ["density", "mass", "speed", "velocity_x", "velocity_y"]
             .iter()
@@ -871,6 +1146,9 @@ impl Scene {
         self.domain.size = Some(self.size());
         self.domain.gravity = Some(self.gravity());
         self.substance = self.substances();
+        if self.method == Method::Vpm && self.output.field == Output::default().field {
+            self.output.field = VPM_FIELDS[0].to_string();
+        }
         let zero = || Some(vec![0.0; dim]);
         for r in &mut self.region {
             r.velocity = r.velocity.take().or_else(zero);
@@ -953,6 +1231,10 @@ impl Scene {
             false,
         )?;
         range(&r.key("viscosity"), self.reint.viscosity, 0.0, 1e6, false)?;
+
+        if self.method == Method::Vpm {
+            self.validate_vpm()?;
+        }
 
         // [[substance]]
         let subs = self.substances();
@@ -1070,6 +1352,133 @@ impl Scene {
                     self.method.name()
                 ),
                 names.join(", "),
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl Scene {
+    /// Checks `dim`, `[vpm]` and its distributions.
+    fn validate_vpm(&self) -> Check {
+        let root = KeyPath::root();
+        if self.dim != 3 {
+            return Err(Invalid::new(
+                root.key("dim"),
+                format!("method \"vpm\" is 3D only, dim = {}", self.dim),
+                "3",
+            ));
+        }
+        let v = &self.vpm;
+        let p = root.key("vpm");
+        range(&p.key("theta"), v.theta, 0.0, 2.0, true)?;
+        int_range(&p.key("leaf_size"), v.leaf_size, 1, 4096)?;
+        range(&p.key("viscosity"), v.viscosity, 0.0, 1e6, false)?;
+        positive(&p.key("ambient_density"), v.ambient_density, "kg/m³")?;
+        range(&p.key("length_scale"), v.length_scale, 0.0, 100.0, true)?;
+        range(&p.key("grid_margin"), v.grid_margin, 0.0, 10.0, false)?;
+        let res = self.resolution();
+        if res.iter().any(|&n| n > 1024) {
+            return Err(Invalid::new(
+                root.key("domain").key("resolution"),
+                format!("{res:?} points per axis for the vpm grid"),
+                "at most 1024 per axis for vpm",
+            ));
+        }
+        let nonzero = |path: &KeyPath, x: f64, unit: &str| {
+            if x.is_finite() && x != 0.0 {
+                Ok(())
+            } else {
+                Err(Invalid::new(
+                    path.clone(),
+                    format!("{x} is zero or not finite"),
+                    format!("a finite non-zero number ({unit})"),
+                ))
+            }
+        };
+        for (i, r) in v.ring.iter().enumerate() {
+            let q = p.key("ring").index(i);
+            vector(&q.key("center"), &r.center, 3)?;
+            direction(&q.key("axis"), &r.axis, 3)?;
+            positive(&q.key("radius"), r.radius, "m")?;
+            range(&q.key("core_radius"), r.core_radius, 0.0, r.radius, true)?;
+            nonzero(&q.key("circulation"), r.circulation, "m²/s")?;
+            int_range(&q.key("vortons"), r.vortons, 3, 10_000_000)?;
+            int_range(&q.key("tracers"), r.tracers, 0, 10_000_000)?;
+        }
+        for (i, t) in v.tube.iter().enumerate() {
+            let q = p.key("tube").index(i);
+            vector(&q.key("center"), &t.center, 3)?;
+            direction(&q.key("axis"), &t.axis, 3)?;
+            positive(&q.key("length"), t.length, "m")?;
+            positive(&q.key("core_radius"), t.core_radius, "m")?;
+            nonzero(&q.key("circulation"), t.circulation, "m²/s")?;
+            int_range(&q.key("vortons"), t.vortons, 2, 10_000_000)?;
+            range(&q.key("wiggle"), t.wiggle, 0.0, 1e6, false)?;
+            int_range(&q.key("tracers"), t.tracers, 0, 10_000_000)?;
+        }
+        for (i, s) in v.sheet.iter().enumerate() {
+            let q = p.key("sheet").index(i);
+            vector(&q.key("center"), &s.center, 3)?;
+            direction(&q.key("normal"), &s.normal, 3)?;
+            vector(&q.key("velocity_jump"), &s.velocity_jump, 3)?;
+            positive(&q.key("size"), s.size, "m")?;
+            int_range(&q.key("vortons_per_edge"), s.vortons_per_edge, 1, 3000)?;
+        }
+        for (i, n) in v.noise.iter().enumerate() {
+            let q = p.key("noise").index(i);
+            vector(&q.key("min"), &n.min, 3)?;
+            vector(&q.key("max"), &n.max, 3)?;
+            for k in 0..3 {
+                if n.max[k] <= n.min[k] {
+                    return Err(Invalid::new(
+                        q.key("max").index(k),
+                        format!("max {} is not above min {}", n.max[k], n.min[k]),
+                        "max > min on every axis",
+                    ));
+                }
+            }
+            range(&q.key("amplitude"), n.amplitude, 0.0, 1e9, false)?;
+            int_range(&q.key("vortons"), n.vortons, 1, 10_000_000)?;
+        }
+        for (i, j) in v.jet.iter().enumerate() {
+            let q = p.key("jet").index(i);
+            vector(&q.key("center"), &j.center, 3)?;
+            direction(&q.key("axis"), &j.axis, 3)?;
+            positive(&q.key("radius"), j.radius, "m")?;
+            range(&q.key("core_radius"), j.core_radius, 0.0, j.radius, true)?;
+            nonzero(&q.key("circulation"), j.circulation, "m²/s")?;
+            int_range(&q.key("vortons"), j.vortons, 3, 1_000_000)?;
+            int_range(&q.key("tracers"), j.tracers, 0, 1_000_000)?;
+            positive(&q.key("period"), j.period, "s")?;
+            range(&q.key("start"), j.start, 0.0, 1e12, false)?;
+            if j.stop.is_nan() || j.stop <= j.start {
+                return Err(Invalid::new(
+                    q.key("stop"),
+                    format!("{} is not after start {}", j.stop, j.start),
+                    "a time > start (s), or inf",
+                ));
+            }
+        }
+        if !self.region.is_empty() || !self.emitter.is_empty() || !self.sink.is_empty() {
+            return Err(Invalid::new(
+                root.key(if !self.region.is_empty() {
+                    "region"
+                } else if !self.emitter.is_empty() {
+                    "emitter"
+                } else {
+                    "sink"
+                }),
+                "method \"vpm\" takes its initial state from [[vpm.ring]], [[vpm.tube]], [[vpm.sheet]], \
+                 [[vpm.noise]] and [[vpm.jet]]",
+                "no [[region]], [[emitter]] or [[sink]] with method = \"vpm\"",
+            ));
+        }
+        if !self.obstacle.is_empty() {
+            return Err(Invalid::new(
+                root.key("obstacle"),
+                "obstacles are not supported by method \"vpm\" yet",
+                "no [[obstacle]] with method = \"vpm\"",
             ));
         }
         Ok(())

@@ -46,6 +46,11 @@ pub const BUILTIN: &[BuiltinScene] = &[
     builtin!("dam-break-reint-3d"),
     builtin!("droplet-splash"),
     builtin!("gas-expansion"),
+    builtin!("vortex-ring"),
+    builtin!("leapfrog-rings"),
+    builtin!("colliding-rings"),
+    builtin!("jet"),
+    builtin!("vortex-tube"),
 ];
 
 /// The built-in scene called `name`.

@@ -1,11 +1,13 @@
 //! From a checked [`Scene`] to a running [`Simulation`], and the memory check that comes before it.
 
 use eddies::reint::{self, Emitter, Eos, ReintConfig, ReintParams, ReintSim, Sink, Substance};
+use eddies::vpm::{self, Integrator, TreeParams, VelocityMethod, VpmParams, VpmSim};
 use eddies::{SimError, Simulation};
+use glam::DVec3;
 
 use crate::keypath::KeyPath;
 use crate::load::{Loaded, SceneError};
-use crate::scene::{BoundaryKind, EosKind, Invalid, Method, Scene};
+use crate::scene::{BoundaryKind, EosKind, IntegratorKind, Invalid, Method, Scene, VelocityKind};
 
 /// Cell counts up to which the library's estimate is asked directly; beyond, it is extrapolated per cell (so
 /// that absurd sizes cannot overflow the estimate's arithmetic).
@@ -35,7 +37,22 @@ pub fn estimate_bytes(scene: &Scene) -> f64 {
                 direct(&probe) / probe_cells * cells as f64
             }
         }
-        Method::Flip | Method::Vpm => 0.0,
+        Method::Vpm => {
+            // Per vorton: the state, the Runge–Kutta stages and the velocity buffers (~0.6 KiB with
+            // stretching); per tracer about 0.2 KiB; per grid point the velocity and its gradient.
+            let v = &scene.vpm;
+            let vortons: f64 = v.ring.iter().map(|r| r.vortons as f64).sum::<f64>()
+                + v.tube.iter().map(|t| t.vortons as f64).sum::<f64>()
+                + v.sheet
+                    .iter()
+                    .map(|s| (s.vortons_per_edge * s.vortons_per_edge) as f64)
+                    .sum::<f64>()
+                + v.noise.iter().map(|n| n.vortons as f64).sum::<f64>();
+            let tracers: f64 = v.ring.iter().map(|r| r.tracers as f64).sum::<f64>()
+                + v.tube.iter().map(|t| t.tracers as f64).sum::<f64>();
+            vortons * 640.0 + tracers * 200.0 + cells as f64 * 120.0
+        }
+        Method::Flip => 0.0,
     }
 }
 
@@ -88,6 +105,7 @@ pub fn build(scene: &Scene) -> Result<Box<dyn Simulation>, SimError> {
     match (scene.method, scene.dim()) {
         (Method::Reint, 2) => Ok(Box::new(build_reint::<2>(scene)?)),
         (Method::Reint, _) => Ok(Box::new(build_reint::<3>(scene)?)),
+        (Method::Vpm, _) => Ok(Box::new(build_vpm(scene)?)),
         (m, _) => Err(SimError::InvalidInput(format!(
             "method \"{}\" is not available yet in this build",
             m.name()
@@ -177,6 +195,114 @@ fn build_reint<const D: usize>(scene: &Scene) -> Result<ReintSim<D>, SimError> {
                 rate: s.rate as f32,
             });
         }
+    }
+    Ok(sim)
+}
+
+/// The library parameters of a vpm scene.
+pub fn vpm_params(scene: &Scene) -> VpmParams {
+    let v = &scene.vpm;
+    let res = scene.resolution();
+    VpmParams {
+        velocity: match v.velocity {
+            VelocityKind::DirectVortons => VelocityMethod::DirectVortons,
+            VelocityKind::DirectGrid => VelocityMethod::DirectGrid,
+            VelocityKind::TreeVortons => VelocityMethod::TreeVortons,
+            VelocityKind::TreeGrid => VelocityMethod::TreeGrid,
+        },
+        tree: TreeParams {
+            theta: v.theta,
+            leaf_size: v.leaf_size.max(1) as usize,
+            original_leaves: v.original_leaves,
+        },
+        viscosity: v.viscosity,
+        ambient_density: v.ambient_density,
+        stretching: v.stretching,
+        auto_mollify: v.auto_mollify,
+        length_scale: v.length_scale,
+        grid_resolution: [res[0], res[1], res[2]],
+        grid_margin: v.grid_margin,
+        integrator: match v.integrator {
+            IntegratorKind::Rk2 => Integrator::Rk2,
+            IntegratorKind::Rk4 => Integrator::Rk4,
+        },
+    }
+}
+
+fn vec3(v: &[f64]) -> DVec3 {
+    DVec3::new(v[0], v[1], v[2])
+}
+
+fn build_vpm(scene: &Scene) -> Result<VpmSim, SimError> {
+    let mut sim = VpmSim::new(vpm_params(scene))?;
+    let v = &scene.vpm;
+    // Each distribution draws from its own stream of the scene's seed.
+    let seed = |k: usize| {
+        (scene.seed as u64)
+            .wrapping_mul(1_000_003)
+            .wrapping_add(k as u64)
+    };
+    for (i, r) in v.ring.iter().enumerate() {
+        sim.add_ring(&vpm::Ring {
+            center: vec3(&r.center),
+            axis: vec3(&r.axis),
+            radius: r.radius,
+            core_radius: r.core_radius,
+            circulation: r.circulation,
+            vortons: r.vortons as usize,
+            filament: r.filament,
+            tracers: r.tracers as usize,
+            seed: seed(i),
+        });
+    }
+    for (i, t) in v.tube.iter().enumerate() {
+        sim.add_tube(&vpm::Tube {
+            center: vec3(&t.center),
+            axis: vec3(&t.axis),
+            length: t.length,
+            core_radius: t.core_radius,
+            circulation: t.circulation,
+            vortons: t.vortons as usize,
+            wiggle: t.wiggle,
+            tracers: t.tracers as usize,
+            seed: seed(100 + i),
+        });
+    }
+    for s in &v.sheet {
+        sim.add_sheet(&vpm::Sheet {
+            center: vec3(&s.center),
+            normal: vec3(&s.normal),
+            velocity_jump: vec3(&s.velocity_jump),
+            size: s.size,
+            vortons_per_edge: s.vortons_per_edge as usize,
+        });
+    }
+    for (i, n) in v.noise.iter().enumerate() {
+        sim.add_noise(&vpm::Noise {
+            min: vec3(&n.min),
+            max: vec3(&n.max),
+            amplitude: n.amplitude,
+            vortons: n.vortons as usize,
+            seed: seed(200 + i),
+        });
+    }
+    for (i, j) in v.jet.iter().enumerate() {
+        sim.add_jet(vpm::Jet {
+            ring: vpm::Ring {
+                center: vec3(&j.center),
+                axis: vec3(&j.axis),
+                radius: j.radius,
+                core_radius: j.core_radius,
+                circulation: j.circulation,
+                vortons: j.vortons as usize,
+                filament: false,
+                tracers: j.tracers as usize,
+                seed: seed(300 + i),
+            },
+            period: j.period,
+            start: j.start,
+            stop: j.stop,
+        });
     }
     Ok(sim)
 }

@@ -108,11 +108,82 @@ fn out_of_range_parameter_and_unknown_choice() {
 
 #[test]
 fn planned_method_is_refused_with_a_clear_message() {
-    let line = refused("s.toml", "method = \"vpm\"\ndim = 3\n");
+    let line = refused("s.toml", "method = \"flip\"\ndim = 3\n");
     assert!(
-        line.contains("s.toml:1:1: method: method \"vpm\" is not available yet"),
+        line.contains("s.toml:1:1: method: method \"flip\" is not available yet"),
         "{line}"
     );
+}
+
+#[test]
+fn vpm_scene_errors_name_their_key() {
+    let line = refused("s.toml", "method = \"vpm\"\ndim = 2\n");
+    assert!(line.contains("dim: method \"vpm\" is 3D only"), "{line}");
+    let line = refused(
+        "s.toml",
+        "method = \"vpm\"\ndim = 3\n[[vpm.ring]]\nradius = 0.1\ncore_radius = 0.5\n",
+    );
+    assert!(
+        line.contains("s.toml:5:1: vpm.ring[0].core_radius: 0.5 is out of range"),
+        "{line}"
+    );
+    let line = refused(
+        "s.toml",
+        "method = \"vpm\"\ndim = 3\n[vpm]\nvelocity = \"poisson\"\n",
+    );
+    assert!(line.contains("vpm.velocity"), "{line}");
+}
+
+#[test]
+fn vpm_run_writes_vorton_stats_and_arrays() {
+    let dir = tempfile::tempdir().unwrap();
+    let scene = "method = \"vpm\"\ndim = 3\n[domain]\nresolution = [16, 16, 16]\n\
+                 [[vpm.ring]]\nvortons = 300\ntracers = 100\n[output]\nnpy = true\n";
+    fs::write(dir.path().join("ring.toml"), scene).unwrap();
+    let out = eddies(
+        &[
+            "run",
+            "ring.toml",
+            "--frames",
+            "2",
+            "--steps-per-frame",
+            "2",
+            "--out",
+            "o",
+            "--quiet",
+        ],
+        dir.path(),
+    );
+    assert_eq!(out.status.code(), Some(0), "stderr:\n{}", stderr(&out));
+    let o = dir.path().join("o");
+    let stats = fs::read_to_string(o.join("stats.jsonl")).unwrap();
+    assert_eq!(stats.lines().count(), 4);
+    let last: serde_json::Value = serde_json::from_str(stats.lines().last().unwrap()).unwrap();
+    for key in [
+        "vorton_count",
+        "circulation",
+        "impulse",
+        "centroid",
+        "density_centroid",
+        "enstrophy",
+        "mean_jerk",
+        "kinetic_energy",
+        "max_speed",
+    ] {
+        assert!(!last[key].is_null(), "stats.jsonl lacks {key}");
+    }
+    assert_eq!(last["vorton_count"].as_u64(), Some(300));
+    assert_eq!(last["impulse"].as_array().unwrap().len(), 3);
+    assert!(o.join("frame_00001.png").is_file());
+    let (shape, _) =
+        eddies_cli::npy::decode_f32(&fs::read(o.join("particles_00001.npy")).unwrap()).unwrap();
+    assert_eq!(shape, [300, 3]);
+    let (shape, data) = eddies_cli::npy::decode_f32(
+        &fs::read(o.join("field_vorticity_magnitude_00001.npy")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(shape.len(), 3);
+    assert!(data.iter().sum::<f32>() > 0.0);
 }
 
 #[test]

@@ -2,6 +2,7 @@
 //!
 //! Methods:
 //! * [`reint`]: reintegration tracking with SPH forces (Moroz 2020), 2D and 3D.
+//! * [`vpm`]: the vortex particle method (Gourlay 2012, vortons with treecode Biot–Savart), 3D.
 //!
 //! Solvers: [`linsolve`] (matrix-free PCG with IC/MIC/Incomplete-Poisson/multigrid preconditioners, geometric
 //! multigrid, for the pressure projection and vector Poisson problems).
@@ -37,6 +38,7 @@ pub mod reint;
 pub mod shape;
 pub mod sim;
 pub mod validation;
+pub mod vpm;
 
 pub use diag::{Quantity, StageTimer, StepRecord};
 pub use shape::Shape;

@@ -51,6 +51,16 @@ pub trait Simulation: Send {
     fn field(&self, name: &str) -> Option<Field>;
     /// Particle positions (m), `dim` values per particle.
     fn particle_positions(&self) -> Vec<f32>;
+    /// Positions (m) of passive tracer particles, `dim` values per tracer; empty when the method has none.
+    fn tracer_positions(&self) -> Vec<f32> {
+        Vec::new()
+    }
+    /// A per-particle quantity by name, one value per particle of [`Simulation::particle_positions`], or
+    /// `None` for a name the method does not offer.
+    fn particle_values(&self, name: &str) -> Option<Vec<f32>> {
+        let _ = name;
+        None
+    }
     /// Colours (linear RGB, 0–1) of the substances, for frames coloured by substance; empty when the method
     /// has no substances.
     fn substance_colors(&self) -> Vec<[f32; 3]> {

@@ -1,0 +1,179 @@
+//! `eddies bench` cases of the vortex particle method: the direct-sum pair rate, the treecode's speed,
+//! accuracy and scaling, and the per-stage times of a ring step (the table of Gourlay part 20).
+
+use std::time::Instant;
+
+use eddies::vpm::biot_savart::{self, Sources};
+use eddies::vpm::tree::{self, Tree};
+use eddies::vpm::{validation, Ring, TreeParams, VelocityMethod, VpmParams, VpmSim};
+use eddies::Simulation;
+use glam::DVec3;
+
+use crate::bench::{median, BenchCase, BenchRow, WARMUP_STEPS};
+
+/// The vpm benchmarks.
+pub fn cases() -> Vec<BenchCase> {
+    vec![
+        BenchCase {
+            name: "vpm-direct-sum",
+            description: "direct Biot–Savart velocity at 2·10⁴ vortons (quick: 5·10³), pair interactions per \
+                          second",
+            run: |q| direct_sum(if q { 5_000 } else { 20_000 }, if q { 2 } else { 5 }),
+        },
+        BenchCase {
+            name: "vpm-tree",
+            description: "treecode velocity at vortons, θ = 0.5: time, RMS error against direct on 2000 \
+                          targets, speed-up over direct at 10⁵, scaling exponent 10⁴ → 10⁶ (quick: to 10⁵)",
+            run: treecode,
+        },
+        BenchCase {
+            name: "vpm-step",
+            description: "one step of a 2·10⁴-vorton ring with 2·10⁴ tracers (treecode, stretching, PSE): \
+                          wall time per stage",
+            run: |q| step_stages(if q { 5_000 } else { 20_000 }),
+        },
+    ]
+}
+
+fn row(bench: &str, size: String, metric: &str, value: f64, unit: &str) -> BenchRow {
+    BenchRow {
+        bench: bench.to_string(),
+        size,
+        metric: metric.to_string(),
+        value,
+        unit: unit.to_string(),
+        threads: rayon::current_num_threads(),
+    }
+}
+
+/// Median seconds of `reps` runs of `f` after one warm-up run.
+fn time(reps: usize, mut f: impl FnMut()) -> f64 {
+    f();
+    let mut samples: Vec<f64> = (0..reps)
+        .map(|_| {
+            let t = Instant::now();
+            f();
+            t.elapsed().as_secs_f64()
+        })
+        .collect();
+    median(&mut samples)
+}
+
+fn direct_seconds(p: &[DVec3], a: &[DVec3], s: &[f64], reps: usize) -> (f64, Vec<DVec3>) {
+    let mut src = Sources::default();
+    src.fill(DVec3::splat(0.5), p, a, s);
+    let mut u = vec![DVec3::ZERO; p.len()];
+    let t = time(reps, || biot_savart::direct(&src, p, &mut u, None));
+    (t, u)
+}
+
+fn direct_sum(n: usize, reps: usize) -> Result<Vec<BenchRow>, String> {
+    let (p, a, s) = validation::random_vortons(n, 7);
+    let (t, _) = direct_seconds(&p, &a, &s, reps);
+    Ok(vec![
+        row(
+            "vpm-direct-sum",
+            n.to_string(),
+            "throughput",
+            (n * n) as f64 / t,
+            "pairs/s",
+        ),
+        row("vpm-direct-sum", n.to_string(), "time", t * 1e3, "ms"),
+    ])
+}
+
+fn treecode(quick: bool) -> Result<Vec<BenchRow>, String> {
+    let sizes: &[usize] = if quick {
+        &[10_000, 100_000]
+    } else {
+        &[10_000, 100_000, 1_000_000]
+    };
+    let params = TreeParams::default();
+    let mut rows = Vec::new();
+    let mut times = Vec::new();
+    for &n in sizes {
+        let (p, a, s) = validation::random_vortons(n, 7);
+        let mut t = Tree::default();
+        let mut u = vec![DVec3::ZERO; n];
+        let reps = if n >= 1_000_000 { 2 } else { 3 };
+        let secs = time(reps, || {
+            t.build(&params, &p, &a, &s);
+            t.evaluate(&params, &p, &mut u, None);
+        });
+        // Accuracy on 2000 targets spread over the set, against the direct sum over all sources.
+        let stride = (n / 2000).max(1);
+        let targets: Vec<DVec3> = p.iter().step_by(stride).copied().collect();
+        let mut src = Sources::default();
+        src.fill(DVec3::splat(0.5), &p, &a, &s);
+        let mut exact = vec![DVec3::ZERO; targets.len()];
+        biot_savart::direct(&src, &targets, &mut exact, None);
+        let approx: Vec<DVec3> = u.iter().step_by(stride).copied().collect();
+        let err = tree::rms_relative_error(&approx, &exact);
+        rows.push(row("vpm-tree", n.to_string(), "time", secs * 1e3, "ms"));
+        rows.push(row("vpm-tree", n.to_string(), "rms-error", err, "1"));
+        if n == 100_000 {
+            let (direct, _) = direct_seconds(&p, &a, &s, 1);
+            rows.push(row(
+                "vpm-tree",
+                n.to_string(),
+                "speedup",
+                direct / secs,
+                "× direct",
+            ));
+        }
+        times.push((n, secs));
+    }
+    let (n0, t0) = times[0];
+    let (n1, t1) = times[times.len() - 1];
+    rows.push(row(
+        "vpm-tree",
+        format!("{n0}-{n1}"),
+        "exponent",
+        (t1 / t0).ln() / (n1 as f64 / n0 as f64).ln(),
+        "1",
+    ));
+    Ok(rows)
+}
+
+fn step_stages(n: usize) -> Result<Vec<BenchRow>, String> {
+    let mut sim = VpmSim::new(VpmParams {
+        velocity: VelocityMethod::TreeVortons,
+        viscosity: 1e-4,
+        ..VpmParams::default()
+    })
+    .map_err(|e| e.to_string())?;
+    sim.add_ring(&Ring {
+        radius: 1.0,
+        core_radius: 0.1,
+        circulation: 1.0,
+        vortons: n,
+        tracers: n,
+        ..Ring::default()
+    });
+    let dt = 0.01;
+    for _ in 0..WARMUP_STEPS {
+        sim.step(dt).map_err(|e| e.to_string())?;
+    }
+    let mut records = Vec::new();
+    for _ in 0..5 {
+        records.push(sim.step(dt).map_err(|e| e.to_string())?);
+    }
+    let size = format!("{n}+{n}");
+    let mut rows = Vec::new();
+    let mut walls: Vec<f64> = records.iter().map(|r| r.wall_ms).collect();
+    rows.push(row(
+        "vpm-step",
+        size.clone(),
+        "step",
+        median(&mut walls),
+        "ms",
+    ));
+    for (stage, _) in &records[0].stage_ms {
+        let mut ms: Vec<f64> = records
+            .iter()
+            .filter_map(|r| r.stage_ms.iter().find(|(s, _)| s == stage).map(|x| x.1))
+            .collect();
+        rows.push(row("vpm-step", size.clone(), stage, median(&mut ms), "ms"));
+    }
+    Ok(rows)
+}

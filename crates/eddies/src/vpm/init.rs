@@ -1,0 +1,318 @@
+//! Initial vorticity distributions: vortex ring, vortex tube, vortex sheet, noise; the jet emits rings.
+//!
+//! Every distribution is divergence-free where the method allows (rings, sheets, and tubes away from their
+//! open ends) and lays its vortons out deterministically; random placements come from [`SplitMix64`] with the
+//! distribution's seed.
+
+use super::state::{Tracers, Vortons};
+use crate::validation::SplitMix64;
+use glam::DVec3;
+
+/// Blob radius over vorton spacing in the distributions with more than one vorton across the core. Blobs
+/// must overlap for the particle field to converge to the continuous one (Beale & Majda 1985); with a ratio of
+/// 1 an inviscid ring with stretching breaks up within a few core rotations, with 1.5 it stays smooth.
+pub const OVERLAP: f64 = 1.5;
+
+/// The golden angle (rad), for Vogel's spiral over a disk.
+const GOLDEN_ANGLE: f64 = 2.399_963_229_728_653;
+
+/// Two unit vectors that make a right-handed frame `(e1, e2, n)` with unit `n`.
+pub fn frame(n: DVec3) -> (DVec3, DVec3) {
+    let n = n.normalize();
+    let helper = if n.x.abs() < 0.9 { DVec3::X } else { DVec3::Y };
+    let e1 = helper.cross(n).normalize();
+    (e1, n.cross(e1))
+}
+
+/// A vortex ring (Gourlay part 3's "vortex ring" initial condition).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Ring {
+    /// Centre (m).
+    pub center: DVec3,
+    /// Direction of travel (unit vector; normalised on use).
+    pub axis: DVec3,
+    /// Ring radius R (m).
+    pub radius: f64,
+    /// Core radius a (m).
+    pub core_radius: f64,
+    /// Circulation Γ (m²/s); positive travels along `axis`.
+    pub circulation: f64,
+    /// Number of vortons (about; rounded to whole layers).
+    pub vortons: usize,
+    /// Put all vortons on the core's centre line, as blobs of radius a (a vortex filament), instead of
+    /// spreading them over the core's cross-section.
+    pub filament: bool,
+    /// Tracers seeded in the torus of radius 2a around the core.
+    pub tracers: usize,
+    /// Seed of the tracer placement.
+    pub seed: u64,
+}
+
+impl Default for Ring {
+    fn default() -> Self {
+        Self {
+            center: DVec3::ZERO,
+            axis: DVec3::X,
+            radius: 0.5,
+            core_radius: 0.1,
+            circulation: 1.0,
+            vortons: 1000,
+            filament: false,
+            tracers: 0,
+            seed: 1,
+        }
+    }
+}
+
+/// Points of Vogel's spiral: `k` offsets (radial, axial) spread evenly over a disk of radius `a`.
+fn disk_points(k: usize, a: f64) -> Vec<(f64, f64)> {
+    if k <= 1 {
+        return vec![(0.0, 0.0)];
+    }
+    (0..k)
+        .map(|j| {
+            let r = a * ((j as f64 + 0.5) / k as f64).sqrt();
+            let phi = j as f64 * GOLDEN_ANGLE;
+            (r * phi.cos(), r * phi.sin())
+        })
+        .collect()
+}
+
+impl Ring {
+    /// Adds the ring's vortons and tracers.
+    ///
+    /// The core has a Gaussian vorticity profile `ω ∝ exp(−ρ²/a²)` (ρ: distance from the core centre line, a:
+    /// `core_radius`), the profile of Saffman's (1970) viscous ring. With N `vortons`, each of `m` stations
+    /// around the ring carries `k` vortons spread over the disk ρ ≤ 2a (Vogel's spiral), `k` chosen so that the
+    /// spacing across the core, `h = 2a √(π/k)`, matches the spacing `2πR/m` around it; each vorton's strength
+    /// is its Gaussian share of Γ times the local arc length, along the ring's tangent (so the discrete ring is
+    /// divergence-free), and its blob radius is σ = [`OVERLAP`] h, so that neighbours overlap. The discrete
+    /// core is the Gaussian smoothed by the blobs, whose cross-section has second moment σ²: an effective
+    /// Gaussian radius `√(a² + σ²)`, see [`Ring::effective_core_radius`]. With `k = 1` the ring is a single filament of blobs
+    /// of radius a.
+    pub fn add_to(&self, v: &mut Vortons, t: &mut Tracers) {
+        let (r, a) = (self.radius, self.core_radius);
+        let (k, m, h) = self.layout();
+        let axis = self.axis.normalize();
+        let (e1, e2) = frame(axis);
+        let ds = 2.0 * std::f64::consts::PI * r / m as f64;
+        let disk = disk_points(k, 2.0 * a);
+        let weights: Vec<f64> = disk
+            .iter()
+            .map(|&(x, y)| (-(x * x + y * y) / (a * a)).exp())
+            .collect();
+        let total: f64 = weights.iter().sum();
+        let cell_area = if k == 1 {
+            std::f64::consts::PI * a * a
+        } else {
+            4.0 * std::f64::consts::PI * a * a / k as f64
+        };
+        for s in 0..m {
+            let th = 2.0 * std::f64::consts::PI * (s as f64 + 0.5) / m as f64;
+            let er = e1 * th.cos() + e2 * th.sin();
+            let tangent = axis.cross(er);
+            for (&(dr, dz), &w) in disk.iter().zip(&weights) {
+                let local = (r + dr) / r;
+                let alpha = tangent * (self.circulation * w / total * ds * local);
+                let volume = cell_area * ds * local;
+                v.push(
+                    self.center + er * (r + dr) + axis * dz,
+                    alpha / volume,
+                    h,
+                    volume,
+                );
+            }
+        }
+        let mut rng = SplitMix64::new(self.seed);
+        for _ in 0..self.tracers {
+            let th = rng.range(0.0, 2.0 * std::f64::consts::PI);
+            let rho = 2.0 * a * rng.next_f64().sqrt();
+            let phi = rng.range(0.0, 2.0 * std::f64::consts::PI);
+            let er = e1 * th.cos() + e2 * th.sin();
+            t.position
+                .push(self.center + er * (r + rho * phi.cos()) + axis * (rho * phi.sin()));
+        }
+    }
+
+    /// Vortons per cross-section k, stations around the ring m, and blob radius (m).
+    pub fn layout(&self) -> (usize, usize, f64) {
+        let (r, a) = (self.radius, self.core_radius);
+        let n = self.vortons.max(3) as f64;
+        // N = m k with 2πR/m = 2a √(π/k)  ⇒  k = (N a / (R √π))^{2/3}.
+        let k = ((n * a / (r * std::f64::consts::PI.sqrt()))
+            .powf(2.0 / 3.0)
+            .round() as usize)
+            .max(1);
+        if k <= 2 || self.filament {
+            return (1, self.vortons.max(3), a);
+        }
+        let m = (self.vortons / k).max(3);
+        (
+            k,
+            m,
+            OVERLAP * 2.0 * a * (std::f64::consts::PI / k as f64).sqrt(),
+        )
+    }
+
+    /// Radius of the Gaussian core that has the discrete core's second moment: `√(a² + σ²)` with σ the blob
+    /// radius (the high-order algebraic blob's cross-section has second moment h²), or the blob radius a for a
+    /// filament.
+    pub fn effective_core_radius(&self) -> f64 {
+        let (k, _, h) = self.layout();
+        if k == 1 {
+            h
+        } else {
+            (self.core_radius * self.core_radius + h * h).sqrt()
+        }
+    }
+}
+
+/// A straight vortex tube with open ends, optionally with a sinusoidal wiggle of its centre line.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Tube {
+    /// Centre (m).
+    pub center: DVec3,
+    /// Direction of the vorticity (unit vector).
+    pub axis: DVec3,
+    /// Length (m).
+    pub length: f64,
+    /// Core radius (m).
+    pub core_radius: f64,
+    /// Circulation (m²/s).
+    pub circulation: f64,
+    /// Number of vortons (about).
+    pub vortons: usize,
+    /// Amplitude of the centre line's displacement (m), two wavelengths along the tube.
+    pub wiggle: f64,
+    /// Tracers seeded around the core (within 2 core radii).
+    pub tracers: usize,
+    /// Seed of the tracer placement.
+    pub seed: u64,
+}
+
+impl Tube {
+    /// Adds the tube's vortons and tracers.
+    pub fn add_to(&self, v: &mut Vortons, t: &mut Tracers) {
+        let (l, a) = (self.length, self.core_radius);
+        let n = self.vortons.max(2) as f64;
+        let h = (l * std::f64::consts::PI * a * a / n).cbrt();
+        let m = ((l / h).round() as usize).max(2);
+        let k = (self.vortons / m).max(1);
+        let sigma = if k == 1 {
+            a
+        } else {
+            OVERLAP * h.max(a / (k as f64).sqrt())
+        };
+        let axis = self.axis.normalize();
+        let (e1, e2) = frame(axis);
+        let ds = l / m as f64;
+        let volume = std::f64::consts::PI * a * a * ds / k as f64;
+        let line = |s: f64| {
+            let w = 2.0 * std::f64::consts::TAU / l;
+            (
+                self.center + axis * s + e1 * (self.wiggle * (w * s).sin()),
+                (axis + e1 * (self.wiggle * w * (w * s).cos())).normalize(),
+            )
+        };
+        for s in 0..m {
+            let z = -0.5 * l + (s as f64 + 0.5) * ds;
+            let (p, tangent) = line(z);
+            for &(dx, dy) in &disk_points(k, a) {
+                let alpha = tangent * (self.circulation / k as f64 * ds);
+                v.push(p + e1 * dx + e2 * dy, alpha / volume, sigma, volume);
+            }
+        }
+        let mut rng = SplitMix64::new(self.seed);
+        for _ in 0..self.tracers {
+            let (p, _) = line(rng.range(-0.5 * l, 0.5 * l));
+            let rho = 2.0 * a * rng.next_f64().sqrt();
+            let phi = rng.range(0.0, std::f64::consts::TAU);
+            t.position
+                .push(p + e1 * (rho * phi.cos()) + e2 * (rho * phi.sin()));
+        }
+    }
+}
+
+/// A square vortex sheet: a shear layer across which the velocity jumps by `velocity_jump`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Sheet {
+    /// Centre (m).
+    pub center: DVec3,
+    /// Normal of the sheet (unit vector).
+    pub normal: DVec3,
+    /// Velocity on the normal's side minus velocity on the other side (m/s), in the sheet's plane.
+    pub velocity_jump: DVec3,
+    /// Edge length of the square sheet (m).
+    pub size: f64,
+    /// Vortons per edge.
+    pub vortons_per_edge: usize,
+}
+
+impl Sheet {
+    /// Adds the sheet's vortons: one layer on a square lattice, vorticity `n × ΔU` per unit area.
+    pub fn add_to(&self, v: &mut Vortons) {
+        let n = self.normal.normalize();
+        let jump = self.velocity_jump - n * self.velocity_jump.dot(n);
+        let (e1, e2) = frame(n);
+        let m = self.vortons_per_edge.max(1);
+        let h = self.size / m as f64;
+        let alpha = n.cross(jump) * (h * h);
+        let volume = h * h * h;
+        for j in 0..m {
+            for i in 0..m {
+                let p = self.center
+                    + e1 * ((i as f64 + 0.5) * h - 0.5 * self.size)
+                    + e2 * ((j as f64 + 0.5) * h - 0.5 * self.size);
+                v.push(p, alpha / volume, h, volume);
+            }
+        }
+    }
+}
+
+/// Random vortons in a box: uniform positions, vorticity components uniform in ±`amplitude`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Noise {
+    /// Lower corner of the box (m).
+    pub min: DVec3,
+    /// Upper corner of the box (m).
+    pub max: DVec3,
+    /// Largest vorticity component (1/s).
+    pub amplitude: f64,
+    /// Number of vortons.
+    pub vortons: usize,
+    /// Seed.
+    pub seed: u64,
+}
+
+impl Noise {
+    /// Adds the noise's vortons, each of volume box/N and core radius its cube root.
+    pub fn add_to(&self, v: &mut Vortons) {
+        let n = self.vortons.max(1);
+        let size = self.max - self.min;
+        let volume = (size.x * size.y * size.z).abs() / n as f64;
+        let sigma = volume.cbrt();
+        let mut rng = SplitMix64::new(self.seed);
+        for _ in 0..n {
+            let p = self.min + size * DVec3::new(rng.next_f64(), rng.next_f64(), rng.next_f64());
+            let w = DVec3::new(
+                rng.range(-1.0, 1.0),
+                rng.range(-1.0, 1.0),
+                rng.range(-1.0, 1.0),
+            ) * self.amplitude;
+            v.push(p, w, sigma, volume);
+        }
+    }
+}
+
+/// A jet: a nozzle that emits a vortex ring every `period` seconds while active.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Jet {
+    /// The ring emitted each time (its centre is the nozzle).
+    pub ring: Ring,
+    /// Time between rings (s).
+    pub period: f64,
+    /// First emission (s).
+    pub start: f64,
+    /// No emission after this time (s).
+    pub stop: f64,
+}

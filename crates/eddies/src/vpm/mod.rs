@@ -1,0 +1,647 @@
+//! The vortex particle method ("vortons", Gourlay parts 3, 8, 12 and 20; seeds 002–004), in 3D.
+//!
+//! Vortons carry vorticity; velocity comes from vorticity by the Biot–Savart law; passive tracers follow the
+//! same velocity. A step:
+//!
+//! 1. **emit**: jets emit their next ring when due;
+//! 2. **advect and stretch** (Heun's RK2, or RK4): at each stage, *velocity from vorticity* by one of the
+//!    techniques of [`VelocityMethod`] — direct summation or treecode, at the vortons or at the points of a grid
+//!    fitted to the vortons and then interpolated — with optional *auto-mollification* (part 12); vortons and
+//!    tracers move with it, and the vorticity changes by *stretching and tilting* `dω/dt = (ω·∇)u`;
+//! 3. **diffuse**: viscous diffusion by particle strength exchange ([`diffusion`]);
+//! 4. **diagnostics**: total vorticity, linear impulse, enstrophy, energy, centroids, and part 12's *jerk*:
+//!    the mean over vortons of |d³x/dt³| from the last three step velocities.
+//!
+//! Kernel and core profile: [`biot_savart`] (the high-order algebraic core of Winckelmans & Leonard). State
+//! is f64; the pair loops run in f32 (see [`biot_savart`]). Every stage gives bit-identical results for any
+//! thread count. Method notes: `docs/vpm.md`.
+
+// Runge–Kutta stages and per-vorton loops index several parallel arrays (stage slopes, positions) together.
+#![allow(clippy::needless_range_loop)]
+
+pub mod biot_savart;
+pub mod diffusion;
+pub mod init;
+pub mod mollify;
+mod params;
+mod state;
+pub mod tree;
+pub mod validation;
+pub mod velocity;
+
+pub use init::{Jet, Noise, Ring, Sheet, Tube};
+pub use params::{Integrator, TreeParams, VelocityMethod, VpmParams};
+pub use state::{Tracers, Vortons};
+
+use crate::diag::{Quantity, StageTimer, StepRecord};
+use crate::par;
+use crate::sim::{Field, SimError, Simulation};
+use diffusion::Pse;
+use glam::DVec3;
+use std::time::Instant;
+use velocity::{Query, VelocitySolver};
+
+/// Per-vorton history for the jerk diagnostic: the velocity and acceleration of the previous step.
+#[derive(Clone, Debug, Default)]
+struct JerkHistory {
+    velocity: Vec<DVec3>,
+    acceleration: Vec<DVec3>,
+    /// Steps of history each vorton has (0, 1 or 2+).
+    depth: Vec<u8>,
+}
+
+/// A vortex particle simulation.
+pub struct VpmSim {
+    params: VpmParams,
+    vortons: Vortons,
+    tracers: Tracers,
+    jets: Vec<(Jet, f64)>,
+    time: f64,
+    steps: u64,
+    max_speed: f64,
+    /// Largest Frobenius norm of the velocity gradient at a vorton at the last evaluation (1/s).
+    max_strain: f64,
+    mean_jerk: f64,
+    history: JerkHistory,
+    // Scratch, reused every step.
+    solver: VelocitySolver,
+    pse: Pse,
+    x0: Vec<DVec3>,
+    w0: Vec<DVec3>,
+    t0: Vec<DVec3>,
+    ku: Vec<Vec<DVec3>>,
+    kw: Vec<Vec<DVec3>>,
+    kt: Vec<Vec<DVec3>>,
+    alpha: Vec<DVec3>,
+    timer: StageTimer,
+}
+
+impl VpmSim {
+    /// An empty simulation, or which parameter is out of range.
+    pub fn new(params: VpmParams) -> Result<Self, SimError> {
+        let bad = |m: String| Err(SimError::InvalidInput(m));
+        if !(params.tree.theta > 0.0 && params.tree.theta <= 2.0) {
+            return bad(format!(
+                "tree theta {}: must be in (0, 2]",
+                params.tree.theta
+            ));
+        }
+        if params.tree.leaf_size == 0 {
+            return bad("tree leaf size must be at least 1".into());
+        }
+        if !(params.viscosity >= 0.0 && params.viscosity.is_finite()) {
+            return bad(format!("viscosity {}: must be ≥ 0", params.viscosity));
+        }
+        if !(params.length_scale > 0.0 && params.length_scale.is_finite()) {
+            return bad(format!("length scale {}: must be > 0", params.length_scale));
+        }
+        if params
+            .grid_resolution
+            .iter()
+            .any(|&n| !(2..=1024).contains(&n))
+        {
+            return bad(format!(
+                "grid resolution {:?}: each axis must be in 2..=1024",
+                params.grid_resolution
+            ));
+        }
+        if !(params.grid_margin >= 0.0 && params.grid_margin <= 10.0) {
+            return bad(format!(
+                "grid margin {}: must be in [0, 10]",
+                params.grid_margin
+            ));
+        }
+        Ok(Self {
+            params,
+            vortons: Vortons::default(),
+            tracers: Tracers::default(),
+            jets: Vec::new(),
+            time: 0.0,
+            steps: 0,
+            max_speed: 0.0,
+            max_strain: 0.0,
+            mean_jerk: 0.0,
+            history: JerkHistory::default(),
+            solver: VelocitySolver::default(),
+            pse: Pse::default(),
+            x0: Vec::new(),
+            w0: Vec::new(),
+            t0: Vec::new(),
+            ku: Vec::new(),
+            kw: Vec::new(),
+            kt: Vec::new(),
+            alpha: Vec::new(),
+            timer: StageTimer::new(),
+        })
+    }
+
+    /// The parameters.
+    pub fn params(&self) -> &VpmParams {
+        &self.params
+    }
+
+    /// The vortons.
+    pub fn vortons(&self) -> &Vortons {
+        &self.vortons
+    }
+
+    /// The vortons, for editing (e.g. to add vorticity from a game event).
+    pub fn vortons_mut(&mut self) -> &mut Vortons {
+        &mut self.vortons
+    }
+
+    /// The tracers.
+    pub fn tracers(&self) -> &Tracers {
+        &self.tracers
+    }
+
+    /// The tracers, for editing.
+    pub fn tracers_mut(&mut self) -> &mut Tracers {
+        &mut self.tracers
+    }
+
+    /// Adds a vortex ring.
+    pub fn add_ring(&mut self, ring: &Ring) {
+        ring.add_to(&mut self.vortons, &mut self.tracers);
+        self.refresh_speed();
+    }
+
+    /// Adds a vortex tube.
+    pub fn add_tube(&mut self, tube: &Tube) {
+        tube.add_to(&mut self.vortons, &mut self.tracers);
+        self.refresh_speed();
+    }
+
+    /// Adds a vortex sheet.
+    pub fn add_sheet(&mut self, sheet: &Sheet) {
+        sheet.add_to(&mut self.vortons);
+        self.refresh_speed();
+    }
+
+    /// Adds random vorticity.
+    pub fn add_noise(&mut self, noise: &Noise) {
+        noise.add_to(&mut self.vortons);
+        self.refresh_speed();
+    }
+
+    /// Adds a jet that emits rings from `jet.start` on.
+    pub fn add_jet(&mut self, jet: Jet) {
+        let first = jet.start;
+        self.jets.push((jet, first));
+    }
+
+    /// Velocity (m/s) at every vorton for the current state, by the configured technique.
+    pub fn vorton_velocities(&mut self) -> Vec<DVec3> {
+        self.evaluate(false);
+        self.solver.u.clone()
+    }
+
+    /// The velocity solver (grid, tree statistics) of the last evaluation.
+    pub fn solver(&self) -> &VelocitySolver {
+        &self.solver
+    }
+
+    fn refresh_speed(&mut self) {
+        self.evaluate(self.params.stretching);
+        self.max_speed = self.current_max_speed();
+        self.max_strain = self.current_max_strain();
+    }
+
+    fn current_max_strain(&self) -> f64 {
+        let j = &self.solver.jac;
+        par::max(j.len(), |i| j[i].iter().map(|x| x * x).sum::<f64>().sqrt()).max(0.0)
+    }
+
+    fn current_max_speed(&self) -> f64 {
+        let u = &self.solver.u;
+        let t = &self.solver.u_tracers;
+        par::max(u.len(), |i| u[i].length())
+            .max(par::max(t.len(), |i| t[i].length()))
+            .max(0.0)
+    }
+
+    /// Velocity from vorticity for the current vortons and tracers into the solver's buffers.
+    fn evaluate(&mut self, gradient: bool) {
+        let v = &self.vortons;
+        self.alpha.clear();
+        self.alpha.extend((0..v.len()).map(|i| v.strength(i)));
+        self.solver.solve(
+            &self.params,
+            &Query {
+                position: &v.position,
+                strength: &self.alpha,
+                radius: &v.radius,
+                tracers: &self.tracers.position,
+                gradient,
+            },
+        );
+    }
+
+    /// Total vorticity Σ ω V (m³/s): conserved without stretching (it is the circulation per unit length
+    /// summed over the vortons).
+    pub fn total_vorticity(&self) -> DVec3 {
+        let v = &self.vortons;
+        DVec3::from_array(par::sum_n::<3>(v.len(), |i| v.strength(i).to_array()))
+    }
+
+    /// Linear impulse ½ Σ x × ω V (m⁴/s), conserved in unbounded inviscid flow (Saffman 1992, §3.2).
+    pub fn impulse(&self) -> DVec3 {
+        let v = &self.vortons;
+        DVec3::from_array(par::sum_n::<3>(v.len(), |i| {
+            (v.position[i].cross(v.strength(i)) * 0.5).to_array()
+        }))
+    }
+
+    /// Centroid of the vortons weighted by |ω| V (m).
+    pub fn centroid(&self) -> DVec3 {
+        let v = &self.vortons;
+        let s = par::sum_n::<4>(v.len(), |i| {
+            let w = v.strength(i).length();
+            let p = v.position[i] * w;
+            [p.x, p.y, p.z, w]
+        });
+        if s[3] > 0.0 {
+            DVec3::new(s[0], s[1], s[2]) / s[3]
+        } else {
+            DVec3::ZERO
+        }
+    }
+
+    /// A 64-bit FNV-1a hash of the exact bits of the state (vortons and tracers).
+    pub fn checksum(&self) -> u64 {
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+        let v = &self.vortons;
+        let vecs = v
+            .position
+            .iter()
+            .chain(&v.vorticity)
+            .chain(&self.tracers.position);
+        for p in vecs {
+            for x in p.to_array() {
+                h ^= x.to_bits();
+                h = h.wrapping_mul(0x0000_0100_0000_01b3);
+            }
+        }
+        for x in v.radius.iter().chain(&v.volume) {
+            h ^= x.to_bits();
+            h = h.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+        h
+    }
+
+    fn emit(&mut self) {
+        let (v, t) = (&mut self.vortons, &mut self.tracers);
+        for (jet, next) in &mut self.jets {
+            while *next <= self.time + 1e-12 && *next <= jet.stop {
+                jet.ring.add_to(v, t);
+                jet.ring.seed = jet.ring.seed.wrapping_add(1);
+                *next += jet.period.max(1e-9);
+            }
+        }
+    }
+
+    /// Advection of vortons and tracers and stretching of vorticity over `dt` by the configured Runge–Kutta
+    /// scheme: each stage evaluates velocity (and its gradient) at the stage's positions.
+    fn advect_and_stretch(&mut self, dt: f64) {
+        let stretching = self.params.stretching;
+        let (weights, offsets): (&[f64], &[f64]) = match self.params.integrator {
+            Integrator::Rk2 => (&[0.5, 0.5], &[0.0, 1.0]),
+            Integrator::Rk4 => (
+                &[1.0 / 6.0, 1.0 / 3.0, 1.0 / 3.0, 1.0 / 6.0],
+                &[0.0, 0.5, 0.5, 1.0],
+            ),
+        };
+        let stages = weights.len();
+        self.x0.clone_from(&self.vortons.position);
+        self.w0.clone_from(&self.vortons.vorticity);
+        self.t0.clone_from(&self.tracers.position);
+        self.ku.resize_with(stages, Vec::new);
+        self.kw.resize_with(stages, Vec::new);
+        self.kt.resize_with(stages, Vec::new);
+        for s in 0..stages {
+            if s > 0 {
+                let c = offsets[s] * dt;
+                let (ku, kw, kt) = (&self.ku[s - 1], &self.kw[s - 1], &self.kt[s - 1]);
+                let (x0, w0, t0) = (&self.x0, &self.w0, &self.t0);
+                let v = &mut self.vortons;
+                for i in 0..v.len() {
+                    v.position[i] = x0[i] + ku[i] * c;
+                    if stretching {
+                        v.vorticity[i] = w0[i] + kw[i] * c;
+                    }
+                }
+                for i in 0..self.tracers.len() {
+                    self.tracers.position[i] = t0[i] + kt[i] * c;
+                }
+            }
+            self.evaluate(stretching);
+            self.ku[s].clone_from(&self.solver.u);
+            self.kt[s].clone_from(&self.solver.u_tracers);
+            let kw = &mut self.kw[s];
+            kw.resize(self.vortons.len(), DVec3::ZERO);
+            if stretching {
+                let jac = &self.solver.jac;
+                let w = &self.vortons.vorticity;
+                for i in 0..w.len() {
+                    let j = &jac[i];
+                    kw[i] = DVec3::new(
+                        j[0] * w[i].x + j[1] * w[i].y + j[2] * w[i].z,
+                        j[3] * w[i].x + j[4] * w[i].y + j[5] * w[i].z,
+                        j[6] * w[i].x + j[7] * w[i].y + j[8] * w[i].z,
+                    );
+                }
+            }
+        }
+        let v = &mut self.vortons;
+        for i in 0..v.len() {
+            let mut dx = DVec3::ZERO;
+            let mut dw = DVec3::ZERO;
+            for s in 0..stages {
+                dx += self.ku[s][i] * weights[s];
+                dw += self.kw[s][i] * weights[s];
+            }
+            v.position[i] = self.x0[i] + dx * dt;
+            v.vorticity[i] = self.w0[i] + dw * dt;
+        }
+        for i in 0..self.tracers.len() {
+            let mut dx = DVec3::ZERO;
+            for s in 0..stages {
+                dx += self.kt[s][i] * weights[s];
+            }
+            self.tracers.position[i] = self.t0[i] + dx * dt;
+        }
+    }
+
+    /// Part 12's jerk metric: each vorton's step velocity `(x' − x)/Δt` is differenced twice in time; the
+    /// mean of |d³x/dt³| (m/s³) over vortons with two steps of history.
+    fn jerk(&mut self, dt: f64) -> f64 {
+        let n = self.vortons.len();
+        let h = &mut self.history;
+        h.velocity.resize(n, DVec3::ZERO);
+        h.acceleration.resize(n, DVec3::ZERO);
+        h.depth.resize(n, 0);
+        let (mut sum, mut count) = (0.0, 0usize);
+        for i in 0..n {
+            // Every vorton was in `x0`: emission comes before advection.
+            let vel = (self.vortons.position[i] - self.x0[i]) / dt;
+            let acc = (vel - h.velocity[i]) / dt;
+            if h.depth[i] >= 2 {
+                sum += ((acc - h.acceleration[i]) / dt).length();
+                count += 1;
+            }
+            h.depth[i] = h.depth[i].saturating_add(1).min(2);
+            h.velocity[i] = vel;
+            h.acceleration[i] = acc;
+        }
+        if count > 0 {
+            sum / count as f64
+        } else {
+            0.0
+        }
+    }
+
+    fn measure(&self) -> Vec<(&'static str, Quantity)> {
+        let v = &self.vortons;
+        let u = &self.solver.u;
+        let rho = self.params.ambient_density;
+        let n = v.len();
+        // E = ρ ∫ u · (x × ω) dV (Saffman 1992, eq. 3.5.10, unbounded fluid at rest at infinity).
+        let energy = rho
+            * par::sum(n, |i| {
+                u.get(i)
+                    .map_or(0.0, |u| u.dot(v.position[i].cross(v.strength(i))))
+            });
+        let enstrophy = par::sum(n, |i| v.vorticity[i].length_squared() * v.volume[i]);
+        let dens = par::sum_n::<4>(n, |i| {
+            let m = v.density[i].max(0.0) * v.volume[i];
+            let p = v.position[i] * m;
+            [p.x, p.y, p.z, m]
+        });
+        let density_centroid = if dens[3] > 0.0 {
+            [dens[0] / dens[3], dens[1] / dens[3], dens[2] / dens[3]]
+        } else {
+            [0.0; 3]
+        };
+        vec![
+            ("vorton_count", Quantity::Count(n as u64)),
+            ("tracer_count", Quantity::Count(self.tracers.len() as u64)),
+            (
+                "circulation",
+                Quantity::Vector(self.total_vorticity().to_array().to_vec()),
+            ),
+            (
+                "impulse",
+                Quantity::Vector(self.impulse().to_array().to_vec()),
+            ),
+            (
+                "centroid",
+                Quantity::Vector(self.centroid().to_array().to_vec()),
+            ),
+            (
+                "density_centroid",
+                Quantity::Vector(density_centroid.to_vec()),
+            ),
+            ("enstrophy", Quantity::Scalar(enstrophy)),
+            ("mean_jerk", Quantity::Scalar(self.mean_jerk)),
+            ("kinetic_energy", Quantity::Scalar(energy)),
+            ("max_speed", Quantity::Scalar(self.max_speed)),
+            ("grid_spacing", Quantity::Scalar(self.solver.grid.spacing)),
+        ]
+    }
+
+    /// Splats `value(i)` (a per-vorton quantity times volume) onto the fitted grid by cloud-in-cell and divides
+    /// by the cell volume; serial, so the order of addition is fixed.
+    fn splat(&self, value: impl Fn(usize) -> DVec3) -> Vec<DVec3> {
+        let g = self.solver.grid;
+        let mut out = vec![DVec3::ZERO; g.len()];
+        let inv = 1.0 / (g.spacing * g.spacing * g.spacing);
+        for i in 0..self.vortons.len() {
+            let p = self.vortons.position[i];
+            let s: [f64; 3] = std::array::from_fn(|a| {
+                ((p[a] - g.origin[a]) / g.spacing - 0.5).clamp(0.0, (g.dims[a] - 1) as f64)
+            });
+            let c0: [usize; 3] =
+                std::array::from_fn(|a| (s[a].floor() as usize).min(g.dims[a] - 2));
+            let f: [f64; 3] = std::array::from_fn(|a| s[a] - c0[a] as f64);
+            let val = value(i) * inv;
+            for corner in 0..8 {
+                let mut w = 1.0;
+                let mut idx = 0;
+                let mut stride = 1;
+                for a in 0..3 {
+                    let bit = (corner >> a) & 1;
+                    w *= if bit == 1 { f[a] } else { 1.0 - f[a] };
+                    idx += (c0[a] + bit) * stride;
+                    stride *= g.dims[a];
+                }
+                out[idx] += val * w;
+            }
+        }
+        out
+    }
+}
+
+impl Simulation for VpmSim {
+    fn dim(&self) -> usize {
+        3
+    }
+
+    fn resolution(&self) -> [usize; 3] {
+        self.solver.grid.dims
+    }
+
+    fn cell_size(&self) -> f64 {
+        self.solver.grid.spacing
+    }
+
+    fn time(&self) -> f64 {
+        self.time
+    }
+
+    fn steps(&self) -> u64 {
+        self.steps
+    }
+
+    /// The step that moves the fastest vorton or tracer `cfl` times the smallest core radius and, with
+    /// stretching, keeps `Δt ‖∇u‖ ≤ cfl/2`: the stretching term rotates ω at rates up to ‖∇u‖, and Runge–Kutta
+    /// steps of a rotation grow it unless that product stays small.
+    fn max_dt(&self, cfl: f64) -> f64 {
+        let r = &self.vortons.radius;
+        let sigma = r.iter().copied().fold(f64::INFINITY, f64::min);
+        let sigma = if sigma.is_finite() {
+            sigma
+        } else {
+            self.solver.grid.spacing
+        };
+        let advect = cfl * sigma / self.max_speed.max(1e-12);
+        if self.params.stretching && self.max_strain > 0.0 {
+            advect.min(0.5 * cfl / self.max_strain)
+        } else {
+            advect
+        }
+    }
+
+    fn step(&mut self, dt: f64) -> Result<StepRecord, SimError> {
+        if !(dt.is_finite() && dt > 0.0) {
+            return Err(SimError::InvalidInput(format!(
+                "time step {dt} s: must be positive"
+            )));
+        }
+        let start = Instant::now();
+        self.timer.clear();
+        if !self.jets.is_empty() {
+            let t = Instant::now();
+            self.emit();
+            self.timer.add("emit", t.elapsed().as_secs_f64() * 1e3);
+        }
+        let t = Instant::now();
+        self.advect_and_stretch(dt);
+        self.timer
+            .add("advect_stretch", t.elapsed().as_secs_f64() * 1e3);
+        if self.params.viscosity > 0.0 {
+            let t = Instant::now();
+            self.pse
+                .diffuse(&mut self.vortons, self.params.viscosity, dt);
+            self.timer.add("diffuse", t.elapsed().as_secs_f64() * 1e3);
+        }
+        let t = Instant::now();
+        self.mean_jerk = self.jerk(dt);
+        self.time += dt;
+        self.steps += 1;
+        // The speed of the last stage's evaluation: the next step's CFL estimate.
+        self.max_speed = self.current_max_speed();
+        self.max_strain = self.current_max_strain();
+        let quantities = self.measure();
+        self.timer
+            .add("diagnostics", t.elapsed().as_secs_f64() * 1e3);
+        let finite = self
+            .vortons
+            .position
+            .iter()
+            .chain(&self.vortons.vorticity)
+            .all(|p| p.is_finite())
+            && self.max_speed.is_finite();
+        if !finite {
+            return Err(SimError::Diverged {
+                stage: "advect_stretch",
+                step: self.steps,
+                detail: format!("non-finite vorton state (max speed {})", self.max_speed),
+            });
+        }
+        Ok(StepRecord {
+            step: self.steps,
+            time: self.time,
+            dt,
+            substeps: 1,
+            wall_ms: start.elapsed().as_secs_f64() * 1e3,
+            stage_ms: self.timer.stages().to_vec(),
+            quantities,
+        })
+    }
+
+    fn field_names(&self) -> Vec<&'static str> {
+        vec!["vorticity_magnitude", "density"]
+    }
+
+    fn field(&self, name: &str) -> Option<Field> {
+        let g = self.solver.grid;
+        let v = &self.vortons;
+        let data: Vec<f32> = match name {
+            "vorticity_magnitude" => self
+                .splat(|i| v.strength(i))
+                .iter()
+                .map(|w| w.length() as f32)
+                .collect(),
+            "density" => self
+                .splat(|i| DVec3::new(v.density[i] * v.volume[i], 0.0, 0.0))
+                .iter()
+                .map(|d| (self.params.ambient_density + d.x) as f32)
+                .collect(),
+            _ => return None,
+        };
+        Some(Field {
+            shape: vec![g.dims[2], g.dims[1], g.dims[0]],
+            data,
+            signed: false,
+        })
+    }
+
+    fn particle_positions(&self) -> Vec<f32> {
+        self.vortons
+            .position
+            .iter()
+            .flat_map(|p| [p.x as f32, p.y as f32, p.z as f32])
+            .collect()
+    }
+
+    fn tracer_positions(&self) -> Vec<f32> {
+        self.tracers
+            .position
+            .iter()
+            .flat_map(|p| [p.x as f32, p.y as f32, p.z as f32])
+            .collect()
+    }
+
+    /// `vorticity_magnitude`: |ω| (1/s); `strength`: |ω| V (m³/s).
+    fn particle_values(&self, name: &str) -> Option<Vec<f32>> {
+        let v = &self.vortons;
+        match name {
+            "vorticity_magnitude" => Some(v.vorticity.iter().map(|w| w.length() as f32).collect()),
+            "strength" => Some(
+                (0..v.len())
+                    .map(|i| v.strength(i).length() as f32)
+                    .collect(),
+            ),
+            _ => None,
+        }
+    }
+
+    fn memory_bytes(&self) -> usize {
+        let n = self.vortons.len();
+        self.vortons.bytes()
+            + self.tracers.len() * 24
+            + self.solver.bytes()
+            + self.pse.bytes()
+            + n * 24 * (3 + 2 * self.ku.len())
+    }
+}

@@ -1,0 +1,605 @@
+//! The treecode: an octree of supervortons (Gourlay part 3's nested grid, with part 12's option of the
+//! original vortons in the leaf layer), evaluated for groups of nearby targets.
+//!
+//! **Build.** The vortons are sorted by the Morton key of their position in the cube that bounds them; a
+//! cell with more than `leaf_size` vortons is split into its eight octants. Each cell is a *supervorton*: the
+//! summed strength `A = Σ αⱼ` at the circulation-weighted centre `c = Σ |αⱼ| xⱼ / Σ |αⱼ|`, plus the first
+//! moments `B = Σ αⱼ × dⱼ` and `P = Σ αⱼ dⱼᵀ` (dⱼ = xⱼ − c) that make the far field second-order accurate.
+//!
+//! **Far field.** Expanding `αⱼ × g(r − dⱼ)` with `g(r) = r f(|r|²)` (the kernel of [`super::biot_savart`]) to
+//! first order in dⱼ gives `u ≈ (1/4π)[f (A × r − B) − 2f' (P r) × r]`, r = x − c. A vector-valued strength
+//! has no centre at which the first moment vanishes (unlike mass in gravity), so a monopole-only tree is
+//! only first-order accurate; the dipole term brings the error to O(θ²).
+//!
+//! **Evaluation.** Targets are sorted by the same keys and cut into groups of [`GROUP`]; each group walks the
+//! tree once with its bounding box: a cell of width `s` whose centre is farther than `s/θ` from the box is
+//! used as a supervorton, a nearer leaf contributes its original vortons (or, with `original_leaves = false`,
+//! its supervorton anyway), and a nearer inner cell is opened. Both lists are then summed for every target of
+//! the group with the vectorised loops of [`super::biot_savart`]. Groups run in parallel and each target sums
+//! in a fixed order, so results do not depend on the thread count.
+
+use super::biot_savart::{self, Sources, FOUR_PI_INV, LANES};
+use super::params::TreeParams;
+use crate::par;
+use glam::DVec3;
+use rayon::prelude::*;
+
+/// One group's velocities and gradients (in sorted target order) and its far and near interaction counts.
+type GroupResult = (Vec<(DVec3, [f64; 9])>, u64, u64);
+
+/// Targets that share one tree walk.
+pub const GROUP: usize = 32;
+
+/// Morton levels (21 bits per axis in a u64).
+const LEVELS: u32 = 21;
+
+/// A cell of the octree.
+#[derive(Clone, Debug)]
+struct Node {
+    /// Range of the cell's vortons in sorted order.
+    start: usize,
+    end: usize,
+    /// First child in `nodes` and number of children (0 for a leaf).
+    first_child: usize,
+    children: usize,
+    /// Edge length of the cell (m).
+    width: f64,
+    /// Lower corner of the cell (m), the centre when it has no circulation.
+    corner: DVec3,
+    /// Range of the leaf's vortons in the padded sorted sources.
+    padded: (usize, usize),
+}
+
+/// A supervorton: the far-field moments of one cell.
+#[derive(Clone, Copy, Debug, Default)]
+struct Moments {
+    centre: DVec3,
+    a: DVec3,
+    b: DVec3,
+    p: [f64; 9],
+    /// Second moments: `M = Σ (αⱼ × dⱼ) dⱼᵀ`, `S = Σ αⱼ |dⱼ|²`, `Q = Σ αⱼ ⊗ dⱼ ⊗ dⱼ` (symmetric pairs).
+    m2: [f64; 9],
+    s: DVec3,
+    q: [f64; 18],
+    s2: f64,
+}
+
+/// The index pairs (k, l), k ≤ l, of the symmetric second moment.
+const PAIRS: [(usize, usize); 6] = [(0, 0), (0, 1), (0, 2), (1, 1), (1, 2), (2, 2)];
+
+/// Far-field coefficients of one supervorton beside its centre and strength: B, P, M, S, Q.
+const FAR: usize = 3 + 9 + 9 + 3 + 18;
+
+/// Tree statistics of the last evaluation.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct TreeInfo {
+    /// Cells in the tree.
+    pub nodes: usize,
+    /// Leaf cells.
+    pub leaves: usize,
+    /// Target–supervorton interactions.
+    pub far_interactions: u64,
+    /// Target–vorton interactions (leaf layer).
+    pub near_interactions: u64,
+}
+
+/// The treecode's buffers, reused across steps.
+#[derive(Clone, Debug, Default)]
+pub struct Tree {
+    keys: Vec<(u64, u32)>,
+    nodes: Vec<Node>,
+    moments: Vec<Moments>,
+    /// Sorted vortons, each leaf padded to whole lanes.
+    sorted: Sources,
+    /// Each cell's supervorton as an f32 row of [`COLS`] columns.
+    rows: Vec<[f32; COLS]>,
+    target_keys: Vec<(u64, u32)>,
+    lo: DVec3,
+    width: f64,
+    info: TreeInfo,
+}
+
+/// Interleaves the low 21 bits of x, y, z.
+fn morton(c: [u64; 3]) -> u64 {
+    fn spread(mut v: u64) -> u64 {
+        v &= 0x1f_ffff;
+        v = (v | v << 32) & 0x1f_0000_0000_ffff;
+        v = (v | v << 16) & 0x1f_0000_ff00_00ff;
+        v = (v | v << 8) & 0x100f_00f0_0f00_f00f;
+        v = (v | v << 4) & 0x10c3_0c30_c30c_30c3;
+        v = (v | v << 2) & 0x1249_2492_4924_9249;
+        v
+    }
+    spread(c[0]) | spread(c[1]) << 1 | spread(c[2]) << 2
+}
+
+impl Tree {
+    /// Statistics of the last build and evaluation.
+    pub fn info(&self) -> TreeInfo {
+        self.info
+    }
+
+    /// Bytes held.
+    pub fn bytes(&self) -> usize {
+        self.keys.capacity() * 16
+            + self.target_keys.capacity() * 16
+            + self.nodes.capacity() * std::mem::size_of::<Node>()
+            + self.moments.capacity() * std::mem::size_of::<Moments>()
+            + self.sorted.bytes()
+    }
+
+    fn key_of(&self, p: DVec3) -> u64 {
+        let scale = (1u64 << LEVELS) as f64 / self.width;
+        let c = ((p - self.lo) * scale).to_array().map(|v| {
+            if v.is_nan() {
+                0
+            } else {
+                (v.max(0.0) as u64).min((1 << LEVELS) - 1)
+            }
+        });
+        morton(c)
+    }
+
+    /// Builds the tree over vortons at `position` with strengths `strength` (m³/s) and core radii `radius` (m).
+    pub fn build(
+        &mut self,
+        params: &TreeParams,
+        position: &[DVec3],
+        strength: &[DVec3],
+        radius: &[f64],
+    ) {
+        let n = position.len();
+        let (lo, hi) = position.iter().fold(
+            (DVec3::splat(f64::INFINITY), DVec3::splat(f64::NEG_INFINITY)),
+            |(lo, hi), &p| (lo.min(p), hi.max(p)),
+        );
+        let (lo, hi) = if n == 0 {
+            (DVec3::ZERO, DVec3::ONE)
+        } else {
+            (lo, hi)
+        };
+        let width = (hi - lo).max_element().max(1e-12) * (1.0 + 1e-9);
+        self.lo = lo;
+        self.width = width;
+        let mut keys = std::mem::take(&mut self.keys);
+        keys.clear();
+        keys.extend((0..n).map(|i| (self.key_of(position[i]), i as u32)));
+        keys.par_sort_unstable();
+        self.keys = keys;
+
+        self.nodes.clear();
+        self.nodes.push(Node {
+            start: 0,
+            end: n,
+            first_child: 0,
+            children: 0,
+            width,
+            corner: lo,
+            padded: (0, 0),
+        });
+        let leaf_size = params.leaf_size.max(1);
+        // Breadth-first: children of a node are contiguous.
+        let mut i = 0;
+        while i < self.nodes.len() {
+            let node = self.nodes[i].clone();
+            let level = (width / node.width).log2().round() as u32;
+            if node.end - node.start > leaf_size && level < LEVELS {
+                let shift = 3 * (LEVELS - 1 - level);
+                let first = self.nodes.len();
+                let mut s = node.start;
+                let half = node.width * 0.5;
+                for digit in 0..8u64 {
+                    let e = s + self.keys[s..node.end]
+                        .partition_point(|&(k, _)| (k >> shift) & 7 <= digit);
+                    if e > s {
+                        let off = DVec3::new(
+                            (digit & 1) as f64,
+                            ((digit >> 1) & 1) as f64,
+                            ((digit >> 2) & 1) as f64,
+                        ) * half;
+                        self.nodes.push(Node {
+                            start: s,
+                            end: e,
+                            first_child: 0,
+                            children: 0,
+                            width: half,
+                            corner: node.corner + off,
+                            padded: (0, 0),
+                        });
+                    }
+                    s = e;
+                }
+                self.nodes[i].first_child = first;
+                self.nodes[i].children = self.nodes.len() - first;
+            }
+            i += 1;
+        }
+
+        // Sorted sources, leaves padded to whole lanes, in sorted (depth-first key) order.
+        let mut leaves: Vec<usize> = (0..self.nodes.len())
+            .filter(|&k| self.nodes[k].children == 0)
+            .collect();
+        leaves.sort_unstable_by_key(|&k| self.nodes[k].start);
+        self.sorted.clear(DVec3::ZERO);
+        self.sorted.origin = lo + DVec3::splat(width * 0.5);
+        for &k in &leaves {
+            let from = self.sorted.padded_len();
+            for s in self.nodes[k].start..self.nodes[k].end {
+                let j = self.keys[s].1 as usize;
+                self.sorted
+                    .push(position[j], strength[j], radius[j] * radius[j]);
+            }
+            self.sorted.pad();
+            self.nodes[k].padded = (from, self.sorted.padded_len());
+        }
+
+        let keys = &self.keys;
+        self.moments = self
+            .nodes
+            .par_iter()
+            .map(|node| {
+                let mut w = 0.0;
+                let mut c = DVec3::ZERO;
+                let mut a = DVec3::ZERO;
+                let mut s2 = 0.0;
+                for &(_, j) in &keys[node.start..node.end] {
+                    let j = j as usize;
+                    let m = strength[j].length();
+                    w += m;
+                    c += position[j] * m;
+                    a += strength[j];
+                    s2 += m * radius[j] * radius[j];
+                }
+                let (centre, s2) = if w > 0.0 {
+                    (c / w, s2 / w)
+                } else {
+                    (node.corner + DVec3::splat(node.width * 0.5), 0.0)
+                };
+                let mut b = DVec3::ZERO;
+                let mut p = [0.0; 9];
+                let mut m2 = [0.0; 9];
+                let mut sv = DVec3::ZERO;
+                let mut q = [0.0; 18];
+                for &(_, j) in &keys[node.start..node.end] {
+                    let j = j as usize;
+                    let d = position[j] - centre;
+                    let al = strength[j];
+                    let ad = al.cross(d);
+                    b += ad;
+                    sv += al * d.length_squared();
+                    let (al, d, ad) = (al.to_array(), d.to_array(), ad.to_array());
+                    for r in 0..3 {
+                        for c in 0..3 {
+                            p[3 * r + c] += al[r] * d[c];
+                            m2[3 * r + c] += ad[r] * d[c];
+                        }
+                        for (m, &(k, l)) in PAIRS.iter().enumerate() {
+                            q[6 * r + m] += al[r] * d[k] * d[l];
+                        }
+                    }
+                }
+                Moments {
+                    centre,
+                    a,
+                    b,
+                    p,
+                    m2,
+                    s: sv,
+                    q,
+                    s2,
+                }
+            })
+            .collect();
+        let origin = self.sorted.origin;
+        self.rows = self
+            .moments
+            .iter()
+            .map(|m| {
+                let c = m.centre - origin;
+                let head = [c.x, c.y, c.z, m.a.x, m.a.y, m.a.z, m.s2];
+                let (b, sv) = (m.b.to_array(), m.s.to_array());
+                let mut row = [0f32; COLS];
+                let values = head
+                    .iter()
+                    .chain(&b)
+                    .chain(&m.p)
+                    .chain(&m.m2)
+                    .chain(&sv)
+                    .chain(&m.q);
+                for (x, &v) in row.iter_mut().zip(values) {
+                    *x = v as f32;
+                }
+                row
+            })
+            .collect();
+        self.info = TreeInfo {
+            nodes: self.nodes.len(),
+            leaves: leaves.len(),
+            ..Default::default()
+        };
+    }
+
+    /// Velocity (m/s) at every target (m), and the velocity gradient (1/s) when `jac` is given, from the
+    /// tree built last.
+    pub fn evaluate(
+        &mut self,
+        params: &TreeParams,
+        targets: &[DVec3],
+        u: &mut [DVec3],
+        jac: Option<&mut [[f64; 9]]>,
+    ) {
+        let n = targets.len();
+        let mut tk = std::mem::take(&mut self.target_keys);
+        tk.clear();
+        tk.extend((0..n).map(|i| (self.key_of(targets[i]), i as u32)));
+        tk.par_sort_unstable();
+        let groups = n.div_ceil(GROUP);
+        let want_jac = jac.is_some();
+        let this = &*self;
+        let tk_ref = &tk;
+        // Each group yields its targets' results in sorted order plus its interaction counts.
+        let results: Vec<GroupResult> = (0..groups)
+            .into_par_iter()
+            .map_init(GroupScratch::default, |scratch, g| {
+                let members = &tk_ref[g * GROUP..((g + 1) * GROUP).min(n)];
+                this.evaluate_group(params, targets, members, want_jac, scratch)
+            })
+            .collect();
+        let (mut far, mut near) = (0, 0);
+        for (g, (vals, f, nn)) in results.iter().enumerate() {
+            far += f;
+            near += nn;
+            for (m, &(_, i)) in tk[g * GROUP..((g + 1) * GROUP).min(n)].iter().enumerate() {
+                u[i as usize] = vals[m].0;
+            }
+        }
+        if let Some(jac) = jac {
+            for (g, (vals, _, _)) in results.iter().enumerate() {
+                for (m, &(_, i)) in tk[g * GROUP..((g + 1) * GROUP).min(n)].iter().enumerate() {
+                    jac[i as usize] = vals[m].1;
+                }
+            }
+        }
+        self.target_keys = tk;
+        self.info.far_interactions = far;
+        self.info.near_interactions = near;
+    }
+
+    fn evaluate_group(
+        &self,
+        params: &TreeParams,
+        targets: &[DVec3],
+        members: &[(u64, u32)],
+        want_jac: bool,
+        scratch: &mut GroupScratch,
+    ) -> GroupResult {
+        let (lo, hi) = members.iter().fold(
+            (DVec3::splat(f64::INFINITY), DVec3::splat(f64::NEG_INFINITY)),
+            |(lo, hi), &(_, i)| (lo.min(targets[i as usize]), hi.max(targets[i as usize])),
+        );
+        for col in scratch.far.iter_mut() {
+            col.clear();
+        }
+        scratch.near.clear();
+        scratch.stack.clear();
+        scratch.stack.push(0);
+        let theta = params.theta;
+        let mut far_count = 0;
+        while let Some(k) = scratch.stack.pop() {
+            let node = &self.nodes[k];
+            if node.end == node.start {
+                continue;
+            }
+            let m = &self.moments[k];
+            let d = (lo - m.centre).max(m.centre - hi).max(DVec3::ZERO).length();
+            let leaf = node.children == 0;
+            if node.width < theta * d || (leaf && !params.original_leaves) {
+                for (col, &x) in scratch.far.iter_mut().zip(&self.rows[k]) {
+                    col.push(x);
+                }
+                far_count += 1;
+            } else if leaf {
+                scratch.near.push(node.padded);
+            } else {
+                // Reverse so that children are visited in key order.
+                for c in (node.first_child..node.first_child + node.children).rev() {
+                    scratch.stack.push(c);
+                }
+            }
+        }
+        // Pad with zero-strength supervortons (σ² = 1) to whole lanes.
+        while scratch.far[0].len() % LANES != 0 {
+            for (q, col) in scratch.far.iter_mut().enumerate() {
+                col.push(if q == S2 { 1.0 } else { 0.0 });
+            }
+        }
+        let near_count: usize = scratch.near.iter().map(|&(a, b)| b - a).sum();
+        let origin = self.sorted.origin;
+        let out = members
+            .iter()
+            .map(|&(_, i)| {
+                let r = targets[i as usize] - origin;
+                let t = [r.x as f32, r.y as f32, r.z as f32];
+                let mut uv = [0f32; 3];
+                let mut jv = [0f32; 9];
+                for &(a, b) in &scratch.near {
+                    if want_jac {
+                        let (v, g) = biot_savart::velocity_gradient_at(&self.sorted, a, b, t);
+                        for q in 0..3 {
+                            uv[q] += v[q];
+                        }
+                        for q in 0..9 {
+                            jv[q] += g[q];
+                        }
+                    } else {
+                        let v = biot_savart::velocity_at(&self.sorted, a, b, t);
+                        for q in 0..3 {
+                            uv[q] += v[q];
+                        }
+                    }
+                }
+                let v = far_velocity(&scratch.far, t);
+                for q in 0..3 {
+                    uv[q] += v[q];
+                }
+                if want_jac {
+                    let g = far_gradient(&scratch.far, t);
+                    for q in 0..9 {
+                        jv[q] += g[q];
+                    }
+                }
+                (
+                    DVec3::new(uv[0] as f64, uv[1] as f64, uv[2] as f64) * FOUR_PI_INV,
+                    jv.map(|x| x as f64 * FOUR_PI_INV),
+                )
+            })
+            .collect();
+        (
+            out,
+            (far_count * members.len()) as u64,
+            (near_count * members.len()) as u64,
+        )
+    }
+}
+
+/// Columns of a supervorton row: centre (relative to the sorted sources' origin), summed strength, σ², then
+/// the [`FAR`] moments B, P, M, S, Q.
+const COLS: usize = 7 + FAR;
+
+/// Column of σ² in a supervorton row.
+const S2: usize = 6;
+
+/// Per-worker buffers of the group walks: the far list as columns (a struct of arrays, so the far-field
+/// loop vectorises), the near leaves and the walk's stack.
+#[derive(Clone, Debug)]
+struct GroupScratch {
+    far: Vec<Vec<f32>>,
+    near: Vec<(usize, usize)>,
+    stack: Vec<usize>,
+}
+
+impl Default for GroupScratch {
+    fn default() -> Self {
+        Self {
+            far: vec![Vec::new(); COLS],
+            near: Vec::new(),
+            stack: Vec::new(),
+        }
+    }
+}
+
+#[inline(always)]
+fn col(far: &[Vec<f32>], k: usize, j: usize) -> &[f32; LANES] {
+    far[k][j..j + LANES]
+        .try_into()
+        .expect("padded to whole lanes")
+}
+
+/// Far-field velocity at `t` from the supervortons in `far` (columns of [`COLS`]), without the factor 1/4π:
+/// `f (A × r − B) − 2f' (P r) × r + 2f' M r + f' S × r + 2f'' (Q : r r) × r`, with
+/// `f''(s) = (15s/4 + 135σ²/8)(s + σ²)^{−9/2}` (second order in the cell size).
+fn far_velocity(far: &[Vec<f32>], t: [f32; 3]) -> [f32; 3] {
+    let mut u = [[0f32; LANES]; 3];
+    let n = far[0].len();
+    let mut j = 0;
+    while j < n {
+        let c: [&[f32; LANES]; COLS] = std::array::from_fn(|k| col(far, k, j));
+        for l in 0..LANES {
+            let m = |k: usize| c[k][l];
+            let r = [t[0] - m(0), t[1] - m(1), t[2] - m(2)];
+            let a = [m(3), m(4), m(5)];
+            let s2 = m(S2);
+            let r2 = r[0] * r[0] + r[1] * r[1] + r[2] * r[2];
+            let inv = 1.0 / (r2 + s2);
+            let inv52 = inv * inv * inv.sqrt();
+            let f = (r2 + 2.5 * s2) * inv52;
+            let g = -2.0 * (1.5 * r2 + 5.25 * s2) * inv52 * inv;
+            let f2 = (3.75 * r2 + 16.875 * s2) * inv52 * inv * inv;
+            let b = 7;
+            let cr = [
+                a[1] * r[2] - a[2] * r[1],
+                a[2] * r[0] - a[0] * r[2],
+                a[0] * r[1] - a[1] * r[0],
+            ];
+            let pr: [f32; 3] = std::array::from_fn(|i| {
+                m(b + 3 + 3 * i) * r[0] + m(b + 4 + 3 * i) * r[1] + m(b + 5 + 3 * i) * r[2]
+            });
+            let mr: [f32; 3] = std::array::from_fn(|i| {
+                m(b + 12 + 3 * i) * r[0] + m(b + 13 + 3 * i) * r[1] + m(b + 14 + 3 * i) * r[2]
+            });
+            let rr = [
+                r[0] * r[0],
+                2.0 * r[0] * r[1],
+                2.0 * r[0] * r[2],
+                r[1] * r[1],
+                2.0 * r[1] * r[2],
+                r[2] * r[2],
+            ];
+            let qrr: [f32; 3] = std::array::from_fn(|i| {
+                let q = b + 24 + 6 * i;
+                m(q) * rr[0]
+                    + m(q + 1) * rr[1]
+                    + m(q + 2) * rr[2]
+                    + m(q + 3) * rr[3]
+                    + m(q + 4) * rr[4]
+                    + m(q + 5) * rr[5]
+            });
+            // (f' S + 2f'' (Q : r r) − 2f' P r) × r, all crossed with r at once.
+            let v: [f32; 3] =
+                std::array::from_fn(|i| 0.5 * g * m(b + 21 + i) + 2.0 * f2 * qrr[i] - g * pr[i]);
+            let vx = [
+                v[1] * r[2] - v[2] * r[1],
+                v[2] * r[0] - v[0] * r[2],
+                v[0] * r[1] - v[1] * r[0],
+            ];
+            for q in 0..3 {
+                u[q][l] += f * (cr[q] - m(b + q)) + g * mr[q] + vx[q];
+            }
+        }
+        j += LANES;
+    }
+    let hs = |v: &[f32; LANES]| v.iter().fold(0.0f32, |s, x| s + x);
+    [hs(&u[0]), hs(&u[1]), hs(&u[2])]
+}
+
+/// Far-field velocity gradient (monopole: `f [A]ₓ + 2f' (A × r) rᵀ`) at `t`, without the factor 1/4π.
+fn far_gradient(far: &[Vec<f32>], t: [f32; 3]) -> [f32; 9] {
+    let mut jac = [[0f32; LANES]; 9];
+    let n = far[0].len();
+    let mut j = 0;
+    while j < n {
+        let c: [&[f32; LANES]; 7] = std::array::from_fn(|k| col(far, k, j));
+        for l in 0..LANES {
+            let r = [t[0] - c[0][l], t[1] - c[1][l], t[2] - c[2][l]];
+            let a = [c[3][l], c[4][l], c[5][l]];
+            let s2 = c[S2][l];
+            let r2 = r[0] * r[0] + r[1] * r[1] + r[2] * r[2];
+            let inv = 1.0 / (r2 + s2);
+            let inv52 = inv * inv * inv.sqrt();
+            let f = (r2 + 2.5 * s2) * inv52;
+            let g = -2.0 * (1.5 * r2 + 5.25 * s2) * inv52 * inv;
+            let cr = [
+                a[1] * r[2] - a[2] * r[1],
+                a[2] * r[0] - a[0] * r[2],
+                a[0] * r[1] - a[1] * r[0],
+            ];
+            let cross = [0.0, -a[2], a[1], a[2], 0.0, -a[0], -a[1], a[0], 0.0];
+            for i in 0..3 {
+                for k in 0..3 {
+                    jac[3 * i + k][l] += f * cross[3 * i + k] + g * cr[i] * r[k];
+                }
+            }
+        }
+        j += LANES;
+    }
+    let hs = |v: &[f32; LANES]| v.iter().fold(0.0f32, |s, x| s + x);
+    std::array::from_fn(|q| hs(&jac[q]))
+}
+
+/// RMS over targets of |u_tree − u_direct| / RMS |u_direct| (1): the treecode's accuracy measure.
+pub fn rms_relative_error(tree: &[DVec3], direct: &[DVec3]) -> f64 {
+    let n = direct.len();
+    let err = par::sum(n, |i| (tree[i] - direct[i]).length_squared());
+    let norm = par::sum(n, |i| direct[i].length_squared());
+    (err / norm.max(f64::MIN_POSITIVE)).sqrt()
+}

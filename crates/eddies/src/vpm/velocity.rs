@@ -1,0 +1,210 @@
+//! Velocity from vorticity (Gourlay parts 3 and 12): the four integral techniques of [`VelocityMethod`] behind
+//! one call, with the grid fitted to the vortons and optional auto-mollification.
+
+use super::biot_savart::{self, Sources};
+use super::mollify::{self, FittedGrid};
+use super::params::{VelocityMethod, VpmParams};
+use super::tree::Tree;
+use crate::grid::Grid;
+use crate::par;
+use glam::DVec3;
+
+/// Where the velocity is wanted and what comes back.
+pub struct Query<'a> {
+    /// Vorton positions (m).
+    pub position: &'a [DVec3],
+    /// Vorton strengths α = ω V (m³/s).
+    pub strength: &'a [DVec3],
+    /// Vorton core radii before mollification (m).
+    pub radius: &'a [f64],
+    /// Tracer positions (m).
+    pub tracers: &'a [DVec3],
+    /// Whether the velocity gradient at the vortons is wanted (for stretching).
+    pub gradient: bool,
+}
+
+/// The velocity stage's buffers, reused across steps.
+#[derive(Clone, Debug)]
+pub struct VelocitySolver {
+    sources: Sources,
+    /// The treecode.
+    pub tree: Tree,
+    radii: Vec<f64>,
+    targets: Vec<DVec3>,
+    target_u: Vec<DVec3>,
+    grid_u: Grid<[f64; 3], 3>,
+    grid_j: Grid<[f64; 9], 3>,
+    /// The grid fitted at the last evaluation.
+    pub grid: FittedGrid,
+    /// Velocity at the vortons (m/s).
+    pub u: Vec<DVec3>,
+    /// Velocity gradient at the vortons (1/s, row-major ∂uᵢ/∂x_k), when asked for.
+    pub jac: Vec<[f64; 9]>,
+    /// Velocity at the tracers (m/s).
+    pub u_tracers: Vec<DVec3>,
+}
+
+impl Default for VelocitySolver {
+    fn default() -> Self {
+        Self {
+            sources: Sources::default(),
+            tree: Tree::default(),
+            radii: Vec::new(),
+            targets: Vec::new(),
+            target_u: Vec::new(),
+            grid_u: Grid::new([1, 1, 1], [0.0; 3], 1.0, [0.0; 3]),
+            grid_j: Grid::new([1, 1, 1], [0.0; 3], 1.0, [0.0; 9]),
+            grid: FittedGrid {
+                dims: [1, 1, 1],
+                origin: [0.0; 3],
+                spacing: 1.0,
+            },
+            u: Vec::new(),
+            jac: Vec::new(),
+            u_tracers: Vec::new(),
+        }
+    }
+}
+
+impl VelocitySolver {
+    /// Bytes held.
+    pub fn bytes(&self) -> usize {
+        self.sources.bytes()
+            + self.tree.bytes()
+            + (self.radii.capacity()) * 8
+            + (self.targets.capacity() + self.target_u.capacity() + self.u.capacity()) * 24
+            + self.u_tracers.capacity() * 24
+            + self.jac.capacity() * 72
+            + self.grid_u.data.capacity() * 24
+            + self.grid_j.data.capacity() * 72
+    }
+
+    /// Evaluates velocity (and its gradient) at the vortons and tracers of `q` with the technique of `params`.
+    pub fn solve(&mut self, params: &VpmParams, q: &Query) {
+        let n = q.position.len();
+        let grid_points = q.position.iter().chain(if params.velocity.on_grid() {
+            q.tracers.iter()
+        } else {
+            [].iter()
+        });
+        self.grid = FittedGrid::fit(grid_points, params.grid_resolution, params.grid_margin);
+        if params.auto_mollify {
+            mollify::mollified_radii(
+                q.radius,
+                self.grid.spacing,
+                params.length_scale,
+                &mut self.radii,
+            );
+        } else {
+            self.radii.clear();
+            self.radii.extend_from_slice(q.radius);
+        }
+        self.u.resize(n, DVec3::ZERO);
+        self.jac.resize(if q.gradient { n } else { 0 }, [0.0; 9]);
+        self.u_tracers.resize(q.tracers.len(), DVec3::ZERO);
+        match params.velocity {
+            VelocityMethod::DirectVortons | VelocityMethod::DirectGrid => {
+                let origin = centre(q.position);
+                self.sources
+                    .fill(origin, q.position, q.strength, &self.radii);
+            }
+            VelocityMethod::TreeVortons | VelocityMethod::TreeGrid => {
+                self.tree
+                    .build(&params.tree, q.position, q.strength, &self.radii);
+            }
+        }
+        if params.velocity.on_grid() {
+            self.grid.points_into(&mut self.targets);
+            self.target_u.resize(self.targets.len(), DVec3::ZERO);
+            self.at_targets(params, false);
+            self.grid_derivatives();
+            let (gu, gj) = (&self.grid_u, &self.grid_j);
+            let sample_u = |p: DVec3| DVec3::from_array(gu.sample(p.to_array()));
+            fill(&mut self.u, |i| sample_u(q.position[i]));
+            if q.gradient {
+                fill(&mut self.jac, |i| gj.sample(q.position[i].to_array()));
+            }
+            fill(&mut self.u_tracers, |i| sample_u(q.tracers[i]));
+        } else {
+            self.targets.clear();
+            self.targets.extend_from_slice(q.position);
+            self.target_u.resize(n, DVec3::ZERO);
+            self.at_targets(params, q.gradient);
+            self.u.copy_from_slice(&self.target_u);
+            if !q.tracers.is_empty() {
+                self.targets.clear();
+                self.targets.extend_from_slice(q.tracers);
+                self.target_u.resize(q.tracers.len(), DVec3::ZERO);
+                self.at_targets(params, false);
+                self.u_tracers.copy_from_slice(&self.target_u);
+            }
+        }
+    }
+
+    /// Velocity at `self.targets` into `self.target_u` (and the gradient into `self.jac`).
+    fn at_targets(&mut self, params: &VpmParams, gradient: bool) {
+        let jac = if gradient {
+            Some(&mut self.jac[..])
+        } else {
+            None
+        };
+        if params.velocity.uses_tree() {
+            self.tree
+                .evaluate(&params.tree, &self.targets, &mut self.target_u, jac);
+        } else {
+            biot_savart::direct(&self.sources, &self.targets, &mut self.target_u, jac);
+        }
+    }
+
+    /// Moves the grid-point velocities into `grid_u` and takes their gradient by central differences
+    /// (one-sided at the faces of the grid) into `grid_j`.
+    fn grid_derivatives(&mut self) {
+        let g = self.grid;
+        self.grid_u.dims = g.dims;
+        self.grid_u.origin = g.origin;
+        self.grid_u.spacing = g.spacing;
+        self.grid_u.data.clear();
+        self.grid_u
+            .data
+            .extend(self.target_u.iter().map(|v| v.to_array()));
+        self.grid_j.dims = g.dims;
+        self.grid_j.origin = g.origin;
+        self.grid_j.spacing = g.spacing;
+        self.grid_j.data.resize(g.len(), [0.0; 9]);
+        let u = &self.grid_u;
+        let strides = [1, g.dims[0], g.dims[0] * g.dims[1]];
+        self.grid_j.par_for_each_mut(|idx, c, j| {
+            for k in 0..3 {
+                let (lo, hi) = (c[k].saturating_sub(1), (c[k] + 1).min(g.dims[k] - 1));
+                let span = (hi - lo) as f64 * g.spacing;
+                let a = u.data[idx - (c[k] - lo) * strides[k]];
+                let b = u.data[idx + (hi - c[k]) * strides[k]];
+                for i in 0..3 {
+                    j[3 * i + k] = (b[i] - a[i]) / span;
+                }
+            }
+        });
+    }
+}
+
+/// Mean of the positions (m): the origin of the f32 source coordinates.
+fn centre(p: &[DVec3]) -> DVec3 {
+    if p.is_empty() {
+        return DVec3::ZERO;
+    }
+    let s = par::sum_n::<3>(p.len(), |i| p[i].to_array());
+    DVec3::from_array(s) / p.len() as f64
+}
+
+/// `out[i] = f(i)` in parallel.
+fn fill<T: Send>(out: &mut [T], f: impl Fn(usize) -> T + Sync + Send) {
+    let n = out.len();
+    let s = par::SharedSlice::new(out);
+    par::for_each_chunk(n, 1024, |range| {
+        // SAFETY: chunks are disjoint.
+        let o = unsafe { s.slice_mut(range.clone()) };
+        for (x, i) in o.iter_mut().zip(range) {
+            *x = f(i);
+        }
+    });
+}
