@@ -2,6 +2,7 @@
 //!
 //! Methods:
 //! * [`reint`]: reintegration tracking with SPH forces (Moroz 2020), 2D and 3D.
+//! * [`flip`]: PIC/FLIP/APIC liquids on a MAC grid (Zhu & Bridson 2005, Jiang et al. 2015), 2D and 3D.
 //!
 //! Solvers: [`linsolve`] (matrix-free PCG with IC/MIC/Incomplete-Poisson/multigrid preconditioners, geometric
 //! multigrid, for the pressure projection and vector Poisson problems).
@@ -30,6 +31,7 @@
 //! ```
 
 pub mod diag;
+pub mod flip;
 pub mod grid;
 pub mod linsolve;
 pub mod par;

@@ -77,7 +77,9 @@ pub struct Case {
 
 /// Every validation case of every method, in a stable order.
 pub fn cases() -> Vec<Case> {
-    crate::reint::validation::cases()
+    let mut all = crate::reint::validation::cases();
+    all.extend(crate::flip::validation::cases());
+    all
 }
 
 /// SplitMix64 (Steele, Lea and Flood 2014): a tiny deterministic generator for reproducible validation
