@@ -165,7 +165,7 @@ pub fn load(src: &SceneSource, overrides: &[Override]) -> Result<Loaded, SceneEr
 
     // A planned method gets its own message before its (not yet known) table is reported as unknown.
     if let Some(Item::Value(Value::String(m))) = eff_doc.as_table().get("method") {
-        let planned = [Method::Flip, Method::Vpm];
+        let planned = [Method::Vpm];
         if let Some(&m) = planned.iter().find(|p| p.name() == m.value()) {
             return Err(locator.error(method_unavailable(m)));
         }
@@ -363,6 +363,11 @@ fn expected_in_words(expected: &str) -> String {
         "enum EosKind" => "one of \"quadratic\", \"tait\", \"ideal-gas\"".into(),
         "enum Colormap" => "one of \"auto\", \"viridis\", \"inferno\", \"diverging\"".into(),
         "enum View" => "one of \"projection\", \"slice\"".into(),
+        "enum TransferKind" => "one of \"pic\", \"flip\", \"apic\"".into(),
+        "enum PreconditionerSpec" => {
+            "one of \"none\", \"jacobi\", \"ic0\", \"mic0\", \"incomplete-poisson\", \"multigrid\""
+                .into()
+        }
         "enum ShapeSpec" => format!("a shape table with one of {}", crate::scene::SHAPE_KINDS),
         _ if e.starts_with("struct ") => "a table".into(),
         _ if e.starts_with("an array of length") || e.starts_with("a tuple") => e.into(),
@@ -673,7 +678,7 @@ mod tests {
 
     #[test]
     fn planned_method_is_refused_clearly() {
-        let e = err("method = \"flip\"\n[flip]\npic_ratio = 0.05\n");
+        let e = err("method = \"vpm\"\n");
         assert_eq!(e.key, "method");
         assert!(e.what.contains("not available yet"), "{e}");
     }

@@ -18,7 +18,7 @@ use crate::error::CliError;
 use crate::keypath::KeyPath;
 use crate::load::{self, Loaded, Override, SceneSource};
 use crate::output::{self, frame_name};
-use crate::scene::Scene;
+use crate::scene::{Method, Scene};
 use crate::{npy, render, scenes, setup};
 
 /// What `eddies run` was asked to do.
@@ -338,12 +338,20 @@ impl<'a> Runner<'a> {
             );
             let path = self.out.join(output::particles_name(frame));
             output::write_atomic(&path, &bytes).map_err(|e| CliError::write(&path, e))?;
-            let mass = self.sim.field("mass").ok_or_else(|| {
-                CliError::other("the simulation offers no \"mass\" field for output.npy")
-            })?;
-            let bytes = npy::encode_f32(&mass.shape, &mass.data);
-            let path = self.out.join(output::field_name("mass", frame));
-            output::write_atomic(&path, &bytes).map_err(|e| CliError::write(&path, e))?;
+            let fields: &[&str] = match self.scene.method {
+                Method::Flip => &["pressure", "divergence"],
+                _ => &["mass"],
+            };
+            for &name in fields {
+                let field = self.sim.field(name).ok_or_else(|| {
+                    CliError::other(format!(
+                        "the simulation offers no \"{name}\" field for output.npy"
+                    ))
+                })?;
+                let bytes = npy::encode_f32(&field.shape, &field.data);
+                let path = self.out.join(output::field_name(name, frame));
+                output::write_atomic(&path, &bytes).map_err(|e| CliError::write(&path, e))?;
+            }
         }
         self.frames_written = frame + 1;
         Ok(())
@@ -372,7 +380,10 @@ impl<'a> Runner<'a> {
                 source,
                 context: vec![
                     kept,
-                    "  try a smaller time.cfl or more --steps-per-frame, and check the [reint] parameters".into(),
+                    format!(
+                        "  try a smaller time.cfl or more --steps-per-frame, and check the [{}] parameters",
+                        self.scene.method.name()
+                    ),
                 ],
             },
             StepFailure::Sim(SimError::InvalidInput(msg)) => CliError::input(msg, vec![kept]),

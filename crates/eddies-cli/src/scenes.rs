@@ -46,6 +46,13 @@ pub const BUILTIN: &[BuiltinScene] = &[
     builtin!("dam-break-reint-3d"),
     builtin!("droplet-splash"),
     builtin!("gas-expansion"),
+    builtin!("dam-break"),
+    builtin!("dam-break-3d"),
+    builtin!("double-dam-break-3d"),
+    builtin!("drop-into-pool-3d"),
+    builtin!("obstacle-stream-3d"),
+    builtin!("paddle-3d"),
+    builtin!("sloshing-2d"),
 ];
 
 /// The built-in scene called `name`.
