@@ -280,6 +280,8 @@ fn flip_bench<const D: usize>(
         })
         .collect();
     rows.push(row("pressure-share", 100.0 * median(&mut shares), "%"));
+    let mut subs: Vec<f64> = records.iter().map(|r| r.substeps as f64).collect();
+    rows.push(row("substeps-per-step", median(&mut subs), "count"));
     let mut iters: Vec<f64> = records
         .iter()
         .map(|r| r.scalar("pressure_iterations").unwrap_or(f64::NAN))
