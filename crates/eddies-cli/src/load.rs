@@ -12,7 +12,7 @@ use std::ops::Range;
 use toml_edit::{Document, DocumentMut, InlineTable, Item, Table, TableLike, Value};
 
 use crate::keypath::{KeyPath, Seg};
-use crate::scene::{method_unavailable, Invalid, Method, Scene};
+use crate::scene::{Invalid, Scene};
 
 /// Where scene text came from.
 #[derive(Clone, Debug)]
@@ -162,14 +162,6 @@ pub fn load(src: &SceneSource, overrides: &[Override]) -> Result<Loaded, SceneEr
         allowed: None,
         context: Vec::new(),
     })?;
-
-    // A planned method gets its own message before its (not yet known) table is reported as unknown.
-    if let Some(Item::Value(Value::String(m))) = eff_doc.as_table().get("method") {
-        let planned = [Method::Flip];
-        if let Some(&m) = planned.iter().find(|p| p.name() == m.value()) {
-            return Err(locator.error(method_unavailable(m)));
-        }
-    }
 
     let mut scene: Scene = toml::from_str(&effective).map_err(|e| {
         let path = e
@@ -367,6 +359,11 @@ fn expected_in_words(expected: &str) -> String {
             "one of \"direct-vortons\", \"direct-grid\", \"tree-vortons\", \"tree-grid\"".into()
         }
         "enum IntegratorKind" => "one of \"rk2\", \"rk4\"".into(),
+        "enum TransferKind" => "one of \"pic\", \"flip\", \"apic\"".into(),
+        "enum PreconditionerSpec" => {
+            "one of \"none\", \"jacobi\", \"ic0\", \"mic0\", \"incomplete-poisson\", \"multigrid\""
+                .into()
+        }
         "enum ShapeSpec" => format!("a shape table with one of {}", crate::scene::SHAPE_KINDS),
         _ if e.starts_with("struct ") => "a table".into(),
         _ if e.starts_with("an array of length") || e.starts_with("a tuple") => e.into(),
@@ -673,13 +670,6 @@ mod tests {
         let e = err("dim = 2\n[domain\n");
         assert!(e.location.starts_with("s.toml:2:"), "{e}");
         assert!(e.what.starts_with("TOML syntax error"));
-    }
-
-    #[test]
-    fn planned_method_is_refused_clearly() {
-        let e = err("method = \"flip\"\n[flip]\npic_ratio = 0.05\n");
-        assert_eq!(e.key, "method");
-        assert!(e.what.contains("not available yet"), "{e}");
     }
 
     #[test]

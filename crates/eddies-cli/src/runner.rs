@@ -340,6 +340,7 @@ impl<'a> Runner<'a> {
             output::write_atomic(&path, &bytes).map_err(|e| CliError::write(&path, e))?;
             let fields: &[&str] = match self.scene.method {
                 Method::Vpm => &["vorticity_magnitude", "density"],
+                Method::Flip => &["pressure", "divergence"],
                 _ => &["mass"],
             };
             for &name in fields {
@@ -380,7 +381,10 @@ impl<'a> Runner<'a> {
                 source,
                 context: vec![
                     kept,
-                    "  try a smaller time.cfl or more --steps-per-frame, and check the [reint] parameters".into(),
+                    format!(
+                        "  try a smaller time.cfl or more --steps-per-frame, and check the [{}] parameters",
+                        self.scene.method.name()
+                    ),
                 ],
             },
             StepFailure::Sim(SimError::InvalidInput(msg)) => CliError::input(msg, vec![kept]),

@@ -64,7 +64,7 @@ pub enum Method {
     /// Reintegration tracking with SPH forces (`eddies::reint`).
     #[default]
     Reint,
-    /// PIC/FLIP liquid (planned).
+    /// PIC/FLIP/APIC liquid (`eddies::flip`).
     Flip,
     /// Vortex particle method (`eddies::vpm`), 3D.
     Vpm,
@@ -86,19 +86,19 @@ impl Method {
 pub const VPM_FIELDS: &[&str] = &["tracers", "vorticity_magnitude"];
 
 /// Methods this build can run.
-pub const AVAILABLE_METHODS: &[Method] = &[Method::Reint, Method::Vpm];
+pub const AVAILABLE_METHODS: &[Method] = &[Method::Reint, Method::Flip, Method::Vpm];
 
 /// A scene: the method, the domain, the time line, the method's parameters, the initial fluid, sources, sinks
 /// and obstacles, and what to write.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Scene {
-    /// Simulation method: "reint" (reintegration tracking) or "vpm" (vortex particles, dim = 3); "flip" is
-    /// planned. Default "reint".
+    /// Simulation method: "reint" (reintegration tracking), "flip" (PIC/FLIP/APIC liquid) or "vpm" (vortex
+    /// particles, dim = 3). Default "reint".
     pub method: Method,
     /// Number of space dimensions, 2 or 3. Default 2.
     pub dim: i64,
-    /// Seed for methods with random initial states (reint has none; kept so a scene can switch method).
+    /// Seed for methods with random initial states (flip: the jitter of seeded particles; reint has none).
     /// Default 1.
     pub seed: i64,
     /// The box the simulation runs in.
@@ -109,6 +109,8 @@ pub struct Scene {
     pub reint: Reint,
     /// Parameters and initial vorticity of the vortex particle method.
     pub vpm: Vpm,
+    /// Parameters of the PIC/FLIP/APIC liquid.
+    pub flip: Flip,
     /// The substances (1 to 4), referred to by index from regions and emitters. Default: one, water-like.
     pub substance: Vec<SubstanceSpec>,
     /// Initial fluid, filled in order (a later region replaces an earlier one where they overlap).
@@ -137,6 +139,7 @@ impl Default for Scene {
             time: Time::default(),
             reint: Reint::default(),
             vpm: Vpm::default(),
+            flip: Flip::default(),
             substance: Vec::new(),
             region: Vec::new(),
             obstacle: Vec::new(),
@@ -518,6 +521,86 @@ impl Default for JetSpec {
     }
 }
 
+/// Grid-to-particle transfer of flip.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TransferKind {
+    /// Particle-in-cell: stable, dissipative.
+    Pic,
+    /// FLIP blended with `pic_ratio` of PIC.
+    #[default]
+    Flip,
+    /// Affine particle-in-cell (Jiang et al. 2015).
+    Apic,
+}
+
+/// Preconditioner of flip's pressure solve.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PreconditionerSpec {
+    /// Plain conjugate gradients.
+    None,
+    /// Diagonal scaling.
+    Jacobi,
+    /// Incomplete Cholesky IC(0).
+    Ic0,
+    /// Modified incomplete Cholesky MIC(0).
+    Mic0,
+    /// Incomplete Poisson (seed 001).
+    IncompletePoisson,
+    /// A multigrid V-cycle (MGPCG).
+    #[default]
+    Multigrid,
+}
+
+/// `[flip]`: parameters of the PIC/FLIP/APIC liquid (see `eddies::flip::FlipParams`). The liquid's density is
+/// the rest density of substance 0.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Flip {
+    /// Grid-to-particle transfer: "pic", "flip" or "apic". Default "flip".
+    pub transfer: TransferKind,
+    /// Fraction of PIC in the PIC/FLIP blend, 0 to 1 (used with transfer = "flip"). Default 0.05.
+    pub pic_ratio: f64,
+    /// Pressure preconditioner: "none", "jacobi", "ic0", "mic0", "incomplete-poisson" or "multigrid".
+    /// Default "multigrid".
+    pub preconditioner: PreconditionerSpec,
+    /// Relative residual at which the pressure solve stops, in (0, 0.1]. Default 1e-6.
+    pub tolerance: f64,
+    /// Most iterations of one pressure solve, 1 to 100000. Default 1000.
+    pub max_iterations: i64,
+    /// Particles per cell per axis at seeding, 1 to 4 (2: 2^dim per cell). Default 2.
+    pub seeds_per_axis: i64,
+    /// Jitter of seeded particles as a fraction of their spacing, 0 to 1. Default 1.
+    pub jitter: f64,
+    /// Reseeding: interior fluid cells with fewer particles get new ones; 0 disables. Default 0.
+    pub min_per_cell: i64,
+    /// Reseeding: cells with more particles lose the excess; 0 disables. Default 0.
+    pub max_per_cell: i64,
+    /// Layers of air faces that receive extrapolated velocities, 1 to 64. Default 4.
+    pub extrapolation_layers: i64,
+    /// Most cells a particle travels per substep, in (0, 10]: longer steps are split. Default 1.
+    pub substep_cfl: f64,
+}
+
+impl Default for Flip {
+    fn default() -> Self {
+        Self {
+            transfer: TransferKind::Flip,
+            pic_ratio: 0.05,
+            preconditioner: PreconditionerSpec::Multigrid,
+            tolerance: 1e-6,
+            max_iterations: 1000,
+            seeds_per_axis: 2,
+            jitter: 1.0,
+            min_per_cell: 0,
+            max_per_cell: 0,
+            extrapolation_layers: 4,
+            substep_cfl: 1.0,
+        }
+    }
+}
+
 /// `[[substance]]`: one fluid.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -575,6 +658,14 @@ pub struct Obstacle {
     /// Default zero.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub velocity: Option<Vec<f64>>,
+    /// Angular velocity (rad/s) about `center` (flip only): `[w]` about z in 2D, `[x, y, z]` in 3D. Default
+    /// zero.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub angular_velocity: Option<Vec<f64>>,
+    /// Centre of rotation at time 0 (m), moving with `velocity` (flip only). Default: the centre of the
+    /// shape's bounds (the origin for unbounded shapes).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub center: Option<Vec<f64>>,
 }
 
 /// `[[emitter]]`: a source of fluid that keeps its cells filled while active.
@@ -663,7 +754,8 @@ pub struct Output {
     /// Field the PNG frames show. "density" colours the fluid by substance over a dark background; other
     /// fields ("speed", "pressure", "vorticity", ...) use `colormap`. Default "density".
     pub field: String,
-    /// Whether to write `particles_NNNNN.npy` and `field_mass_NNNNN.npy` per frame. Default false.
+    /// Whether to write `particles_NNNNN.npy` and the field arrays per frame (`field_mass_NNNNN.npy` for
+    /// reint, `field_pressure_NNNNN.npy` and `field_divergence_NNNNN.npy` for flip). Default false.
     pub npy: bool,
     /// "auto", "viridis", "inferno" or "diverging". Default "auto".
     pub colormap: Colormap,
@@ -1112,6 +1204,12 @@ impl Scene {
             return VPM_FIELDS.iter().map(|s| s.to_string()).collect();
         }
         let dim = self.dim();
+        if self.method == Method::Flip {
+            return eddies::flip::field_names(dim)
+                .into_iter()
+                .map(String::from)
+                .collect();
+        }
         let mut names: Vec<String> = ["density", "mass", "speed", "velocity_x", "velocity_y"]
             .iter()
             .map(|s| s.to_string())
@@ -1155,6 +1253,20 @@ impl Scene {
         }
         for o in &mut self.obstacle {
             o.velocity = o.velocity.take().or_else(zero);
+            let spin = if dim == 2 { 1 } else { 3 };
+            o.angular_velocity = o.angular_velocity.take().or_else(|| Some(vec![0.0; spin]));
+            if o.center.is_none() {
+                if let Some(shape) = o
+                    .shape
+                    .as_ref()
+                    .filter(|s| s.validate(&KeyPath::root(), dim).is_ok())
+                {
+                    let (lo, hi) = shape.to_shape(dim).bounds();
+                    let c = (lo + hi) * 0.5;
+                    let c = if c.is_finite() { c } else { DVec3::ZERO };
+                    o.center = Some(c.to_array()[..dim].to_vec());
+                }
+            }
         }
         for e in &mut self.emitter {
             e.velocity = e.velocity.take().or_else(zero);
@@ -1236,6 +1348,44 @@ impl Scene {
             self.validate_vpm()?;
         }
 
+        // [flip]
+        let f = root.key("flip");
+        range(&f.key("pic_ratio"), self.flip.pic_ratio, 0.0, 1.0, false)?;
+        range(&f.key("tolerance"), self.flip.tolerance, 0.0, 0.1, true)?;
+        int_range(
+            &f.key("max_iterations"),
+            self.flip.max_iterations,
+            1,
+            100_000,
+        )?;
+        int_range(&f.key("seeds_per_axis"), self.flip.seeds_per_axis, 1, 4)?;
+        range(&f.key("jitter"), self.flip.jitter, 0.0, 1.0, false)?;
+        int_range(&f.key("min_per_cell"), self.flip.min_per_cell, 0, 1000)?;
+        int_range(&f.key("max_per_cell"), self.flip.max_per_cell, 0, 1000)?;
+        if self.flip.max_per_cell != 0 && self.flip.max_per_cell < self.flip.min_per_cell {
+            return Err(Invalid::new(
+                f.key("max_per_cell"),
+                format!(
+                    "{} is below min_per_cell = {}",
+                    self.flip.max_per_cell, self.flip.min_per_cell
+                ),
+                "0 (off) or at least min_per_cell",
+            ));
+        }
+        int_range(
+            &f.key("extrapolation_layers"),
+            self.flip.extrapolation_layers,
+            1,
+            64,
+        )?;
+        range(
+            &f.key("substep_cfl"),
+            self.flip.substep_cfl,
+            0.0,
+            10.0,
+            true,
+        )?;
+
         // [[substance]]
         let subs = self.substances();
         if subs.len() > MAX_SUBSTANCES {
@@ -1300,7 +1450,29 @@ impl Scene {
             let p = root.key("obstacle").index(i);
             shape(&p, &o.shape, dim)?;
             velocity(&p.key("velocity"), &o.velocity)?;
-            if o.velocity.iter().flatten().any(|&v| v != 0.0) {
+            if let Some(w) = &o.angular_velocity {
+                let want = if dim == 2 { 1 } else { 3 };
+                if w.len() != want {
+                    return Err(Invalid::new(
+                        p.key("angular_velocity"),
+                        format!("expected {want} number(s) (dim = {dim}), found {}", w.len()),
+                        if dim == 2 {
+                            "[w] (rad/s about z)"
+                        } else {
+                            "[x, y, z] (rad/s)"
+                        },
+                    ));
+                }
+                finite_all(&p.key("angular_velocity"), w)?;
+            }
+            velocity(&p.key("center"), &o.center)?;
+            let moving = o
+                .velocity
+                .iter()
+                .chain(o.angular_velocity.iter())
+                .flatten()
+                .any(|&v| v != 0.0);
+            if self.method != Method::Flip && moving {
                 return Err(Invalid::new(
                     p.key("velocity"),
                     "moving obstacles are not supported by method \"reint\"",

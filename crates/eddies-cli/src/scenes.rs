@@ -51,6 +51,13 @@ pub const BUILTIN: &[BuiltinScene] = &[
     builtin!("colliding-rings"),
     builtin!("jet"),
     builtin!("vortex-tube"),
+    builtin!("dam-break"),
+    builtin!("dam-break-3d"),
+    builtin!("double-dam-break-3d"),
+    builtin!("drop-into-pool-3d"),
+    builtin!("obstacle-stream-3d"),
+    builtin!("paddle-3d"),
+    builtin!("sloshing-2d"),
 ];
 
 /// The built-in scene called `name`.

@@ -1,5 +1,7 @@
 //! From a checked [`Scene`] to a running [`Simulation`], and the memory check that comes before it.
 
+use eddies::flip::{self, FlipConfig, FlipParams, FlipSim};
+use eddies::linsolve::PreconditionerKind;
 use eddies::reint::{self, Emitter, Eos, ReintConfig, ReintParams, ReintSim, Sink, Substance};
 use eddies::vpm::{self, Integrator, TreeParams, VelocityMethod, VpmParams, VpmSim};
 use eddies::{SimError, Simulation};
@@ -7,7 +9,10 @@ use glam::DVec3;
 
 use crate::keypath::KeyPath;
 use crate::load::{Loaded, SceneError};
-use crate::scene::{BoundaryKind, EosKind, IntegratorKind, Invalid, Method, Scene, VelocityKind};
+use crate::scene::{
+    BoundaryKind, EosKind, IntegratorKind, Invalid, Method, PreconditionerSpec, Scene,
+    TransferKind, VelocityKind,
+};
 
 /// Cell counts up to which the library's estimate is asked directly; beyond, it is extrapolated per cell (so
 /// that absurd sizes cannot overflow the estimate's arithmetic).
@@ -52,7 +57,23 @@ pub fn estimate_bytes(scene: &Scene) -> f64 {
                 + v.tube.iter().map(|t| t.tracers as f64).sum::<f64>();
             vortons * 640.0 + tracers * 200.0 + cells as f64 * 120.0
         }
-        Method::Flip => 0.0,
+        Method::Flip => {
+            // Upper bound: the whole domain seeded (seeds_per_axis^dim particles per cell).
+            let per_cell = (scene.flip.seeds_per_axis.clamp(1, 4) as f64).powi(res.len() as i32);
+            let apic = scene.flip.transfer == TransferKind::Apic;
+            let (cell, particle) = if res.len() == 3 {
+                (
+                    FlipSim::<3>::bytes_per_cell(),
+                    FlipSim::<3>::bytes_per_particle(apic),
+                )
+            } else {
+                (
+                    FlipSim::<2>::bytes_per_cell(),
+                    FlipSim::<2>::bytes_per_particle(apic),
+                )
+            };
+            cells as f64 * (cell as f64 + per_cell * particle as f64)
+        }
     }
 }
 
@@ -106,10 +127,8 @@ pub fn build(scene: &Scene) -> Result<Box<dyn Simulation>, SimError> {
         (Method::Reint, 2) => Ok(Box::new(build_reint::<2>(scene)?)),
         (Method::Reint, _) => Ok(Box::new(build_reint::<3>(scene)?)),
         (Method::Vpm, _) => Ok(Box::new(build_vpm(scene)?)),
-        (m, _) => Err(SimError::InvalidInput(format!(
-            "method \"{}\" is not available yet in this build",
-            m.name()
-        ))),
+        (Method::Flip, 2) => Ok(Box::new(build_flip::<2>(scene)?)),
+        (Method::Flip, _) => Ok(Box::new(build_flip::<3>(scene)?)),
     }
 }
 
@@ -303,6 +322,95 @@ fn build_vpm(scene: &Scene) -> Result<VpmSim, SimError> {
             start: j.start,
             stop: j.stop,
         });
+    }
+    Ok(sim)
+}
+
+/// The library configuration of a flip scene.
+pub fn flip_config<const D: usize>(scene: &Scene) -> FlipConfig<D> {
+    let f = &scene.flip;
+    FlipConfig {
+        resolution: array(&scene.resolution()),
+        cell_size: scene.cell_size(),
+        boundary: match scene.domain.boundary {
+            BoundaryKind::Closed => flip::Boundary::Closed,
+            BoundaryKind::Open => flip::Boundary::Open,
+        },
+        gravity: array(&scene.gravity()),
+        params: FlipParams {
+            transfer: match f.transfer {
+                TransferKind::Pic => flip::Transfer::Pic,
+                TransferKind::Flip => flip::Transfer::Flip,
+                TransferKind::Apic => flip::Transfer::Apic,
+            },
+            pic_ratio: f.pic_ratio,
+            preconditioner: match f.preconditioner {
+                PreconditionerSpec::None => PreconditionerKind::None,
+                PreconditionerSpec::Jacobi => PreconditionerKind::Jacobi,
+                PreconditionerSpec::Ic0 => PreconditionerKind::IncompleteCholesky,
+                PreconditionerSpec::Mic0 => PreconditionerKind::ModifiedIncompleteCholesky,
+                PreconditionerSpec::IncompletePoisson => PreconditionerKind::IncompletePoisson,
+                PreconditionerSpec::Multigrid => PreconditionerKind::Multigrid,
+            },
+            tolerance: f.tolerance,
+            max_iterations: f.max_iterations.max(1) as usize,
+            density: scene.substances()[0].rest_density,
+            seeds_per_axis: f.seeds_per_axis.max(1) as usize,
+            jitter: f.jitter,
+            min_per_cell: f.min_per_cell.max(0) as usize,
+            max_per_cell: f.max_per_cell.max(0) as usize,
+            extrapolation_layers: f.extrapolation_layers.max(1) as usize,
+            substep_cfl: f.substep_cfl,
+        },
+        seed: scene.seed as u64,
+    }
+}
+
+fn vec_d<const D: usize>(v: &Option<Vec<f64>>) -> [f64; D] {
+    std::array::from_fn(|k| v.as_ref().and_then(|v| v.get(k)).copied().unwrap_or(0.0))
+}
+
+fn build_flip<const D: usize>(scene: &Scene) -> Result<FlipSim<D>, SimError> {
+    let dim = scene.dim();
+    let mut sim = FlipSim::<D>::new(flip_config::<D>(scene))?;
+    // Shapes were checked by `Scene::validate`; entries without one cannot reach here.
+    for o in &scene.obstacle {
+        if let Some(shape) = &o.shape {
+            let w = o.angular_velocity.clone().unwrap_or_default();
+            let angular_velocity = if D == 2 {
+                [0.0, 0.0, w.first().copied().unwrap_or(0.0)]
+            } else {
+                std::array::from_fn(|k| w.get(k).copied().unwrap_or(0.0))
+            };
+            sim.add_obstacle(flip::Obstacle {
+                shape: shape.to_shape(dim),
+                velocity: vec_d(&o.velocity),
+                angular_velocity,
+                center: vec_d(&o.center),
+            });
+        }
+    }
+    for r in &scene.region {
+        if let Some(shape) = &r.shape {
+            sim.fill(&shape.to_shape(dim), vec_d(&r.velocity));
+        }
+    }
+    for e in &scene.emitter {
+        if let Some(shape) = &e.shape {
+            sim.add_emitter(flip::Emitter {
+                shape: shape.to_shape(dim),
+                velocity: vec_d(&e.velocity),
+                active: (e.start, e.stop),
+            });
+        }
+    }
+    for s in &scene.sink {
+        if let Some(shape) = &s.shape {
+            sim.add_sink(flip::Sink {
+                shape: shape.to_shape(dim),
+                rate: s.rate,
+            });
+        }
     }
     Ok(sim)
 }

@@ -107,15 +107,6 @@ fn out_of_range_parameter_and_unknown_choice() {
 }
 
 #[test]
-fn planned_method_is_refused_with_a_clear_message() {
-    let line = refused("s.toml", "method = \"flip\"\ndim = 3\n");
-    assert!(
-        line.contains("s.toml:1:1: method: method \"flip\" is not available yet"),
-        "{line}"
-    );
-}
-
-#[test]
 fn vpm_scene_errors_name_their_key() {
     let line = refused("s.toml", "method = \"vpm\"\ndim = 2\n");
     assert!(line.contains("dim: method \"vpm\" is 3D only"), "{line}");
@@ -602,4 +593,104 @@ fn bench_json_rows_have_the_documented_keys() {
         assert_eq!(v["threads"], 2);
         assert!(v["value"].as_f64().unwrap() > 0.0);
     }
+}
+
+#[test]
+fn flip_scene_writes_its_stats_keys_and_npy_fields() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = eddies(
+        &[
+            "run",
+            "dam-break",
+            "--set",
+            "domain.resolution=[32,16]",
+            "--set",
+            "output.npy=true",
+            "--set",
+            "output.field=pressure",
+            "--set",
+            "flip.preconditioner=mic0",
+            "--frames",
+            "2",
+            "--out",
+            "o",
+            "--quiet",
+        ],
+        dir.path(),
+    );
+    assert_eq!(out.status.code(), Some(0), "stderr:\n{}", stderr(&out));
+    let o = dir.path().join("o");
+    let stats = fs::read_to_string(o.join("stats.jsonl")).unwrap();
+    for line in stats.lines() {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        for key in [
+            "particle_count",
+            "fluid_volume",
+            "pressure_iterations",
+            "pressure_residual",
+            "kinetic_energy",
+            "max_speed",
+        ] {
+            assert!(v.get(key).is_some(), "{key} missing: {line}");
+        }
+        assert!(v["pressure_residual"].as_f64().unwrap() <= 1e-6);
+        assert!(v["stage_ms"].get("particles_to_grid").is_some());
+    }
+    for frame in ["00000", "00001"] {
+        let (shape, _) = eddies_cli::npy::decode_f32(
+            &fs::read(o.join(format!("particles_{frame}.npy"))).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(shape[1], 2);
+        for field in ["pressure", "divergence"] {
+            let (shape, _) = eddies_cli::npy::decode_f32(
+                &fs::read(o.join(format!("field_{field}_{frame}.npy"))).unwrap(),
+            )
+            .unwrap();
+            assert_eq!(shape, [16, 32]);
+        }
+        assert!(o.join(format!("frame_{frame}.png")).is_file());
+    }
+}
+
+#[test]
+fn flip_3d_moving_obstacle_scene_runs_small() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = eddies(
+        &[
+            "run",
+            "paddle-3d",
+            "--set",
+            "domain.resolution=[16,8,16]",
+            "--set",
+            "output.field=cell_type",
+            "--frames",
+            "1",
+            "--out",
+            "o",
+        ],
+        dir.path(),
+    );
+    assert_eq!(out.status.code(), Some(0), "stderr:\n{}", stderr(&out));
+    assert!(dir.path().join("o/frame_00000.png").is_file());
+}
+
+#[test]
+fn flip_keys_are_checked_with_their_location() {
+    let line = refused(
+        "s.toml",
+        "method = \"flip\"\n[flip]\ntransfer = \"apic\"\npic_ratio = 1.5\n",
+    );
+    assert!(
+        line.contains("s.toml:4:") && line.contains("flip.pic_ratio"),
+        "{line}"
+    );
+    let line = refused(
+        "s.toml",
+        "method = \"flip\"\n[flip]\npreconditioner = \"ilu\"\n",
+    );
+    assert!(
+        line.contains("flip.preconditioner") && line.contains("\"mic0\""),
+        "{line}"
+    );
 }

@@ -3,6 +3,7 @@
 //! Methods:
 //! * [`reint`]: reintegration tracking with SPH forces (Moroz 2020), 2D and 3D.
 //! * [`vpm`]: the vortex particle method (Gourlay 2012, vortons with treecode Biot–Savart), 3D.
+//! * [`flip`]: PIC/FLIP/APIC liquids on a MAC grid (Zhu & Bridson 2005, Jiang et al. 2015), 2D and 3D.
 //!
 //! Solvers: [`linsolve`] (matrix-free PCG with IC/MIC/Incomplete-Poisson/multigrid preconditioners, geometric
 //! multigrid, for the pressure projection and vector Poisson problems).
@@ -31,6 +32,7 @@
 //! ```
 
 pub mod diag;
+pub mod flip;
 pub mod grid;
 pub mod linsolve;
 pub mod par;

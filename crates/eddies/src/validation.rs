@@ -79,6 +79,7 @@ pub struct Case {
 pub fn cases() -> Vec<Case> {
     let mut cases = crate::reint::validation::cases();
     cases.extend(crate::linsolve::validation::cases());
+    cases.extend(crate::flip::validation::cases());
     cases.extend(crate::vpm::validation::cases());
     cases
 }

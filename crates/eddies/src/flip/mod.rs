@@ -1,0 +1,936 @@
+//! PIC/FLIP/APIC liquids on a MAC grid, 2D and 3D (seed 001: Austin Eng's WebGL PIC/FLIP, after Zhu &
+//! Bridson 2005 and Bridson's *Fluid Simulation for Computer Graphics*; APIC after Jiang et al. 2015).
+//!
+//! The liquid is a set of marker particles carrying velocity; the grid is rebuilt from them every step to
+//! make the velocity divergence-free. One step ([`FlipSim::step`]), in the seed's order:
+//!
+//! 1. **sort**: counting sort of the particles by half cell (drains, emitters and reseeding act here);
+//! 2. [`particles_to_grid`](transfer::particles_to_grid): weighted average of particle velocities onto the
+//!    MAC faces, as a gather over the sorted particles (no atomics, bit-identical for any thread count);
+//! 3. **save velocities**: copy of the grid for the FLIP update;
+//! 4. [`mark_cells`](mark::mark_cells): fluid / air / solid;
+//! 5. [`apply_forces`](project::apply_forces): gravity;
+//! 6. [`enforce_boundary`](project::enforce_boundary): solid and moving-obstacle velocities on their faces;
+//! 7. [`project`](project::project): PCG pressure solve (none / Jacobi / MIC(0) / Incomplete Poisson /
+//!    multigrid preconditioner, MGPCG by default) and velocity update;
+//! 8. [`extrapolate`](extrapolate::extrapolate): velocities into the air, then the boundary conditions again;
+//! 9. [`grid_to_particles`](transfer::grid_to_particles): PIC, PIC/FLIP blend (5% PIC) or APIC;
+//! 10. [`advect`](advect::advect): RK2 through the grid velocity, solid push-out.
+//!
+//! A step longer than [`FlipParams::substep_cfl`] cells of travel is split into substeps. The liquid surface
+//! is available as a Zhu–Bridson signed distance (field `surface`). Method notes: `docs/flip.md`.
+
+// Per-axis loops index several `[_; D]` arrays (position, velocity, window) together.
+#![allow(clippy::needless_range_loop)]
+
+mod advect;
+mod extrapolate;
+mod mark;
+mod params;
+mod particles;
+mod project;
+mod surface;
+mod transfer;
+pub mod validation;
+
+pub use params::{Boundary, Emitter, FlipConfig, FlipParams, Obstacle, Sink, Transfer};
+pub use particles::Particles;
+pub use surface::{SURFACE_KERNEL_RADIUS, SURFACE_PARTICLE_RADIUS};
+
+use crate::diag::{Quantity, StageTimer, StepRecord};
+use crate::grid::{to_dvec3, CellFlag, Grid, MacGrid};
+use crate::linsolve::{PcgParams, SolveError};
+use crate::par;
+use crate::shape::Shape;
+use crate::sim::{Field, SimError, Simulation};
+use crate::validation::SplitMix64;
+use std::time::Instant;
+use transfer::Bins;
+
+/// A PIC/FLIP/APIC liquid simulation.
+///
+/// ```
+/// use eddies::flip::{FlipConfig, FlipSim};
+/// use eddies::{Shape, Simulation};
+///
+/// let cfg = FlipConfig::<2> { resolution: [32, 32], cell_size: 1.0 / 32.0, ..Default::default() };
+/// let mut sim = FlipSim::new(cfg)?;
+/// sim.fill(&Shape::box2([0.0, 0.0], [0.4, 0.6]), [0.0, 0.0]);
+/// for _ in 0..10 {
+///     let record = sim.step(sim.max_dt(1.0))?;
+///     assert!(record.scalar("pressure_residual").unwrap() <= 1e-6);
+/// }
+/// let surface = sim.field("surface").expect("the liquid's signed distance"); // [ny, nx], m
+/// assert_eq!(surface.shape, vec![32, 32]);
+/// # Ok::<(), eddies::SimError>(())
+/// ```
+pub struct FlipSim<const D: usize> {
+    cfg: FlipConfig<D>,
+    // State.
+    particles: Particles<D>,
+    obstacles: Vec<Obstacle<D>>,
+    emitters: Vec<(Emitter<D>, Vec<[usize; D]>)>,
+    sinks: Vec<Sink>,
+    time: f64,
+    steps: u64,
+    substeps_total: u64,
+    /// Mass of one particle (kg in 3D, kg/m in 2D): ρ h^D over the seeding count per cell.
+    particle_mass: f64,
+    max_speed: f64,
+    // Grid quantities of the last substep (derived from the particles; kept for output and as scratch).
+    u: MacGrid<D>,
+    u_old: MacGrid<D>,
+    weight: [Grid<f64, D>; D],
+    flags: Grid<CellFlag, D>,
+    solid_id: Grid<u16, D>,
+    count: Grid<u32, D>,
+    pressure: Grid<f64, D>,
+    rhs: Grid<f64, D>,
+    div_before: Grid<f64, D>,
+    div_after: Grid<f64, D>,
+    bins: Bins<D>,
+    valid: [Vec<u8>; D],
+    next_valid: Vec<u8>,
+    next_value: Vec<f64>,
+    shapes_now: Vec<Shape>,
+    last_iterations: usize,
+    last_residual: f64,
+    last_substep_dt: f64,
+    timer: StageTimer,
+}
+
+/// A deterministic uniform number in [0, 1) from a seed and three counters.
+fn hash01(seed: u64, a: u64, b: u64, c: u64) -> f64 {
+    let mut g = SplitMix64::new(
+        seed ^ a.wrapping_mul(0x9e37_79b9_7f4a_7c15)
+            ^ b.wrapping_mul(0xc2b2_ae3d_27d4_eb4f)
+            ^ c.wrapping_mul(0x1656_67b1_9e37_79f9),
+    );
+    g.next_u64();
+    g.next_f64()
+}
+
+impl<const D: usize> FlipSim<D> {
+    /// An empty tank, or the parameter that is out of range.
+    pub fn new(cfg: FlipConfig<D>) -> Result<Self, SimError> {
+        Self::check(&cfg)?;
+        let dims = cfg.resolution;
+        let h = cfg.cell_size;
+        let origin = [0.0; D];
+        let u = MacGrid::new(dims, origin, h);
+        let seeds = cfg.params.seeds_per_axis.pow(D as u32) as f64;
+        Ok(Self {
+            particles: Particles::new(),
+            obstacles: Vec::new(),
+            emitters: Vec::new(),
+            sinks: Vec::new(),
+            time: 0.0,
+            steps: 0,
+            substeps_total: 0,
+            particle_mass: cfg.params.density * h.powi(D as i32) / seeds,
+            max_speed: 0.0,
+            weight: std::array::from_fn(|k| u.u[k].clone()),
+            u_old: u.clone(),
+            u,
+            flags: Grid::new(dims, origin, h, CellFlag::Air),
+            solid_id: Grid::new(dims, origin, h, 0u16),
+            count: Grid::new(dims, origin, h, 0u32),
+            pressure: Grid::new(dims, origin, h, 0.0),
+            rhs: Grid::new(dims, origin, h, 0.0),
+            div_before: Grid::new(dims, origin, h, 0.0),
+            div_after: Grid::new(dims, origin, h, 0.0),
+            bins: Bins::new(dims),
+            valid: std::array::from_fn(|_| Vec::new()),
+            next_valid: Vec::new(),
+            next_value: Vec::new(),
+            shapes_now: Vec::new(),
+            last_iterations: 0,
+            last_residual: 0.0,
+            last_substep_dt: 0.0,
+            timer: StageTimer::new(),
+            cfg,
+        })
+    }
+
+    fn check(cfg: &FlipConfig<D>) -> Result<(), SimError> {
+        let bad = |m: String| Err(SimError::InvalidInput(m));
+        if !(D == 2 || D == 3) {
+            return bad(format!("FLIP runs in 2 or 3 dimensions, not {D}"));
+        }
+        if cfg.resolution.iter().any(|&n| n < 2) {
+            return bad(format!(
+                "resolution {:?}: every axis needs at least 2 cells",
+                cfg.resolution
+            ));
+        }
+        let sub: usize = cfg.resolution.iter().map(|n| 2 * n).product();
+        if sub >= u32::MAX as usize {
+            return bad(format!("resolution {:?}: too many cells", cfg.resolution));
+        }
+        if !(cfg.cell_size.is_finite() && cfg.cell_size > 0.0) {
+            return bad(format!("cell size {} m: must be positive", cfg.cell_size));
+        }
+        let p = &cfg.params;
+        if !(0.0..=1.0).contains(&p.pic_ratio) {
+            return bad(format!("PIC ratio {}: allowed [0, 1]", p.pic_ratio));
+        }
+        if !(p.tolerance > 0.0 && p.tolerance < 1.0) {
+            return bad(format!("solver tolerance {}: allowed (0, 1)", p.tolerance));
+        }
+        if p.max_iterations == 0 {
+            return bad("solver max_iterations must be at least 1".into());
+        }
+        if !(p.density.is_finite() && p.density > 0.0) {
+            return bad(format!("density {}: must be positive", p.density));
+        }
+        if !(1..=4).contains(&p.seeds_per_axis) {
+            return bad(format!(
+                "seeds per axis {}: allowed 1 to 4",
+                p.seeds_per_axis
+            ));
+        }
+        if !(0.0..=1.0).contains(&p.jitter) {
+            return bad(format!("jitter {}: allowed [0, 1]", p.jitter));
+        }
+        if p.max_per_cell != 0 && p.max_per_cell < p.min_per_cell {
+            return bad(format!(
+                "reseeding band [{}, {}]: the upper end is below the lower",
+                p.min_per_cell, p.max_per_cell
+            ));
+        }
+        if !(p.substep_cfl.is_finite() && p.substep_cfl > 0.0) {
+            return bad(format!("substep CFL {}: must be positive", p.substep_cfl));
+        }
+        if cfg.gravity.iter().any(|g| !g.is_finite()) {
+            return bad("gravity must be finite".into());
+        }
+        Ok(())
+    }
+
+    /// Bytes a simulation of `resolution` cells holding `particles` particles will need (state, scratch and
+    /// the pressure solver), for refusing scenes too large for memory before allocating.
+    pub fn estimate_bytes(resolution: [usize; D], particles: usize, apic: bool) -> usize {
+        let cells: usize = resolution.iter().product();
+        cells
+            .saturating_mul(Self::bytes_per_cell())
+            .saturating_add(particles.saturating_mul(Self::bytes_per_particle(apic)))
+    }
+
+    /// Bytes per particle: position and velocity (f32 × 2D), the APIC matrix (f32 × D²), and the sort's key,
+    /// order and permutation buffer (4 bytes each).
+    pub fn bytes_per_particle(apic: bool) -> usize {
+        4 * 2 * D + (if apic { 4 * D * D } else { 0 }) + 12
+    }
+
+    /// Bytes per cell: velocity, saved velocity and weights (3 × D f64), flags, obstacle id and particle
+    /// count, pressure, right-hand side and two divergences (4 f64), the half-cell bins (2ᴰ u32),
+    /// extrapolation masks and buffer, and the pressure solver (about 8 padded f64 vectors plus the
+    /// multigrid levels, ≈ 1/7 more).
+    pub fn bytes_per_cell() -> usize {
+        3 * D * 8 + 1 + 2 + 4 + 4 * 8 + (1 << D) * 4 + D + 1 + 8 + 80
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &FlipConfig<D> {
+        &self.cfg
+    }
+
+    /// The particles.
+    pub fn particles(&self) -> &Particles<D> {
+        &self.particles
+    }
+
+    /// Mass of one particle (kg in 3D, kg per metre of depth in 2D).
+    pub fn particle_mass(&self) -> f64 {
+        self.particle_mass
+    }
+
+    /// The grid velocity of the last substep (m/s), after projection and extrapolation.
+    pub fn grid_velocity(&self) -> &MacGrid<D> {
+        &self.u
+    }
+
+    /// Cell flags of the last substep.
+    pub fn flags(&self) -> &Grid<CellFlag, D> {
+        &self.flags
+    }
+
+    /// Divergence (1/s) of the grid velocity before and after the last projection.
+    pub fn divergence(&self) -> (&Grid<f64, D>, &Grid<f64, D>) {
+        (&self.div_before, &self.div_after)
+    }
+
+    fn apic(&self) -> bool {
+        self.cfg.params.transfer == Transfer::Apic
+    }
+
+    /// Fills `shape` with liquid at velocity `velocity` (m/s): particles seeded `seeds_per_axis`ᴰ per cell,
+    /// jittered from the scene seed, wherever they fall inside the shape and outside every obstacle.
+    /// Particles already inside the shape are replaced.
+    pub fn fill(&mut self, shape: &Shape, velocity: [f64; D]) {
+        self.fill_with(shape, |_| velocity);
+    }
+
+    /// As [`fill`](Self::fill), with the velocity (m/s) a function of the position (m).
+    pub fn fill_with(&mut self, shape: &Shape, velocity: impl Fn([f64; D]) -> [f64; D]) {
+        // Replace: drop the particles already inside.
+        for i in 0..self.particles.len() {
+            if shape.sdf(to_dvec3(self.particles.position(i))) <= 0.0 {
+                self.particles.pos[0][i] = f32::NAN;
+            }
+        }
+        let dims = self.cfg.resolution;
+        let n: usize = dims.iter().product();
+        let m = self.cfg.params.seeds_per_axis;
+        let per_cell = m.pow(D as u32);
+        let apic = self.apic();
+        let shapes: Vec<Shape> = self
+            .obstacles
+            .iter()
+            .map(|o| o.shape_at(self.time))
+            .collect();
+        for cell in 0..n {
+            let c = crate::grid::coords_of(dims, cell);
+            for j in 0..per_cell {
+                let x = self.seed_position(c, j, m, 0);
+                let q = to_dvec3(x);
+                if shape.sdf(q) <= 0.0 && shapes.iter().all(|s| s.sdf(q) > 0.0) {
+                    self.particles.push(x, velocity(x), apic);
+                }
+            }
+        }
+        self.resort();
+        self.max_speed = self.measure().2;
+    }
+
+    /// Position (m) of seed `j` of cell `c` on an `m`ᴰ lattice, jittered by the scene seed and `salt`.
+    fn seed_position(&self, c: [usize; D], j: usize, m: usize, salt: u64) -> [f64; D] {
+        let h = self.cfg.cell_size;
+        let jitter = self.cfg.params.jitter;
+        let cell = self.count.index(c) as u64;
+        let mut rest = j;
+        std::array::from_fn(|k| {
+            let lattice = rest % m;
+            rest /= m;
+            let r = hash01(self.cfg.seed, cell, (j * D + k) as u64, salt);
+            let t = (lattice as f64 + 0.5 + jitter * (r - 0.5)) / m as f64;
+            (c[k] as f64 + t) * h
+        })
+    }
+
+    /// Adds an obstacle (static, or moving with a prescribed velocity); particles inside it are removed.
+    pub fn add_obstacle(&mut self, obstacle: Obstacle<D>) {
+        let s = obstacle.shape_at(self.time);
+        for i in 0..self.particles.len() {
+            if s.sdf(to_dvec3(self.particles.position(i))) <= 0.0 {
+                self.particles.pos[0][i] = f32::NAN;
+            }
+        }
+        self.obstacles.push(obstacle);
+        self.resort();
+    }
+
+    /// Adds an emitter.
+    pub fn add_emitter(&mut self, emitter: Emitter<D>) {
+        let mut cells = Vec::new();
+        let (o, h) = (self.count.origin, self.count.spacing);
+        for i in 0..self.count.len() {
+            let c = self.count.coords(i);
+            let x: [f64; D] = std::array::from_fn(|k| o[k] + (c[k] as f64 + 0.5) * h);
+            if emitter.shape.sdf(to_dvec3(x)) <= 0.0 {
+                cells.push(c);
+            }
+        }
+        self.emitters.push((emitter, cells));
+    }
+
+    /// Adds a sink.
+    pub fn add_sink(&mut self, sink: Sink) {
+        self.sinks.push(sink);
+    }
+
+    /// Sorts the particles and refreshes the counts (drops dead ones).
+    fn resort(&mut self) {
+        transfer::sort_particles(
+            &mut self.particles,
+            &mut self.bins,
+            self.u.origin,
+            self.cfg.cell_size,
+        );
+        let bins = &self.bins;
+        self.count
+            .par_for_each_mut(|_, c, n| *n = bins.cell_count(c));
+    }
+
+    /// Total particle kinetic energy (J, or J/m in 2D), momentum and largest speed (m/s).
+    fn measure(&self) -> (f64, [f64; D], f64) {
+        let p = &self.particles;
+        let m = self.particle_mass;
+        let sums = par::sum_n::<4>(p.len(), |i| {
+            let v = p.velocity(i);
+            let mut out = [0.0; 4];
+            out[0] = v.iter().map(|x| x * x).sum();
+            out[1..=D].copy_from_slice(&v);
+            out
+        });
+        let max = par::max(p.len(), |i| {
+            let v = p.velocity(i);
+            v.iter().map(|x| x * x).sum::<f64>().sqrt()
+        });
+        (
+            0.5 * m * sums[0],
+            std::array::from_fn(|k| m * sums[k + 1]),
+            if p.is_empty() { 0.0 } else { max },
+        )
+    }
+
+    /// Total momentum of the particles (kg·m/s, per metre of depth in 2D).
+    pub fn momentum(&self) -> [f64; D] {
+        self.measure().1
+    }
+
+    /// Total kinetic energy of the particles (J, per metre of depth in 2D).
+    pub fn kinetic_energy(&self) -> f64 {
+        self.measure().0
+    }
+
+    /// Angular momentum about `center` (m) of the particles, z component in 2D, `[x, y, z]` in 3D
+    /// (kg·m²/s). APIC's affine part is included: a particle's velocity field `v + C (x − x_p)` over its
+    /// volume adds `m (C_yx − C_xy) h²/(4·12)`-order terms, which are small and left out; this is the
+    /// point-mass angular momentum `Σ m (x − c) × v`.
+    pub fn angular_momentum(&self, center: [f64; D]) -> [f64; 3] {
+        let p = &self.particles;
+        let m = self.particle_mass;
+        let l = par::sum_n::<3>(p.len(), |i| {
+            let x = to_dvec3(p.position(i)) - to_dvec3(center);
+            let v = to_dvec3(p.velocity(i));
+            x.cross(v).to_array()
+        });
+        l.map(|x| x * m)
+    }
+
+    /// Liquid volume (m³, m² in 2D): each cell counts as full up to the seeding density, i.e.
+    /// `Σ_cells min(1, n_c / n₀) h^D` with `n_c` its particles and `n₀` the seeding count per cell. Particles
+    /// that bunch up (a FLIP liquid's way of losing volume) count for less; thin sheets count for what they
+    /// hold, not for whole marker cells (see `fluid_cell_volume` in the step record for the cell count).
+    pub fn fluid_volume(&self) -> f64 {
+        let n0 = self.cfg.params.seeds_per_axis.pow(D as u32) as f64;
+        let count = &self.count;
+        let flags = &self.flags;
+        par::sum(count.len(), |i| {
+            if flags.data[i] == CellFlag::Solid {
+                0.0
+            } else {
+                (count.data[i] as f64 / n0).min(1.0)
+            }
+        }) * self.cfg.cell_size.powi(D as i32)
+    }
+
+    /// Volume (m³, m² in 2D) inside the Zhu–Bridson surface: the cells whose centre has a negative signed
+    /// distance (see the `surface` field). Costs a surface reconstruction.
+    pub fn surface_volume(&self) -> f64 {
+        let mut g = self.pressure.clone();
+        surface::surface_distance(&self.particles, &self.bins, &mut g);
+        let n = par::sum(g.len(), |i| (g.data[i] < 0.0) as u8 as f64);
+        n * self.cfg.cell_size.powi(D as i32)
+    }
+
+    /// A 64-bit FNV-1a hash of the exact bits of the particle state: equal hashes mean (with overwhelming
+    /// probability) bit-identical states.
+    pub fn checksum(&self) -> u64 {
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+        let p = &self.particles;
+        for a in p.pos.iter().chain(&p.vel).chain(p.affine.iter().flatten()) {
+            for x in a {
+                h ^= x.to_bits() as u64;
+                h = h.wrapping_mul(0x0000_0100_0000_01b3);
+            }
+        }
+        h
+    }
+
+    /// Drains, emitters and the reseeding band, on freshly sorted particles. Returns whether particles were
+    /// added or removed (the caller then sorts again).
+    fn reseed(&mut self, dt: f64) -> bool {
+        let mut changed = false;
+        let apic = self.apic();
+        // Drains: remove with probability rate·dt, decided per particle by a hash of its sorted index.
+        for (si, s) in self.sinks.iter().enumerate() {
+            let prob = s.rate * dt;
+            for i in 0..self.particles.len() {
+                let x = self.particles.position(i);
+                if x[0].is_finite()
+                    && s.shape.sdf(to_dvec3(x)) <= 0.0
+                    && hash01(self.cfg.seed, self.steps, i as u64, 1000 + si as u64) < prob
+                {
+                    self.particles.pos[0][i] = f32::NAN;
+                    changed = true;
+                }
+            }
+        }
+        let m = self.cfg.params.seeds_per_axis;
+        let per_cell = m.pow(D as u32);
+        // Emitters: top their cells up to the seeding count and set the velocity of what is inside.
+        for e in 0..self.emitters.len() {
+            let (emitter, cells) = &self.emitters[e];
+            if !(self.time >= emitter.active.0 && self.time < emitter.active.1) {
+                continue;
+            }
+            let mut add = Vec::new();
+            for &c in cells {
+                if self.solid_id[c] != 0 {
+                    continue;
+                }
+                let members: Vec<usize> = self.bins.cell_particles(c).collect();
+                for &i in &members {
+                    for k in 0..D {
+                        self.particles.vel[k][i] = emitter.velocity[k] as f32;
+                    }
+                }
+                for j in members.len()..per_cell {
+                    add.push((
+                        self.seed_position(c, j, m, 1 + self.steps),
+                        emitter.velocity,
+                    ));
+                }
+            }
+            for (x, v) in add {
+                self.particles.push(x, v, apic);
+                changed = true;
+            }
+        }
+        // Reseeding band.
+        let (lo, hi) = (self.cfg.params.min_per_cell, self.cfg.params.max_per_cell);
+        if lo > 0 || hi > 0 {
+            let dims = self.cfg.resolution;
+            let strides = self.count.strides();
+            let mut add = Vec::new();
+            for ci in 0..self.count.len() {
+                let n = self.count.data[ci] as usize;
+                let c = self.count.coords(ci);
+                if hi > 0 && n > hi {
+                    let extra: Vec<usize> = self.bins.cell_particles(c).skip(hi).collect();
+                    for i in extra {
+                        self.particles.pos[0][i] = f32::NAN;
+                    }
+                    changed = true;
+                } else if n < lo && n > 0 && self.solid_id.data[ci] == 0 {
+                    // Only cells deep in the liquid: every neighbour holds particles or is solid.
+                    let interior = (0..D).all(|k| {
+                        c[k] > 0
+                            && c[k] + 1 < dims[k]
+                            && [ci - strides[k], ci + strides[k]]
+                                .iter()
+                                .all(|&j| self.count.data[j] > 0 || self.solid_id.data[j] != 0)
+                    });
+                    if interior {
+                        for j in n..lo {
+                            let x = self.seed_position(c, j, m, 1 + self.steps);
+                            add.push((x, self.u.sample(x)));
+                        }
+                    }
+                }
+            }
+            for (x, v) in add {
+                self.particles.push(x, v, apic);
+                changed = true;
+            }
+        }
+        changed
+    }
+
+    /// One substep of `dt` seconds: the stages of seed 001 in order.
+    fn substep(&mut self, dt: f64) -> Result<(), SimError> {
+        let p = self.cfg.params.clone();
+        let t_end = self.time + dt;
+
+        let t = Instant::now();
+        self.shapes_now.clear();
+        self.shapes_now
+            .extend(self.obstacles.iter().map(|o| o.shape_at(self.time)));
+        if self.steps == 0 || self.obstacles.iter().any(Obstacle::is_moving) {
+            mark::mark_solids(&self.shapes_now, &mut self.solid_id);
+        }
+        self.resort();
+        if (!self.sinks.is_empty()
+            || !self.emitters.is_empty()
+            || p.min_per_cell > 0
+            || p.max_per_cell > 0)
+            && self.reseed(dt)
+        {
+            self.resort();
+        }
+        self.timer.add("sort", t.elapsed().as_secs_f64() * 1e3);
+
+        let t = Instant::now();
+        transfer::particles_to_grid(
+            &self.particles,
+            &self.bins,
+            &mut self.u,
+            &mut self.weight,
+            p.transfer,
+        );
+        self.timer
+            .add("particles_to_grid", t.elapsed().as_secs_f64() * 1e3);
+
+        let t = Instant::now();
+        for k in 0..D {
+            self.u_old.u[k].data.copy_from_slice(&self.u.u[k].data);
+        }
+        self.timer
+            .add("save_velocities", t.elapsed().as_secs_f64() * 1e3);
+
+        let t = Instant::now();
+        mark::mark_cells(&self.bins, &self.solid_id, &mut self.flags, &mut self.count);
+        self.timer
+            .add("mark_cells", t.elapsed().as_secs_f64() * 1e3);
+
+        let t = Instant::now();
+        project::apply_forces(&mut self.u, self.cfg.gravity, dt);
+        project::enforce_boundary(
+            &mut self.u,
+            &self.solid_id,
+            &self.obstacles,
+            self.cfg.boundary,
+            self.time,
+        );
+        self.timer.add("forces", t.elapsed().as_secs_f64() * 1e3);
+
+        let t = Instant::now();
+        let pcg = PcgParams {
+            tolerance: p.tolerance,
+            max_iterations: p.max_iterations,
+        };
+        let info = project::project(
+            &mut self.u,
+            &self.flags,
+            self.cfg.boundary,
+            p.preconditioner,
+            pcg,
+            p.density,
+            dt,
+            &mut self.div_before,
+            &mut self.rhs,
+            &mut self.pressure,
+        )
+        .map_err(|e: SolveError| SimError::Diverged {
+            stage: "project",
+            step: self.steps + 1,
+            detail: e.to_string(),
+        })?;
+        (self.last_iterations, self.last_residual) =
+            info.map_or((0, 0.0), |i| (i.iterations, i.residual));
+        self.u.divergence_into(&mut self.div_after);
+        self.timer.add("project", t.elapsed().as_secs_f64() * 1e3);
+
+        let t = Instant::now();
+        extrapolate::mark_valid(&self.u, &self.flags, &mut self.valid);
+        extrapolate::extrapolate(
+            &mut self.u,
+            &mut self.valid,
+            p.extrapolation_layers,
+            &mut self.next_valid,
+            &mut self.next_value,
+        );
+        project::enforce_boundary(
+            &mut self.u,
+            &self.solid_id,
+            &self.obstacles,
+            self.cfg.boundary,
+            self.time,
+        );
+        self.timer
+            .add("extrapolate", t.elapsed().as_secs_f64() * 1e3);
+
+        let t = Instant::now();
+        transfer::grid_to_particles(
+            &mut self.particles,
+            &self.u,
+            &self.u_old,
+            p.transfer,
+            p.pic_ratio,
+        );
+        self.timer
+            .add("grid_to_particles", t.elapsed().as_secs_f64() * 1e3);
+
+        let t = Instant::now();
+        self.shapes_now.clear();
+        self.shapes_now
+            .extend(self.obstacles.iter().map(|o| o.shape_at(t_end)));
+        advect::advect(
+            &mut self.particles,
+            &self.u,
+            &self.shapes_now,
+            self.cfg.boundary,
+            dt,
+        );
+        self.timer.add("advect", t.elapsed().as_secs_f64() * 1e3);
+        self.time = t_end;
+        self.last_substep_dt = dt;
+        self.substeps_total += 1;
+        Ok(())
+    }
+
+    fn broken(&self) -> bool {
+        let p = &self.particles;
+        par::reduce(
+            p.len(),
+            par::REDUCE_CHUNK,
+            false,
+            |r| {
+                r.into_iter().any(|i| {
+                    (0..D).any(|k| !p.vel[k][i].is_finite())
+                        || (self.cfg.boundary == Boundary::Closed
+                            && (0..D).any(|k| !p.pos[k][i].is_finite()))
+                })
+            },
+            |a, b| a || b,
+        )
+    }
+
+    fn interior_field(&self, signed: bool, f: impl Fn(usize) -> f64) -> Field {
+        Field {
+            shape: self.cfg.resolution.iter().rev().copied().collect(),
+            data: (0..self.count.len()).map(|i| f(i) as f32).collect(),
+            signed,
+        }
+    }
+}
+
+impl<const D: usize> Simulation for FlipSim<D> {
+    fn dim(&self) -> usize {
+        D
+    }
+
+    fn resolution(&self) -> [usize; 3] {
+        std::array::from_fn(|a| if a < D { self.cfg.resolution[a] } else { 1 })
+    }
+
+    fn cell_size(&self) -> f64 {
+        self.cfg.cell_size
+    }
+
+    fn time(&self) -> f64 {
+        self.time
+    }
+
+    fn steps(&self) -> u64 {
+        self.steps
+    }
+
+    /// The step in which the fastest particle, or liquid falling from rest for one cell, moves `cfl` cells;
+    /// also no faster than any obstacle allows.
+    fn max_dt(&self, cfl: f64) -> f64 {
+        let h = self.cfg.cell_size;
+        let g = self.cfg.gravity.iter().map(|g| g * g).sum::<f64>().sqrt();
+        let mut v = self.max_speed + (g * h).sqrt();
+        for o in &self.obstacles {
+            let lin = o.velocity.iter().map(|x| x * x).sum::<f64>().sqrt();
+            let ang = o.angular_velocity.iter().map(|x| x * x).sum::<f64>().sqrt();
+            let (lo, hi) = o.shape_at(self.time).bounds();
+            let extent = (hi - lo).length();
+            let reach = if extent.is_finite() { extent } else { 0.0 };
+            v = v.max(lin + ang * reach);
+        }
+        cfl * h / v.max(1e-12)
+    }
+
+    fn step(&mut self, dt: f64) -> Result<StepRecord, SimError> {
+        if !(dt.is_finite() && dt > 0.0) {
+            return Err(SimError::InvalidInput(format!(
+                "time step {dt} s: must be positive"
+            )));
+        }
+        let start = Instant::now();
+        self.timer.clear();
+        let h = self.cfg.cell_size;
+        let g = self.cfg.gravity.iter().map(|g| g * g).sum::<f64>().sqrt();
+        let mut speed = self.max_speed;
+        for (e, _) in &self.emitters {
+            speed = speed.max(e.velocity.iter().map(|v| v * v).sum::<f64>().sqrt());
+        }
+        let travel = (speed + g * dt) * dt / h;
+        let n = (travel / self.cfg.params.substep_cfl)
+            .ceil()
+            .clamp(1.0, 1e4) as u32;
+        let sub = dt / n as f64;
+        let mut iterations = 0;
+        let mut residual: f64 = 0.0;
+        for _ in 0..n {
+            self.substep(sub)?;
+            iterations += self.last_iterations;
+            residual = residual.max(self.last_residual);
+        }
+        self.steps += 1;
+        let t = Instant::now();
+        let (kinetic, momentum, max_speed) = self.measure();
+        let fluid_cells = self.flags.count(CellFlag::Fluid);
+        let volume = self.fluid_volume();
+        let div_after = par::max(self.div_after.len(), |i| {
+            if self.flags.data[i] == CellFlag::Fluid {
+                self.div_after.data[i].abs()
+            } else {
+                0.0
+            }
+        });
+        self.timer
+            .add("diagnostics", t.elapsed().as_secs_f64() * 1e3);
+        if !(kinetic.is_finite() && max_speed.is_finite()) || self.broken() {
+            return Err(SimError::Diverged {
+                stage: "advect",
+                step: self.steps,
+                detail: format!("kinetic energy {kinetic}, max speed {max_speed}"),
+            });
+        }
+        self.max_speed = max_speed;
+        Ok(StepRecord {
+            step: self.steps,
+            time: self.time,
+            dt,
+            substeps: n,
+            wall_ms: start.elapsed().as_secs_f64() * 1e3,
+            stage_ms: self.timer.stages().to_vec(),
+            quantities: vec![
+                (
+                    "particle_count",
+                    Quantity::Count(self.particles.len() as u64),
+                ),
+                ("fluid_volume", Quantity::Scalar(volume)),
+                (
+                    "fluid_cell_volume",
+                    Quantity::Scalar(fluid_cells as f64 * h.powi(D as i32)),
+                ),
+                (
+                    "particle_volume",
+                    Quantity::Scalar(
+                        self.particles.len() as f64 * self.particle_mass / self.cfg.params.density,
+                    ),
+                ),
+                ("pressure_iterations", Quantity::Count(iterations as u64)),
+                ("pressure_residual", Quantity::Scalar(residual)),
+                ("max_divergence", Quantity::Scalar(div_after)),
+                ("kinetic_energy", Quantity::Scalar(kinetic)),
+                ("momentum", Quantity::Vector(momentum.to_vec())),
+                ("max_speed", Quantity::Scalar(max_speed)),
+                ("cfl", Quantity::Scalar(max_speed * dt / n as f64 / h)),
+            ],
+        })
+    }
+
+    fn field_names(&self) -> Vec<&'static str> {
+        field_names(D)
+    }
+
+    fn field(&self, name: &str) -> Option<Field> {
+        let cv = |i: usize| self.u.cell_velocity(self.count.coords(i));
+        let rho = self.cfg.params.density;
+        let per_cell = self.cfg.params.seeds_per_axis.pow(D as u32) as f64;
+        Some(match name {
+            "density" => self.interior_field(false, |i| {
+                (self.count.data[i] as f64 / per_cell).min(1.0) * rho
+            }),
+            "substance_0" => self.interior_field(false, |i| (self.count.data[i] > 0) as u8 as f64),
+            "speed" => {
+                self.interior_field(false, |i| cv(i).iter().map(|x| x * x).sum::<f64>().sqrt())
+            }
+            "velocity_x" => self.interior_field(true, |i| cv(i)[0]),
+            "velocity_y" => self.interior_field(true, |i| cv(i)[1]),
+            "velocity_z" if D == 3 => self.interior_field(true, |i| cv(i)[2]),
+            "cell_type" => self.interior_field(false, |i| match self.flags.data[i] {
+                CellFlag::Air => 0.0,
+                CellFlag::Fluid => 1.0,
+                CellFlag::Solid => 2.0,
+            }),
+            "divergence_before" => self.interior_field(true, |i| {
+                if self.flags.data[i] == CellFlag::Fluid {
+                    self.div_before.data[i]
+                } else {
+                    0.0
+                }
+            }),
+            "divergence" => self.interior_field(true, |i| {
+                if self.flags.data[i] == CellFlag::Fluid {
+                    self.div_after.data[i]
+                } else {
+                    0.0
+                }
+            }),
+            "pressure" => self.interior_field(true, |i| self.pressure.data[i]),
+            "residual" => {
+                // b − A p of the last solve. With the velocity update matching the operator, A p − b equals
+                // (ρ/Δt) times the divergence left after projection, so it is read off that divergence.
+                let dt = self.last_substep_dt;
+                let rho = self.cfg.params.density;
+                self.interior_field(true, |i| {
+                    if self.flags.data[i] == CellFlag::Fluid && dt > 0.0 {
+                        -rho / dt * self.div_after.data[i]
+                    } else {
+                        0.0
+                    }
+                })
+            }
+            "surface" => {
+                let mut g = self.pressure.clone();
+                surface::surface_distance(&self.particles, &self.bins, &mut g);
+                self.interior_field(true, |i| g.data[i])
+            }
+            _ => return None,
+        })
+    }
+
+    fn particle_positions(&self) -> Vec<f32> {
+        let p = &self.particles;
+        let mut out = Vec::with_capacity(p.len() * D);
+        for i in 0..p.len() {
+            for k in 0..D {
+                out.push(p.pos[k][i]);
+            }
+        }
+        out
+    }
+
+    fn substance_colors(&self) -> Vec<[f32; 3]> {
+        vec![[0.15, 0.45, 0.95]]
+    }
+
+    fn memory_bytes(&self) -> usize {
+        let grids = self.u.u.iter().chain(&self.u_old.u).chain(&self.weight);
+        let g: usize = grids.map(|g| g.data.capacity() * 8).sum();
+        let n = self.count.len();
+        self.particles.bytes()
+            + self.bins.bytes()
+            + g
+            + n * (1 + 2 + 4 + 4 * 8)
+            + self.valid.iter().map(Vec::capacity).sum::<usize>()
+            + self.next_valid.capacity()
+            + self.next_value.capacity() * 8
+            + n * 80
+    }
+}
+
+/// The grid fields of a `dim`-dimensional FLIP simulation, the debug views of seed 001 among them:
+/// `density` (kg/m^D, particle count over the seeding count, capped at ρ), `substance_0` (1 where liquid),
+/// `speed` and `velocity_*` (m/s, cell-centred), `cell_type` (0 air, 1 fluid, 2 solid), `divergence_before`
+/// and `divergence` (1/s, before and after projection), `pressure` (Pa), `residual` (Pa/m², the pressure
+/// solve's `b − A p`) and `surface` (m, the Zhu–Bridson signed distance, negative inside).
+pub fn field_names(dim: usize) -> Vec<&'static str> {
+    let mut names = vec![
+        "density",
+        "substance_0",
+        "speed",
+        "velocity_x",
+        "velocity_y",
+    ];
+    if dim == 3 {
+        names.push("velocity_z");
+    }
+    names.extend([
+        "cell_type",
+        "divergence_before",
+        "divergence",
+        "pressure",
+        "residual",
+        "surface",
+    ]);
+    names
+}

@@ -1,0 +1,241 @@
+//! Parameters of the PIC/FLIP/APIC liquid: the domain, the method's knobs, obstacles, emitters and sinks.
+
+use crate::linsolve::PreconditionerKind;
+use crate::shape::Shape;
+use glam::{DQuat, DVec3};
+
+/// How velocities go from the grid back to the particles (seed 001; Zhu & Bridson 2005; Jiang et al. 2015).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Transfer {
+    /// Particle-in-cell: particles take the interpolated grid velocity (stable, strongly dissipative).
+    Pic,
+    /// FLIP blended with PIC: particles add the grid's change of velocity, with a fraction
+    /// [`FlipParams::pic_ratio`] of PIC mixed in (Zhu & Bridson 2005, §3.2).
+    #[default]
+    Flip,
+    /// Affine particle-in-cell (Jiang et al. 2015): PIC plus a per-particle velocity gradient, which keeps
+    /// rotation and angular momentum without FLIP's noise.
+    Apic,
+}
+
+impl Transfer {
+    /// Every transfer, in the order of the scene format.
+    pub const ALL: [Transfer; 3] = [Transfer::Pic, Transfer::Flip, Transfer::Apic];
+
+    /// The name used in scene files.
+    pub fn name(self) -> &'static str {
+        match self {
+            Transfer::Pic => "pic",
+            Transfer::Flip => "flip",
+            Transfer::Apic => "apic",
+        }
+    }
+
+    /// The transfer called `name`.
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|t| t.name() == name)
+    }
+}
+
+/// What lies beyond the domain's faces.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Boundary {
+    /// Solid walls: no flow through the outer faces (free slip along them).
+    #[default]
+    Closed,
+    /// Open: pressure is zero beyond the domain and particles that leave are gone.
+    Open,
+}
+
+/// The method's parameters.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FlipParams {
+    /// Grid-to-particle transfer: PIC, PIC/FLIP blend, or APIC.
+    pub transfer: Transfer,
+    /// Fraction of PIC in the PIC/FLIP blend (dimensionless, 0 to 1; seed 001 and Bridson use 0.05). Used with
+    /// [`Transfer::Flip`].
+    pub pic_ratio: f64,
+    /// Preconditioner of the pressure solve (MGPCG by default).
+    pub preconditioner: PreconditionerKind,
+    /// Relative residual `‖b − A p‖ / ‖b‖` at which the pressure solve stops (dimensionless).
+    pub tolerance: f64,
+    /// Most PCG iterations of one pressure solve.
+    pub max_iterations: usize,
+    /// Liquid density ρ (kg/m³ in 3D, kg/m² in 2D); scales pressure and particle mass.
+    pub density: f64,
+    /// Particles per cell per axis at seeding (2: the usual 2ᴰ per cell of seed 001 and Bridson).
+    pub seeds_per_axis: usize,
+    /// Random displacement of seeded particles, as a fraction of their lattice spacing (0: a regular lattice,
+    /// which aliases; 1: anywhere in their sub-cell).
+    pub jitter: f64,
+    /// Reseeding band, lower end (particles per cell): fluid cells surrounded by fluid that hold fewer get
+    /// new particles. 0 disables adding.
+    pub min_per_cell: usize,
+    /// Reseeding band, upper end (particles per cell): cells holding more lose the excess. 0 disables removal.
+    pub max_per_cell: usize,
+    /// Layers of faces (cells) into the air that receive extrapolated velocities (Bridson, §4.4).
+    pub extrapolation_layers: usize,
+    /// Most cells a particle may travel in one substep: [`super::FlipSim`] splits a longer step into
+    /// substeps (the CFL number of seed 001's adaptive stepping).
+    pub substep_cfl: f64,
+}
+
+impl Default for FlipParams {
+    fn default() -> Self {
+        Self {
+            transfer: Transfer::Flip,
+            pic_ratio: 0.05,
+            preconditioner: PreconditionerKind::Multigrid,
+            tolerance: 1e-6,
+            max_iterations: 1000,
+            density: 1000.0,
+            seeds_per_axis: 2,
+            jitter: 1.0,
+            min_per_cell: 0,
+            max_per_cell: 0,
+            extrapolation_layers: 4,
+            substep_cfl: 1.0,
+        }
+    }
+}
+
+/// Everything needed to build a [`super::FlipSim`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct FlipConfig<const D: usize> {
+    /// Cells per axis (x first).
+    pub resolution: [usize; D],
+    /// Edge length of a cell (m); the domain's lower corner is the origin.
+    pub cell_size: f64,
+    /// Domain faces.
+    pub boundary: Boundary,
+    /// Gravity (m/s²); y is up.
+    pub gravity: [f64; D],
+    /// Method parameters.
+    pub params: FlipParams,
+    /// Seed of the jitter of seeded and reseeded particles.
+    pub seed: u64,
+}
+
+impl<const D: usize> Default for FlipConfig<D> {
+    fn default() -> Self {
+        let mut gravity = [0.0; D];
+        gravity[1] = -9.81;
+        Self {
+            resolution: [64; D],
+            cell_size: 1.0 / 64.0,
+            boundary: Boundary::Closed,
+            gravity,
+            params: FlipParams::default(),
+            seed: 1,
+        }
+    }
+}
+
+/// A solid, static or moving rigidly with a prescribed velocity: it pushes the liquid through the boundary
+/// condition `u·n = u_solid·n` on its faces (Bridson, §5.1).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Obstacle<const D: usize> {
+    /// The solid at time 0.
+    pub shape: Shape,
+    /// Linear velocity (m/s) of its reference point.
+    pub velocity: [f64; D],
+    /// Angular velocity (rad/s) about the reference point; 2D uses the z component only.
+    pub angular_velocity: [f64; 3],
+    /// Reference point (m) at time 0: the centre of rotation, moving with `velocity`.
+    pub center: [f64; D],
+}
+
+impl<const D: usize> Obstacle<D> {
+    /// A static obstacle.
+    pub fn fixed(shape: Shape) -> Self {
+        Self {
+            shape,
+            velocity: [0.0; D],
+            angular_velocity: [0.0; 3],
+            center: [0.0; D],
+        }
+    }
+
+    /// Whether it moves.
+    pub fn is_moving(&self) -> bool {
+        self.velocity
+            .iter()
+            .chain(&self.angular_velocity)
+            .any(|&v| v != 0.0)
+    }
+
+    fn center3(&self, t: f64) -> DVec3 {
+        let mut c = DVec3::ZERO;
+        for k in 0..D {
+            c[k] = self.center[k] + self.velocity[k] * t;
+        }
+        c
+    }
+
+    fn omega(&self) -> DVec3 {
+        if D == 2 {
+            DVec3::new(0.0, 0.0, self.angular_velocity[2])
+        } else {
+            DVec3::from_array(self.angular_velocity)
+        }
+    }
+
+    /// The solid at time `t` (s): rotated by `ω t` about its reference point, which has moved by `v t`.
+    pub fn shape_at(&self, t: f64) -> Shape {
+        if !self.is_moving() {
+            return self.shape.clone();
+        }
+        let w = self.omega();
+        let angle = w.length() * t;
+        let rotation = if angle > 0.0 {
+            DQuat::from_axis_angle(w.normalize(), angle)
+        } else {
+            DQuat::IDENTITY
+        };
+        let c0 = self.center3(0.0);
+        let centred = Shape::Transform {
+            shape: Box::new(self.shape.clone()),
+            rotation: DQuat::IDENTITY,
+            translation: -c0,
+            scale: 1.0,
+        };
+        Shape::Transform {
+            shape: Box::new(centred),
+            rotation,
+            translation: self.center3(t),
+            scale: 1.0,
+        }
+    }
+
+    /// Velocity (m/s) of the solid's material at `x` (m) and time `t` (s): `v + ω × (x − c(t))`.
+    pub fn velocity_at(&self, x: [f64; D], t: f64) -> [f64; D] {
+        let mut p = DVec3::ZERO;
+        for k in 0..D {
+            p[k] = x[k];
+        }
+        let v = self.omega().cross(p - self.center3(t));
+        std::array::from_fn(|k| self.velocity[k] + v[k])
+    }
+}
+
+/// A source: while active, the cells whose centres lie inside `shape` are kept filled with particles moving
+/// at `velocity` (an inflow; the volume flux is `velocity` through the shape's cross-section).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Emitter<const D: usize> {
+    /// Where liquid enters.
+    pub shape: Shape,
+    /// Velocity of the emitted liquid (m/s).
+    pub velocity: [f64; D],
+    /// Simulated times (s) between which it runs.
+    pub active: (f64, f64),
+}
+
+/// A drain: each step, a particle inside `shape` is removed with probability `rate · dt` (all of them when
+/// `rate · dt ≥ 1`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Sink {
+    /// Where liquid leaves.
+    pub shape: Shape,
+    /// Removal rate (1/s).
+    pub rate: f64,
+}

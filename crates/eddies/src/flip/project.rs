@@ -1,0 +1,136 @@
+//! Body forces, solid boundary conditions and the pressure projection on the MAC grid (Bridson, ch. 5).
+
+use super::params::{Boundary, Obstacle};
+use crate::grid::{CellFlag, Grid, MacGrid};
+use crate::linsolve::{
+    DomainBoundary, Info, PcgParams, PoissonSolver, PreconditionerKind, SolveError,
+};
+
+/// Adds gravity, `u += Δt g`, to every face (seed 001 "Gravity-Update").
+pub(crate) fn apply_forces<const D: usize>(u: &mut MacGrid<D>, gravity: [f64; D], dt: f64) {
+    for (k, g) in gravity.iter().enumerate() {
+        if *g != 0.0 {
+            let dv = g * dt;
+            u.u[k].par_for_each_mut(|_, _, v| *v += dv);
+        }
+    }
+}
+
+/// Whether face `f` of component `k` lies on the domain boundary.
+#[inline]
+fn on_domain_boundary<const D: usize>(dims: [usize; D], k: usize, f: [usize; D]) -> bool {
+    f[k] == 0 || f[k] == dims[k]
+}
+
+/// The cells on either side of face `f` of component `k` (`None` outside the domain).
+#[inline]
+pub(crate) fn face_cells<const D: usize>(
+    dims: [usize; D],
+    k: usize,
+    f: [usize; D],
+) -> (Option<[usize; D]>, Option<[usize; D]>) {
+    let below = (f[k] > 0).then(|| {
+        let mut c = f;
+        c[k] -= 1;
+        c
+    });
+    let above = (f[k] < dims[k]).then_some(f);
+    (below, above)
+}
+
+/// Enforces `u·n = u_solid·n` on every face touching a solid (Bridson, §5.1): faces of closed domain walls
+/// get 0, faces next to an obstacle cell get the normal component of the obstacle's velocity at the face at
+/// time `t` (s), which is how a moving obstacle pushes the liquid.
+pub(crate) fn enforce_boundary<const D: usize>(
+    u: &mut MacGrid<D>,
+    solid_id: &Grid<u16, D>,
+    obstacles: &[Obstacle<D>],
+    boundary: Boundary,
+    t: f64,
+) {
+    let dims = u.dims;
+    let (o, h) = (u.origin, u.spacing);
+    for k in 0..D {
+        u.u[k].par_for_each_mut(|_, f, v| {
+            if boundary == Boundary::Closed && on_domain_boundary(dims, k, f) {
+                *v = 0.0;
+                return;
+            }
+            let (a, b) = face_cells(dims, k, f);
+            let id = [a, b]
+                .into_iter()
+                .flatten()
+                .map(|c| solid_id[c])
+                .find(|&id| id != 0);
+            if let Some(id) = id {
+                let x: [f64; D] = std::array::from_fn(|a| {
+                    o[a] + (f[a] as f64 + if a == k { 0.0 } else { 0.5 }) * h
+                });
+                *v = obstacles[id as usize - 1].velocity_at(x, t)[k];
+            }
+        });
+    }
+}
+
+/// The pressure projection (seed 001 "Pressure-solve"; Bridson, §5.3–5.4): solves
+/// `−∇²p = −(ρ/Δt) ∇·u*` on the fluid cells (air: p = 0; solid: no flux, with the solid's velocity already on
+/// its faces) and subtracts `(Δt/ρ) ∇p` from every face between two non-solid cells with fluid on a side,
+/// which makes the discrete divergence of every fluid cell vanish to the solver's tolerance. `div_before`
+/// receives ∇·u* (1/s); `pressure` (Pa) is the initial guess and receives the solution.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn project<const D: usize>(
+    u: &mut MacGrid<D>,
+    flags: &Grid<CellFlag, D>,
+    boundary: Boundary,
+    kind: PreconditionerKind,
+    pcg: PcgParams,
+    density: f64,
+    dt: f64,
+    div_before: &mut Grid<f64, D>,
+    rhs: &mut Grid<f64, D>,
+    pressure: &mut Grid<f64, D>,
+) -> Result<Option<Info>, SolveError> {
+    u.divergence_into(div_before);
+    if flags.data.iter().all(|&f| f != CellFlag::Fluid) {
+        pressure.fill(0.0);
+        return Ok(None);
+    }
+    let outside = match boundary {
+        Boundary::Closed => DomainBoundary::Solid,
+        Boundary::Open => DomainBoundary::Open,
+    };
+    let scale = -density / dt;
+    rhs.par_for_each_mut(|i, _, b| {
+        *b = if flags.data[i] == CellFlag::Fluid {
+            scale * div_before.data[i]
+        } else {
+            0.0
+        };
+    });
+    let mut solver = PoissonSolver::from_flags(flags, outside, kind, pcg)?;
+    let info = solver.solve_grid(rhs, pressure)?;
+    let dims = u.dims;
+    let coef = dt / (density * u.spacing);
+    let p = &*pressure;
+    for k in 0..D {
+        u.u[k].par_for_each_mut(|_, f, v| {
+            let (a, b) = face_cells(dims, k, f);
+            let fa = a.map(|c| flags[c]);
+            let fb = b.map(|c| flags[c]);
+            let solid = |x: Option<CellFlag>| match x {
+                Some(f) => f == CellFlag::Solid,
+                None => boundary == Boundary::Closed,
+            };
+            if solid(fa) || solid(fb) {
+                return;
+            }
+            if fa != Some(CellFlag::Fluid) && fb != Some(CellFlag::Fluid) {
+                return;
+            }
+            let pa = a.map_or(0.0, |c| p[c]);
+            let pb = b.map_or(0.0, |c| p[c]);
+            *v -= coef * (pb - pa);
+        });
+    }
+    Ok(Some(info))
+}

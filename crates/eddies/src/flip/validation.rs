@@ -1,0 +1,139 @@
+//! Validation cases of the FLIP liquid: a tank at rest, the dam-break surge front against Martin & Moyce
+//! (1952), and volume conservation in a 3D dam break.
+
+use super::{FlipConfig, FlipSim};
+use crate::shape::Shape;
+use crate::sim::Simulation;
+use crate::validation::{Case, Measurement};
+
+/// The FLIP cases.
+pub fn cases() -> Vec<Case> {
+    vec![
+        Case {
+            name: "flip/hydrostatic-2d",
+            description: "tank at rest stays at rest: max particle speed after 2 s over sqrt(gH), at most 0.01",
+            run: |quick| {
+                let (n, t) = if quick { (32, 1.0) } else { (64, 2.0) };
+                let (ratio, _) = hydrostatic_2d(n, t);
+                Measurement::at_most("flip/hydrostatic-2d", ratio, 0.01, "1")
+            },
+        },
+        Case {
+            name: "flip/dam-break-front-2d",
+            description: "2D dam-break surge front Z(T) against Martin & Moyce (1952) Table 2 (n² = 2): worst \
+                          relative error, at most 10%",
+            run: |quick| {
+                let cells = if quick { 12 } else { 24 };
+                let err = dam_break_front_error(cells);
+                Measurement::at_most("flip/dam-break-front-2d", err, 0.10, "1")
+            },
+        },
+        Case {
+            name: "flip/dam-break-volume-3d",
+            description: "3D dam break, 3 s: worst relative change of the liquid volume (fluid cells), at most 2%",
+            run: |quick| {
+                let (res, t) = if quick { ([16, 8, 16], 1.0) } else { ([32, 16, 32], 3.0) };
+                let drift = dam_break_volume_drift(res, t);
+                Measurement::at_most("flip/dam-break-volume-3d", drift, 0.02, "1")
+            },
+        },
+    ]
+}
+
+/// Martin & Moyce (1952), Part IV, Table 2: surge-front position `Z = z/a` against `T = t·√(2g/a)` for the
+/// column of width a and height 2a (n² = 2, a = 2.25 in).
+pub const MARTIN_MOYCE_T: [f64; 15] = [
+    0.41, 0.84, 1.19, 1.43, 1.63, 1.83, 1.98, 2.20, 2.32, 2.51, 2.65, 2.83, 2.98, 3.11, 3.33,
+];
+/// See [`MARTIN_MOYCE_T`].
+pub const MARTIN_MOYCE_Z: [f64; 15] = [
+    1.11, 1.22, 1.44, 1.67, 1.89, 2.11, 2.33, 2.56, 2.78, 3.00, 3.22, 3.44, 3.67, 3.89, 4.11,
+];
+
+/// A closed 2D tank of `n`² cells (1 m) filled to half height, run for `t_end` seconds at CFL 1. Returns the
+/// largest particle speed at the end over `√(gH)` and the simulation.
+pub fn hydrostatic_2d(n: usize, t_end: f64) -> (f64, FlipSim<2>) {
+    let cfg = FlipConfig::<2> {
+        resolution: [n, n],
+        cell_size: 1.0 / n as f64,
+        ..Default::default()
+    };
+    let depth = 0.5;
+    let mut sim = FlipSim::new(cfg).expect("valid configuration");
+    sim.fill(&Shape::box2([0.0, 0.0], [1.0, depth]), [0.0, 0.0]);
+    run_until(&mut sim, t_end, 1.0);
+    let speed = sim.measure().2;
+    (speed / (9.81 * depth).sqrt(), sim)
+}
+
+/// Steps `sim` to `t_end` with steps of at most `max_dt(cfl)`.
+pub fn run_until<const D: usize>(sim: &mut FlipSim<D>, t_end: f64, cfl: f64) {
+    while sim.time() < t_end - 1e-12 {
+        let dt = sim.max_dt(cfl).min(t_end - sim.time());
+        sim.step(dt).expect("the step succeeds");
+    }
+}
+
+/// The 2D dam break of Martin & Moyce: a column `a` wide (`cells` cells) and `2a` tall against the left wall
+/// of a tank 6a long and 3a high, with a = 2.25 in = 0.05715 m. Returns the simulated surge front `Z(T)` (the
+/// rightmost particle over a) at the experiment's times.
+pub fn dam_break_front(cells: usize) -> Vec<f64> {
+    let a = 0.05715;
+    let h = a / cells as f64;
+    let cfg = FlipConfig::<2> {
+        resolution: [6 * cells, 3 * cells],
+        cell_size: h,
+        ..Default::default()
+    };
+    let mut sim = FlipSim::new(cfg).expect("valid configuration");
+    sim.fill(&Shape::box2([0.0, 0.0], [a, 2.0 * a]), [0.0, 0.0]);
+    let scale = (2.0 * 9.81 / a).sqrt();
+    MARTIN_MOYCE_T
+        .iter()
+        .map(|&tt| {
+            run_until(&mut sim, tt / scale, 1.0);
+            let p = sim.particles();
+            let front = p.pos[0].iter().fold(0.0f64, |m, &x| m.max(x as f64));
+            front / a
+        })
+        .collect()
+}
+
+/// Worst relative error of [`dam_break_front`] against Martin & Moyce's Table 2.
+pub fn dam_break_front_error(cells: usize) -> f64 {
+    dam_break_front(cells)
+        .iter()
+        .zip(MARTIN_MOYCE_Z)
+        .map(|(z, zr)| (z - zr).abs() / zr)
+        .fold(0.0, f64::max)
+}
+
+/// A 3D dam break in a closed 2 × 1 × 2 (scaled) tank, the column a quarter of the length and half the height;
+/// returns the worst relative change of the fluid-cell volume over `t_end` seconds.
+pub fn dam_break_volume_drift(res: [usize; 3], t_end: f64) -> f64 {
+    let h = 1.0 / res[0] as f64;
+    let size: [f64; 3] = std::array::from_fn(|k| res[k] as f64 * h);
+    let cfg = FlipConfig::<3> {
+        resolution: res,
+        cell_size: h,
+        ..Default::default()
+    };
+    let mut sim = FlipSim::new(cfg).expect("valid configuration");
+    sim.fill(
+        &Shape::Box {
+            min: glam::DVec3::ZERO,
+            max: glam::DVec3::new(0.25 * size[0], 0.5 * size[1], size[2]),
+        },
+        [0.0; 3],
+    );
+    let mut v0 = None;
+    let mut worst: f64 = 0.0;
+    while sim.time() < t_end - 1e-12 {
+        let dt = sim.max_dt(1.0).min(t_end - sim.time());
+        let rec = sim.step(dt).expect("the step succeeds");
+        let v = rec.scalar("fluid_volume").expect("FLIP reports its volume");
+        let v0 = *v0.get_or_insert(v);
+        worst = worst.max((v - v0).abs() / v0);
+    }
+    worst
+}

