@@ -481,6 +481,13 @@ impl VpmSim {
     }
 }
 
+/// Positions as flat f32 triples, for output.
+fn positions_f32(p: &[DVec3]) -> Vec<f32> {
+    p.iter()
+        .flat_map(|p| [p.x as f32, p.y as f32, p.z as f32])
+        .collect()
+}
+
 impl Simulation for VpmSim {
     fn dim(&self) -> usize {
         3
@@ -607,19 +614,11 @@ impl Simulation for VpmSim {
     }
 
     fn particle_positions(&self) -> Vec<f32> {
-        self.vortons
-            .position
-            .iter()
-            .flat_map(|p| [p.x as f32, p.y as f32, p.z as f32])
-            .collect()
+        positions_f32(&self.vortons.position)
     }
 
     fn tracer_positions(&self) -> Vec<f32> {
-        self.tracers
-            .position
-            .iter()
-            .flat_map(|p| [p.x as f32, p.y as f32, p.z as f32])
-            .collect()
+        positions_f32(&self.tracers.position)
     }
 
     /// `vorticity_magnitude`: |ω| (1/s); `strength`: |ω| V (m³/s).
