@@ -881,7 +881,8 @@ impl<const D: usize> Simulation for FlipSim<D> {
     fn particle_positions(&self) -> Vec<f32> {
         let p = &self.particles;
         let mut out = Vec::with_capacity(p.len() * D);
-        for i in 0..p.len() {
+        // Particles that left an open domain in the last step are dropped at the next sort; skip them.
+        for i in (0..p.len()).filter(|&i| (0..D).all(|k| p.pos[k][i].is_finite())) {
             for k in 0..D {
                 out.push(p.pos[k][i]);
             }
