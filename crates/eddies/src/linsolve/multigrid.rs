@@ -94,9 +94,8 @@ impl Default for MultigridParams {
 #[derive(Clone, Debug)]
 struct Level<const D: usize, T> {
     op: PoissonOperator<D>,
-    /// Coefficients of the extension of a correction into the cells around the unknowns ([`extend`]): `2D`
-    /// per cell, one per neighbour (axis-major, lower side first).
-    ghost: Vec<f64>,
+    /// The cells around the unknowns that a correction is extended into ([`extend`]).
+    ghost: Ghosts,
     b: Vec<T>,
     x: Vec<T>,
     /// Residual and smoothing ping-pong buffer.
@@ -622,105 +621,123 @@ fn dirichlet_link_weights<const D: usize>(
 /// * a Dirichlet cell takes, from each unknown neighbour `j`, `(1 − wⱼ) xⱼ` averaged: the straight line
 ///   through `xⱼ` that vanishes where the boundary really is, `1/wⱼ` coarse spacings from `j` (see
 ///   [`dirichlet_link_weights`]); on the finest level `w = 1` and the value is zero.
-fn ghost_coefficients<const D: usize>(op: &PoissonOperator<D>) -> Vec<f64> {
+fn ghost_coefficients<const D: usize>(op: &PoissonOperator<D>) -> Ghosts {
     let l = op.layout();
     let kind = op.kinds();
-    let mut ghost = vec![0.0; l.len() * 2 * D];
-    ghost.par_chunks_mut(2 * D).enumerate().for_each(|(i, g)| {
-        if kind[i] == CellKind::Unknown {
-            return;
-        }
-        let p = l.padded_coords(i);
-        let mut m = 0;
-        for a in 0..D {
-            for upper in [false, true] {
-                let inside = if upper {
-                    p[a] + 1 < l.padded[a]
-                } else {
-                    p[a] > 0
-                };
-                if !inside {
-                    continue;
-                }
-                let j = if upper {
-                    i + l.strides[a]
-                } else {
-                    i - l.strides[a]
-                };
-                if kind[j] == CellKind::Unknown {
-                    m += 1;
-                    g[2 * a + upper as usize] = match kind[i] {
-                        CellKind::Solid => 1.0,
-                        // The link seen from j points the other way.
-                        _ => 1.0 - op.link_weight(j, a, !upper),
+    let found: Vec<(usize, bool, [f64; 6])> = (0..l.len())
+        .into_par_iter()
+        .filter_map(|i| {
+            if kind[i] == CellKind::Unknown {
+                return None;
+            }
+            let p = l.padded_coords(i);
+            let mut g = [0.0; 6];
+            let mut m = 0;
+            for a in 0..D {
+                for upper in [false, true] {
+                    let inside = if upper {
+                        p[a] + 1 < l.padded[a]
+                    } else {
+                        p[a] > 0
                     };
+                    if !inside {
+                        continue;
+                    }
+                    let j = if upper {
+                        i + l.strides[a]
+                    } else {
+                        i - l.strides[a]
+                    };
+                    if kind[j] == CellKind::Unknown {
+                        m += 1;
+                        g[2 * a + upper as usize] = match kind[i] {
+                            CellKind::Solid => 1.0,
+                            // The link seen from j points the other way.
+                            _ => 1.0 - op.link_weight(j, a, !upper),
+                        };
+                    }
                 }
             }
-        }
-        if m > 0 {
-            for c in g.iter_mut() {
-                *c /= m as f64;
-            }
-        }
-    });
-    ghost
+            (m > 0).then(|| {
+                for c in g.iter_mut() {
+                    *c /= m as f64;
+                }
+                (i, kind[i] == CellKind::Dirichlet, g)
+            })
+        })
+        .collect();
+    Ghosts {
+        index: found.iter().map(|f| f.0).collect(),
+        dirichlet: found.iter().map(|f| f.1).collect(),
+        coef: found.iter().flat_map(|f| f.2[..2 * D].to_vec()).collect(),
+    }
+}
+
+/// The cells next to the unknowns of a level that are not unknowns themselves, with the coefficients of
+/// [`ghost_coefficients`]: a thin shell, so [`extend`] and [`fold`] visit it cell by cell.
+#[derive(Clone, Debug, Default)]
+struct Ghosts {
+    /// Padded index of each ghost cell, increasing.
+    index: Vec<usize>,
+    /// Whether it is a Dirichlet cell (else solid).
+    dirichlet: Vec<bool>,
+    /// `2D` coefficients per ghost cell, one per neighbour (axis-major, lower side first).
+    coef: Vec<f64>,
 }
 
 /// `out = E x`: unknowns kept, the cells around them extended by the [`ghost_coefficients`]. In full multigrid
-/// (`keep_dirichlet`) Dirichlet cells keep their boundary values.
+/// (`keep_dirichlet`) Dirichlet cells keep their boundary values. Every other cell of `x` is zero already.
 fn extend<T: Real, const D: usize>(
     op: &PoissonOperator<D>,
-    ghost: &[f64],
+    ghost: &Ghosts,
     x: &[T],
     out: &mut [T],
     keep_dirichlet: bool,
 ) {
-    let l = op.layout();
-    let kind = op.kinds();
-    l.for_cells(out, |i| match kind[i] {
-        CellKind::Unknown => x[i],
-        CellKind::Dirichlet if keep_dirichlet => x[i],
-        _ => {
-            let g = &ghost[i * 2 * D..(i + 1) * 2 * D];
-            let mut sum = T::ZERO;
-            for (a, &s) in l.strides.iter().enumerate() {
-                if g[2 * a] != 0.0 {
-                    sum += T::from_f64(g[2 * a]) * x[i - s];
-                }
-                if g[2 * a + 1] != 0.0 {
-                    sum += T::from_f64(g[2 * a + 1]) * x[i + s];
-                }
-            }
-            sum
+    convert(x, out);
+    let strides = op.layout().strides;
+    for (k, (&i, &dirichlet)) in ghost.index.iter().zip(&ghost.dirichlet).enumerate() {
+        if dirichlet && keep_dirichlet {
+            continue;
         }
-    });
+        let g = &ghost.coef[k * 2 * D..(k + 1) * 2 * D];
+        let mut sum = T::ZERO;
+        for (a, &s) in strides.iter().enumerate() {
+            if g[2 * a] != 0.0 {
+                sum += T::from_f64(g[2 * a]) * x[i - s];
+            }
+            if g[2 * a + 1] != 0.0 {
+                sum += T::from_f64(g[2 * a + 1]) * x[i + s];
+            }
+        }
+        out[i] = sum;
+    }
 }
 
-/// `out = Eᵀ v` on the unknowns (zero elsewhere): each surrounding cell's value is handed back to the unknowns
-/// it was extended from, with the same coefficients.
-fn fold<T: Real, const D: usize>(op: &PoissonOperator<D>, ghost: &[f64], v: &[T], out: &mut [T]) {
+/// `out = Eᵀ v` on the unknowns (zero elsewhere): each ghost cell's value is handed back to the unknowns it was
+/// extended from, with the same coefficients (in the fixed order of the ghost list).
+fn fold<T: Real, const D: usize>(op: &PoissonOperator<D>, ghost: &Ghosts, v: &[T], out: &mut [T]) {
     let l = op.layout();
     let kind = op.kinds();
     l.for_cells(out, |i| {
-        if kind[i] != CellKind::Unknown {
-            return T::ZERO;
+        if kind[i] == CellKind::Unknown {
+            v[i]
+        } else {
+            T::ZERO
         }
-        let mut sum = v[i];
-        for (a, &s) in l.strides.iter().enumerate() {
-            // The lower neighbour reaches i through its upper link, and the other way round.
-            let (lo, hi) = (
-                ghost[(i - s) * 2 * D + 2 * a + 1],
-                ghost[(i + s) * 2 * D + 2 * a],
-            );
-            if lo != 0.0 {
-                sum += T::from_f64(lo) * v[i - s];
-            }
-            if hi != 0.0 {
-                sum += T::from_f64(hi) * v[i + s];
-            }
-        }
-        sum
     });
+    for (k, &i) in ghost.index.iter().enumerate() {
+        let g = &ghost.coef[k * 2 * D..(k + 1) * 2 * D];
+        let value = v[i];
+        for (a, &s) in l.strides.iter().enumerate() {
+            if g[2 * a] != 0.0 {
+                out[i - s] += T::from_f64(g[2 * a]) * value;
+            }
+            if g[2 * a + 1] != 0.0 {
+                out[i + s] += T::from_f64(g[2 * a + 1]) * value;
+            }
+        }
+    }
 }
 
 /// `sweeps` smoothing sweeps of `A x = b` on the unknowns, using `t` as the ping-pong buffer. Red-black
@@ -983,25 +1000,31 @@ fn prolong<T: Real, const D: usize>(
     let (fl, cl) = (fine.layout(), coarse.layout());
     let (fk, frl, crl) = (fine.kinds(), fl.row_len(), cl.row_len());
     fl.for_row_groups(x, |first, group| {
-        let mut blended = vec![T::ZERO; crl];
+        let (mut blended, mut values) = (vec![T::ZERO; crl], vec![T::ZERO; frl]);
         for (k, o) in group.chunks_mut(frl).enumerate() {
-            prolong_row(cl, xc, fl, fk, first + k, o, &mut blended, mode);
+            prolong_row(
+                (cl, xc),
+                (fl, fk),
+                first + k,
+                o,
+                (&mut blended, &mut values),
+                mode,
+            );
         }
     });
 }
 
-/// One fine row of [`prolong`]; `blended` is a coarse-row buffer.
-#[allow(clippy::too_many_arguments)]
+/// One fine row of [`prolong`]; `buffers` are a coarse row (the blend of the coarse rows around this one) and
+/// a fine row (the interpolated values).
 fn prolong_row<T: Real, const D: usize>(
-    cl: &Layout<D>,
-    xc: &[T],
-    fl: &Layout<D>,
-    fk: &[CellKind],
+    (cl, xc): (&Layout<D>, &[T]),
+    (fl, fk): (&Layout<D>, &[CellKind]),
     row: usize,
     o: &mut [T],
-    blended: &mut [T],
+    buffers: (&mut [T], &mut [T]),
     mode: Prolong,
 ) {
+    let (blended, values) = buffers;
     let (nf, frl, crl) = (fl.dims[0], fl.row_len(), cl.row_len());
     {
         if !fl.is_interior_row(row) {
@@ -1034,21 +1057,25 @@ fn prolong_row<T: Real, const D: usize>(
         }
         // Fine cells 2k and 2k+1 (interior coordinates) share the parent k: 3/4 of it and 1/4 of the coarse
         // cell on their side (padded coarse coordinates k, k+1, k+2).
-        let start = row * frl;
-        let kinds = &fk[start + 1..=start + nf];
-        for ((pair, kp), w) in o[1..=nf]
-            .chunks_mut(2)
-            .zip(kinds.chunks(2))
-            .zip(blended.windows(3))
-        {
-            let (near, far) = (T::from_f64(0.75), T::from_f64(0.25));
-            let values = [near * w[1] + far * w[0], near * w[1] + far * w[2]];
-            for ((o, &k), v) in pair.iter_mut().zip(kp).zip(values) {
-                match (mode, k) {
-                    (Prolong::AddCorrection, CellKind::Unknown) => *o += v,
-                    (Prolong::Replace { .. }, CellKind::Unknown) => *o = v,
-                    (Prolong::Replace { boundary_too: true }, CellKind::Dirichlet) => *o = v,
-                    _ => {}
+        let (near, far) = (T::from_f64(0.75), T::from_f64(0.25));
+        for (fi, v) in values[..nf].iter_mut().enumerate() {
+            let parent = fi / 2 + 1;
+            let other = if fi % 2 == 0 { parent - 1 } else { parent + 1 };
+            *v = near * blended[parent] + far * blended[other];
+        }
+        let start = row * frl + 1;
+        let (o, values, kinds) = (&mut o[1..=nf], &values[..nf], &fk[start..start + nf]);
+        match mode {
+            Prolong::AddCorrection => {
+                for ((o, &v), &k) in o.iter_mut().zip(values).zip(kinds) {
+                    *o += if k == CellKind::Unknown { v } else { T::ZERO };
+                }
+            }
+            Prolong::Replace { boundary_too } => {
+                for ((o, &v), &k) in o.iter_mut().zip(values).zip(kinds) {
+                    if k == CellKind::Unknown || (boundary_too && k == CellKind::Dirichlet) {
+                        *o = v;
+                    }
                 }
             }
         }
