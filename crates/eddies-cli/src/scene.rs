@@ -81,9 +81,18 @@ impl Method {
     }
 }
 
-/// What vpm frames can show: tracers (or vortons where there are none) splatted and projected along z, or
-/// the vorticity magnitude of the vortons projected along z.
-pub const VPM_FIELDS: &[&str] = &["tracers", "vorticity_magnitude"];
+/// What vpm frames can show: tracers (or vortons where there are none) splatted and projected along z, or a
+/// grid field of `eddies::vpm::FIELDS` projected along z (`speed` needs a grid technique, `vector_potential`
+/// the Poisson technique).
+pub const VPM_FIELDS: &[&str] = &[
+    "tracers",
+    "vorticity_magnitude",
+    "density",
+    "density_deviation",
+    "temperature",
+    "speed",
+    "vector_potential",
+];
 
 /// Methods this build can run.
 pub const AVAILABLE_METHODS: &[Method] = &[Method::Reint, Method::Flip, Method::Vpm];
@@ -270,6 +279,33 @@ pub enum VelocityKind {
     TreeVortons,
     /// Treecode at grid points, interpolated (jerky without auto_mollify).
     TreeGrid,
+    /// Seed 003: vector potential on the grid's boundary from the integral, multigrid Poisson solve inside,
+    /// velocity as its curl, interpolated.
+    Poisson,
+}
+
+/// Boundary values of the vector potential for `velocity = "poisson"`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PotentialBoundaryKind {
+    /// Treecode integral.
+    #[default]
+    Tree,
+    /// Direct-sum integral (the reference).
+    Direct,
+    /// Zero (the grid's boundary is a wall).
+    Zero,
+}
+
+/// Multigrid restriction of the Poisson technique.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RestrictionKind {
+    /// Mean of the children: seed 003's faster, less accurate down-sampling.
+    #[default]
+    Nearest,
+    /// Full weighting.
+    FullWeighting,
 }
 
 /// Time integrator of vpm.
@@ -288,8 +324,26 @@ pub enum IntegratorKind {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Vpm {
-    /// "direct-vortons", "direct-grid", "tree-vortons" or "tree-grid". Default "tree-vortons".
+    /// "direct-vortons", "direct-grid", "tree-vortons", "tree-grid" or "poisson". Default "tree-vortons".
     pub velocity: VelocityKind,
+    /// Poisson technique: boundary values of the vector potential, "tree", "direct" or "zero". Default
+    /// "tree".
+    pub boundary: PotentialBoundaryKind,
+    /// Poisson technique: compute the boundary integral at every other boundary point and copy it beside.
+    /// Default true.
+    pub decimate: bool,
+    /// Poisson technique: relative residual at which the multigrid cycles stop, in (0, 0.5]. Default 1e-5.
+    pub poisson_tolerance: f64,
+    /// Poisson technique: multigrid restriction, "nearest" or "full-weighting". Default "nearest".
+    pub restriction: RestrictionKind,
+    /// Baroclinic generation of vorticity from density and temperature deviations under the domain's
+    /// gravity. Default true.
+    pub baroclinic: bool,
+    /// Thermal expansion coefficient (1/K): density changes by −ambient_density × this × temperature
+    /// deviation. Default 1/300.
+    pub thermal_expansion: f64,
+    /// Thermal diffusivity (m²/s), ≥ 0; 0 switches heat diffusion off. Default 0.
+    pub heat_diffusivity: f64,
     /// Treecode opening parameter θ, in (0, 2]: smaller is more accurate. Default 0.5.
     pub theta: f64,
     /// Most vortons in a tree leaf, 1 to 4096. Default 32.
@@ -326,12 +380,28 @@ pub struct Vpm {
     /// Nozzles that emit rings periodically.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub jet: Vec<JetSpec>,
+    /// Balls of heavy, light or hot fluid, once or periodically.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub ball: Vec<BallSpec>,
+    /// Boxes of heavy, light or hot fluid.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub block: Vec<BlockSpec>,
+    /// Heat sources.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub heat_source: Vec<HeatSourceSpec>,
 }
 
 impl Default for Vpm {
     fn default() -> Self {
         Self {
             velocity: VelocityKind::TreeVortons,
+            boundary: PotentialBoundaryKind::Tree,
+            decimate: true,
+            poisson_tolerance: 1e-5,
+            restriction: RestrictionKind::Nearest,
+            baroclinic: true,
+            thermal_expansion: 1.0 / 300.0,
+            heat_diffusivity: 0.0,
             theta: 0.5,
             leaf_size: 32,
             original_leaves: true,
@@ -347,6 +417,109 @@ impl Default for Vpm {
             sheet: Vec::new(),
             noise: Vec::new(),
             jet: Vec::new(),
+            ball: Vec::new(),
+            block: Vec::new(),
+            heat_source: Vec::new(),
+        }
+    }
+}
+
+/// `[[vpm.ball]]`: a ball of fluid heavier, lighter or hotter than ambient, at rest, wrapped in a shell of
+/// neutral vortons that carry the vorticity born outside it; emitted once, or every `period` seconds.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct BallSpec {
+    /// Centre (m). Default [0.5, 0.5, 0.5].
+    pub center: Vec<f64>,
+    /// Radius (m), > 0. Default 0.1.
+    pub radius: f64,
+    /// Density deviation from ambient (kg/m³). Default 0.
+    pub density_deviation: f64,
+    /// Temperature deviation from ambient (K). Default 0.
+    pub temperature_deviation: f64,
+    /// Vortons in the ball and its shell, 1 to 10⁷. Default 4000.
+    pub vortons: i64,
+    /// Thickness of the neutral shell as a fraction of the radius, in [0, 10]. Default 0.3.
+    pub halo: f64,
+    /// Tracers (dye) in the ball, 0 to 10⁷. Default 0.
+    pub tracers: i64,
+    /// Time between emissions (s), ≥ 0; 0 emits once, at `start`. Default 0.
+    pub period: f64,
+    /// First emission (s), ≥ 0. Default 0.
+    pub start: f64,
+    /// No emission after this time (s), ≥ start; `inf` for never. Default inf.
+    pub stop: f64,
+}
+
+impl Default for BallSpec {
+    fn default() -> Self {
+        Self {
+            center: vec![0.5, 0.5, 0.5],
+            radius: 0.1,
+            density_deviation: 0.0,
+            temperature_deviation: 0.0,
+            vortons: 4000,
+            halo: 0.3,
+            tracers: 0,
+            period: 0.0,
+            start: 0.0,
+            stop: f64::INFINITY,
+        }
+    }
+}
+
+/// `[[vpm.block]]`: a box of fluid heavier, lighter or hotter than ambient, vortons on a jittered lattice.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct BlockSpec {
+    /// Lower corner (m). Default [0.25, 0.25, 0.25].
+    pub min: Vec<f64>,
+    /// Upper corner (m), above `min` on every axis. Default [0.75, 0.75, 0.75].
+    pub max: Vec<f64>,
+    /// Density deviation from ambient (kg/m³). Default 0.
+    pub density_deviation: f64,
+    /// Temperature deviation from ambient (K). Default 0.
+    pub temperature_deviation: f64,
+    /// Vortons, 1 to 10⁷. Default 4000.
+    pub vortons: i64,
+    /// Random displacement of each vorton as a fraction of the lattice spacing, in [0, 0.5]. Default 0.05.
+    pub jitter: f64,
+    /// Tracers (dye) in the box, 0 to 10⁷. Default 0.
+    pub tracers: i64,
+}
+
+impl Default for BlockSpec {
+    fn default() -> Self {
+        Self {
+            min: vec![0.25; 3],
+            max: vec![0.75; 3],
+            density_deviation: 0.0,
+            temperature_deviation: 0.0,
+            vortons: 4000,
+            jitter: 0.05,
+            tracers: 0,
+        }
+    }
+}
+
+/// `[[vpm.heat_source]]`: vortons inside the sphere warm at `rate`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct HeatSourceSpec {
+    /// Centre (m). Default [0.5, 0.1, 0.5].
+    pub center: Vec<f64>,
+    /// Radius (m), > 0. Default 0.05.
+    pub radius: f64,
+    /// Heating rate (K/s), finite; negative cools. Default 100.
+    pub rate: f64,
+}
+
+impl Default for HeatSourceSpec {
+    fn default() -> Self {
+        Self {
+            center: vec![0.5, 0.1, 0.5],
+            radius: 0.05,
+            rate: 100.0,
         }
     }
 }
@@ -1550,6 +1723,34 @@ impl Scene {
         range(&p.key("length_scale"), v.length_scale, 0.0, 100.0, true)?;
         range(&p.key("grid_margin"), v.grid_margin, 0.0, 10.0, false)?;
         let res = self.resolution();
+        range(
+            &p.key("poisson_tolerance"),
+            v.poisson_tolerance,
+            0.0,
+            0.5,
+            true,
+        )?;
+        range(
+            &p.key("thermal_expansion"),
+            v.thermal_expansion,
+            -1.0,
+            1.0,
+            false,
+        )?;
+        range(
+            &p.key("heat_diffusivity"),
+            v.heat_diffusivity,
+            0.0,
+            1e6,
+            false,
+        )?;
+        if v.velocity == VelocityKind::Poisson && res.iter().any(|&n| n < 3) {
+            return Err(Invalid::new(
+                root.key("domain").key("resolution"),
+                format!("{res:?} points per axis leave no interior for the Poisson solve"),
+                "at least 3 points per axis with velocity = \"poisson\"",
+            ));
+        }
         if res.iter().any(|&n| n > 1024) {
             return Err(Invalid::new(
                 root.key("domain").key("resolution"),
@@ -1632,6 +1833,74 @@ impl Scene {
                 ));
             }
         }
+        for (i, b) in v.ball.iter().enumerate() {
+            let q = p.key("ball").index(i);
+            vector(&q.key("center"), &b.center, 3)?;
+            positive(&q.key("radius"), b.radius, "m")?;
+            range(
+                &q.key("density_deviation"),
+                b.density_deviation,
+                -1e9,
+                1e9,
+                false,
+            )?;
+            range(
+                &q.key("temperature_deviation"),
+                b.temperature_deviation,
+                -1e6,
+                1e6,
+                false,
+            )?;
+            int_range(&q.key("vortons"), b.vortons, 1, 10_000_000)?;
+            range(&q.key("halo"), b.halo, 0.0, 10.0, false)?;
+            int_range(&q.key("tracers"), b.tracers, 0, 10_000_000)?;
+            range(&q.key("period"), b.period, 0.0, 1e12, false)?;
+            range(&q.key("start"), b.start, 0.0, 1e12, false)?;
+            if b.stop.is_nan() || b.stop < b.start {
+                return Err(Invalid::new(
+                    q.key("stop"),
+                    format!("{} is before start {}", b.stop, b.start),
+                    "a time ≥ start (s), or inf",
+                ));
+            }
+        }
+        for (i, b) in v.block.iter().enumerate() {
+            let q = p.key("block").index(i);
+            vector(&q.key("min"), &b.min, 3)?;
+            vector(&q.key("max"), &b.max, 3)?;
+            for k in 0..3 {
+                if b.max[k] <= b.min[k] {
+                    return Err(Invalid::new(
+                        q.key("max").index(k),
+                        format!("max {} is not above min {}", b.max[k], b.min[k]),
+                        "max > min on every axis",
+                    ));
+                }
+            }
+            range(
+                &q.key("density_deviation"),
+                b.density_deviation,
+                -1e9,
+                1e9,
+                false,
+            )?;
+            range(
+                &q.key("temperature_deviation"),
+                b.temperature_deviation,
+                -1e6,
+                1e6,
+                false,
+            )?;
+            int_range(&q.key("vortons"), b.vortons, 1, 10_000_000)?;
+            range(&q.key("jitter"), b.jitter, 0.0, 0.5, false)?;
+            int_range(&q.key("tracers"), b.tracers, 0, 10_000_000)?;
+        }
+        for (i, h) in v.heat_source.iter().enumerate() {
+            let q = p.key("heat_source").index(i);
+            vector(&q.key("center"), &h.center, 3)?;
+            positive(&q.key("radius"), h.radius, "m")?;
+            range(&q.key("rate"), h.rate, -1e9, 1e9, false)?;
+        }
         if !self.region.is_empty() || !self.emitter.is_empty() || !self.sink.is_empty() {
             return Err(Invalid::new(
                 root.key(if !self.region.is_empty() {
@@ -1642,7 +1911,7 @@ impl Scene {
                     "sink"
                 }),
                 "method \"vpm\" takes its initial state from [[vpm.ring]], [[vpm.tube]], [[vpm.sheet]], \
-                 [[vpm.noise]] and [[vpm.jet]]",
+                 [[vpm.noise]], [[vpm.jet]], [[vpm.ball]], [[vpm.block]] and [[vpm.heat_source]]",
                 "no [[region]], [[emitter]] or [[sink]] with method = \"vpm\"",
             ));
         }

@@ -1,17 +1,20 @@
 //! From a checked [`Scene`] to a running [`Simulation`], and the memory check that comes before it.
 
 use eddies::flip::{self, FlipConfig, FlipParams, FlipSim};
-use eddies::linsolve::PreconditionerKind;
+use eddies::linsolve::{PreconditionerKind, Restriction};
 use eddies::reint::{self, Emitter, Eos, ReintConfig, ReintParams, ReintSim, Sink, Substance};
-use eddies::vpm::{self, Integrator, TreeParams, VelocityMethod, VpmParams, VpmSim};
+use eddies::vpm::{
+    self, BuoyancyParams, Integrator, PoissonParams, PotentialBoundary, TreeParams, VelocityMethod,
+    VpmParams, VpmSim,
+};
 use eddies::{SimError, Simulation};
 use glam::DVec3;
 
 use crate::keypath::KeyPath;
 use crate::load::{Loaded, SceneError};
 use crate::scene::{
-    BoundaryKind, EosKind, IntegratorKind, Invalid, Method, PreconditionerSpec, Scene,
-    TransferKind, VelocityKind,
+    BoundaryKind, EosKind, IntegratorKind, Invalid, Method, PotentialBoundaryKind,
+    PreconditionerSpec, RestrictionKind, Scene, TransferKind, VelocityKind,
 };
 
 /// Cell counts up to which the library's estimate is asked directly; beyond, it is extrapolated per cell (so
@@ -52,9 +55,13 @@ pub fn estimate_bytes(scene: &Scene) -> f64 {
                     .iter()
                     .map(|s| (s.vortons_per_edge * s.vortons_per_edge) as f64)
                     .sum::<f64>()
-                + v.noise.iter().map(|n| n.vortons as f64).sum::<f64>();
+                + v.noise.iter().map(|n| n.vortons as f64).sum::<f64>()
+                + v.ball.iter().map(|b| b.vortons as f64).sum::<f64>()
+                + v.block.iter().map(|b| b.vortons as f64).sum::<f64>();
             let tracers: f64 = v.ring.iter().map(|r| r.tracers as f64).sum::<f64>()
-                + v.tube.iter().map(|t| t.tracers as f64).sum::<f64>();
+                + v.tube.iter().map(|t| t.tracers as f64).sum::<f64>()
+                + v.ball.iter().map(|b| b.tracers as f64).sum::<f64>()
+                + v.block.iter().map(|b| b.tracers as f64).sum::<f64>();
             vortons * 640.0 + tracers * 200.0 + cells as f64 * 120.0
         }
         Method::Flip => {
@@ -228,6 +235,29 @@ pub fn vpm_params(scene: &Scene) -> VpmParams {
             VelocityKind::DirectGrid => VelocityMethod::DirectGrid,
             VelocityKind::TreeVortons => VelocityMethod::TreeVortons,
             VelocityKind::TreeGrid => VelocityMethod::TreeGrid,
+            VelocityKind::Poisson => VelocityMethod::Poisson,
+        },
+        poisson: PoissonParams {
+            boundary: match v.boundary {
+                PotentialBoundaryKind::Tree => PotentialBoundary::Tree,
+                PotentialBoundaryKind::Direct => PotentialBoundary::Direct,
+                PotentialBoundaryKind::Zero => PotentialBoundary::Zero,
+            },
+            decimate: v.decimate,
+            tolerance: v.poisson_tolerance,
+            restriction: match v.restriction {
+                RestrictionKind::Nearest => Restriction::Nearest,
+                RestrictionKind::FullWeighting => Restriction::FullWeighting,
+            },
+        },
+        buoyancy: BuoyancyParams {
+            baroclinic: v.baroclinic,
+            gravity: {
+                let g = scene.gravity();
+                [g[0], g[1], g.get(2).copied().unwrap_or(0.0)]
+            },
+            thermal_expansion: v.thermal_expansion,
+            heat_diffusivity: v.heat_diffusivity,
         },
         tree: TreeParams {
             theta: v.theta,
@@ -321,6 +351,52 @@ fn build_vpm(scene: &Scene) -> Result<VpmSim, SimError> {
             period: j.period,
             start: j.start,
             stop: j.stop,
+        });
+    }
+    for (i, b) in v.ball.iter().enumerate() {
+        let ball = vpm::Ball {
+            center: vec3(&b.center),
+            radius: b.radius,
+            density_deviation: b.density_deviation,
+            temperature_deviation: b.temperature_deviation,
+            vortons: b.vortons as usize,
+            halo: b.halo,
+            tracers: b.tracers as usize,
+            seed: seed(400 + i),
+        };
+        if b.period > 0.0 || b.start > 0.0 {
+            let period = if b.period > 0.0 {
+                b.period
+            } else {
+                f64::INFINITY
+            };
+            sim.add_puff(vpm::Puff {
+                ball,
+                period,
+                start: b.start,
+                stop: b.stop,
+            });
+        } else {
+            sim.add_ball(&ball);
+        }
+    }
+    for (i, b) in v.block.iter().enumerate() {
+        sim.add_block(&vpm::Block {
+            min: vec3(&b.min),
+            max: vec3(&b.max),
+            density_deviation: b.density_deviation,
+            temperature_deviation: b.temperature_deviation,
+            vortons: b.vortons as usize,
+            jitter: b.jitter,
+            tracers: b.tracers as usize,
+            seed: seed(500 + i),
+        });
+    }
+    for h in &v.heat_source {
+        sim.add_heat_source(vpm::HeatSource {
+            center: vec3(&h.center),
+            radius: h.radius,
+            rate: h.rate,
         });
     }
     Ok(sim)

@@ -81,6 +81,7 @@ pub fn cases() -> Vec<Case> {
     cases.extend(crate::linsolve::validation::cases());
     cases.extend(crate::flip::validation::cases());
     cases.extend(crate::vpm::validation::cases());
+    cases.extend(crate::vpm::validation_poisson::cases());
     cases
 }
 

@@ -16,7 +16,8 @@
 
 use super::state::Vortons;
 use crate::par;
-use glam::DVec3;
+use glam::{DVec3, I64Vec3, U64Vec3};
+use std::ops::{Add, Mul, Sub};
 
 /// Vortons per parallel chunk.
 const CHUNK: usize = 256;
@@ -24,21 +25,47 @@ const CHUNK: usize = 256;
 /// Cut-off of the exchange kernel, in units of ε.
 const CUTOFF: f64 = 3.0;
 
+/// The bins of the neighbour search: cubes of edge [`CUTOFF`] times the largest core radius.
+#[derive(Clone, Copy, Debug)]
+struct Bins {
+    lo: DVec3,
+    size: f64,
+    dims: U64Vec3,
+}
+
+impl Bins {
+    fn cell(&self, p: DVec3) -> U64Vec3 {
+        ((p - self.lo) / self.size)
+            .floor()
+            .as_u64vec3()
+            .min(self.dims - U64Vec3::ONE)
+    }
+
+    fn key(&self, c: U64Vec3) -> u64 {
+        (c.z * self.dims.y + c.y) * self.dims.x + c.x
+    }
+}
+
 /// Buffers of the PSE stage, reused across steps.
 #[derive(Clone, Debug, Default)]
 pub struct Pse {
     /// (bin key, vorton) sorted.
     bins: Vec<(u64, u32)>,
+    strength: Vec<DVec3>,
     next: Vec<DVec3>,
+    content: Vec<f64>,
+    next_content: Vec<f64>,
 }
 
 impl Pse {
     /// Bytes held.
     pub fn bytes(&self) -> usize {
-        self.bins.capacity() * 16 + self.next.capacity() * 24
+        self.bins.capacity() * 16
+            + (self.strength.capacity() + self.next.capacity()) * 24
+            + (self.content.capacity() + self.next_content.capacity()) * 8
     }
 
-    /// Number of explicit substeps that keep the exchange stable for viscosity `nu` (m²/s) over `dt` (s).
+    /// Number of explicit substeps that keep the exchange stable for diffusivity `nu` (m²/s) over `dt` (s).
     pub fn substeps(v: &Vortons, nu: f64, dt: f64) -> usize {
         let s_min = v.radius.iter().copied().fold(f64::INFINITY, f64::min);
         if !(s_min.is_finite() && s_min > 0.0) {
@@ -48,84 +75,119 @@ impl Pse {
         ((8.0 * nu * dt / (s_min * s_min)).ceil() as usize).max(1)
     }
 
-    /// Diffuses the vortons' vorticity over `dt` seconds with kinematic viscosity `nu` (m²/s).
-    pub fn diffuse(&mut self, v: &mut Vortons, nu: f64, dt: f64) {
-        let n = v.len();
-        if n == 0 || nu <= 0.0 {
-            return;
-        }
+    /// Sorts the vortons into bins for the neighbour search.
+    fn bin(&mut self, v: &Vortons) -> Bins {
         let s_max = v.radius.iter().copied().fold(0.0f64, f64::max);
-        let bin = CUTOFF * s_max;
-        let lo = v
-            .position
-            .iter()
-            .fold(DVec3::splat(f64::INFINITY), |a, &p| a.min(p));
-        let hi = v
-            .position
-            .iter()
-            .fold(DVec3::splat(f64::NEG_INFINITY), |a, &p| a.max(p));
-        let dims = ((hi - lo) / bin).floor().as_u64vec3() + glam::U64Vec3::ONE;
-        let cell = |p: DVec3| {
-            ((p - lo) / bin)
-                .floor()
-                .as_u64vec3()
-                .min(dims - glam::U64Vec3::ONE)
-        };
-        let key = |c: glam::U64Vec3| (c.z * dims.y + c.y) * dims.x + c.x;
+        let (lo, hi) = v.position.iter().fold(
+            (DVec3::splat(f64::INFINITY), DVec3::splat(f64::NEG_INFINITY)),
+            |(lo, hi), &p| (lo.min(p), hi.max(p)),
+        );
+        let size = CUTOFF * s_max;
+        let dims = ((hi - lo) / size).floor().as_u64vec3() + U64Vec3::ONE;
+        let bins = Bins { lo, size, dims };
         self.bins.clear();
         self.bins
-            .extend((0..n).map(|i| (key(cell(v.position[i])), i as u32)));
+            .extend((0..v.len()).map(|i| (bins.key(bins.cell(v.position[i])), i as u32)));
         self.bins.sort_unstable();
-        self.next.resize(n, DVec3::ZERO);
+        bins
+    }
+
+    /// Diffuses the vortons' vorticity over `dt` seconds with kinematic viscosity `nu` (m²/s): the exchange
+    /// of strength α = ω V.
+    pub fn diffuse(&mut self, v: &mut Vortons, nu: f64, dt: f64) {
+        if v.is_empty() || nu <= 0.0 {
+            return;
+        }
+        let bins = self.bin(v);
         let steps = Self::substeps(v, nu, dt);
         let h = dt / steps as f64;
-        let norm = 4.0 / std::f64::consts::PI.powf(1.5);
+        let (mut strength, mut next) = (
+            std::mem::take(&mut self.strength),
+            std::mem::take(&mut self.next),
+        );
         for _ in 0..steps {
-            let bins = &self.bins;
-            let vv = &*v;
-            let out = par::SharedSlice::new(&mut self.next);
-            par::for_each_chunk(n, CHUNK, |range| {
-                // SAFETY: chunks are disjoint.
-                let out = unsafe { out.slice_mut(range.clone()) };
-                for (o, i) in out.iter_mut().zip(range) {
-                    let (xi, vi, si2) = (vv.position[i], vv.volume[i], vv.radius[i] * vv.radius[i]);
-                    let ai = vv.strength(i);
-                    let c = cell(xi).as_i64vec3();
-                    let mut d = DVec3::ZERO;
-                    for dz in -1..=1i64 {
-                        for dy in -1..=1i64 {
-                            for dx in -1..=1i64 {
-                                let nc = c + glam::I64Vec3::new(dx, dy, dz);
-                                if nc.min_element() < 0 || nc.cmpge(dims.as_i64vec3()).any() {
-                                    continue;
-                                }
-                                let k = key(nc.as_u64vec3());
-                                let s = bins.partition_point(|&(b, _)| b < k);
-                                for &(b, j) in &bins[s..] {
-                                    if b != k {
-                                        break;
-                                    }
-                                    let j = j as usize;
-                                    if j == i {
-                                        continue;
-                                    }
-                                    let r2 = (vv.position[j] - xi).length_squared();
-                                    let e2 = 0.5 * (si2 + vv.radius[j] * vv.radius[j]);
-                                    if r2 > CUTOFF * CUTOFF * e2 {
-                                        continue;
-                                    }
-                                    let eta = norm / (e2 * e2.sqrt()) * (-r2 / e2).exp();
-                                    d += (vv.strength(j) * vi - ai * vv.volume[j]) * (eta / e2);
-                                }
-                            }
-                        }
-                    }
-                    *o = ai + d * (nu * h);
-                }
-            });
-            for i in 0..n {
-                v.vorticity[i] = self.next[i] / v.volume[i];
+            strength.clear();
+            strength.extend((0..v.len()).map(|i| v.strength(i)));
+            exchange(&self.bins, bins, v, &strength, nu * h, &mut next);
+            for i in 0..v.len() {
+                v.vorticity[i] = next[i] / v.volume[i];
             }
         }
+        (self.strength, self.next) = (strength, next);
     }
+
+    /// Diffuses the vortons' temperature over `dt` seconds with thermal diffusivity `kappa` (m²/s): the
+    /// exchange of heat content T V (the same operator as vorticity; total heat is conserved).
+    pub fn diffuse_heat(&mut self, v: &mut Vortons, kappa: f64, dt: f64) {
+        if v.is_empty() || kappa <= 0.0 {
+            return;
+        }
+        let bins = self.bin(v);
+        let steps = Self::substeps(v, kappa, dt);
+        let h = dt / steps as f64;
+        let (mut content, mut next) = (
+            std::mem::take(&mut self.content),
+            std::mem::take(&mut self.next_content),
+        );
+        for _ in 0..steps {
+            content.clear();
+            content.extend((0..v.len()).map(|i| v.temperature[i] * v.volume[i]));
+            exchange(&self.bins, bins, v, &content, kappa * h, &mut next);
+            for i in 0..v.len() {
+                v.temperature[i] = next[i] / v.volume[i];
+            }
+        }
+        (self.content, self.next_content) = (content, next);
+    }
+}
+
+/// One explicit PSE update of the per-vorton contents `q` (a quantity times volume) with coefficient
+/// `coef` = diffusivity × time step (m²), into `out`: `qᵢ + coef/ε² Σⱼ (Vᵢ qⱼ − Vⱼ qᵢ) η_ε(|xᵢ − xⱼ|)`.
+fn exchange<T>(sorted: &[(u64, u32)], bins: Bins, v: &Vortons, q: &[T], coef: f64, out: &mut Vec<T>)
+where
+    T: Copy + Default + Send + Sync + Add<Output = T> + Sub<Output = T> + Mul<f64, Output = T>,
+{
+    let n = v.len();
+    out.resize(n, T::default());
+    let norm = 4.0 / std::f64::consts::PI.powf(1.5);
+    let o = par::SharedSlice::new(out);
+    par::for_each_chunk(n, CHUNK, |range| {
+        // SAFETY: chunks are disjoint.
+        let o = unsafe { o.slice_mut(range.clone()) };
+        for (o, i) in o.iter_mut().zip(range) {
+            let (xi, vi, si2) = (v.position[i], v.volume[i], v.radius[i] * v.radius[i]);
+            let qi = q[i];
+            let c = bins.cell(xi).as_i64vec3();
+            let mut d = T::default();
+            for dz in -1..=1i64 {
+                for dy in -1..=1i64 {
+                    for dx in -1..=1i64 {
+                        let nc = c + I64Vec3::new(dx, dy, dz);
+                        if nc.min_element() < 0 || nc.cmpge(bins.dims.as_i64vec3()).any() {
+                            continue;
+                        }
+                        let k = bins.key(nc.as_u64vec3());
+                        let s = sorted.partition_point(|&(b, _)| b < k);
+                        for &(b, j) in &sorted[s..] {
+                            if b != k {
+                                break;
+                            }
+                            let j = j as usize;
+                            if j == i {
+                                continue;
+                            }
+                            let r2 = (v.position[j] - xi).length_squared();
+                            let e2 = 0.5 * (si2 + v.radius[j] * v.radius[j]);
+                            if r2 > CUTOFF * CUTOFF * e2 {
+                                continue;
+                            }
+                            let eta = norm / (e2 * e2.sqrt()) * (-r2 / e2).exp();
+                            d = d + (q[j] * vi - qi * v.volume[j]) * (eta / e2);
+                        }
+                    }
+                }
+            }
+            *o = qi + d * coef;
+        }
+    });
 }

@@ -1,4 +1,5 @@
-//! Initial vorticity distributions: vortex ring, vortex tube, vortex sheet, noise; the jet emits rings.
+//! Initial distributions: vortex ring, vortex tube, vortex sheet, noise, density and heat balls and blocks;
+//! the jet emits rings, a puff emits balls, a heat source warms the vortons inside it.
 //!
 //! Every distribution is divergence-free where the method allows (rings, sheets, and tubes away from their
 //! open ends) and lays its vortons out deterministically; random placements come from [`SplitMix64`] with the
@@ -310,6 +311,196 @@ pub struct Jet {
     /// The ring emitted each time (its centre is the nozzle).
     pub ring: Ring,
     /// Time between rings (s).
+    pub period: f64,
+    /// First emission (s).
+    pub start: f64,
+    /// No emission after this time (s).
+    pub stop: f64,
+}
+
+/// Adds vortons on a cubic lattice of spacing `h` at the points `inside` accepts among the lattice of the box
+/// `lo..hi`, each with zero vorticity, volume h³ and blob radius [`OVERLAP`] h, and `deviation(p)` as
+/// (density, temperature) deviation; `jitter` moves each point by up to that fraction of h (seeded).
+fn lattice(
+    v: &mut Vortons,
+    (lo, hi): (DVec3, DVec3),
+    h: f64,
+    jitter: f64,
+    seed: u64,
+    inside: impl Fn(DVec3) -> bool,
+    deviation: impl Fn(DVec3) -> (f64, f64),
+) {
+    let n = ((hi - lo) / h).round().max(DVec3::ONE).as_uvec3();
+    let mut rng = SplitMix64::new(seed);
+    for k in 0..n.z {
+        for j in 0..n.y {
+            for i in 0..n.x {
+                let c = lo + (DVec3::new(i as f64, j as f64, k as f64) + 0.5) * h;
+                if !inside(c) {
+                    continue;
+                }
+                let shake = DVec3::new(
+                    rng.range(-1.0, 1.0),
+                    rng.range(-1.0, 1.0),
+                    rng.range(-1.0, 1.0),
+                ) * (jitter * h);
+                let p = c + shake;
+                let (rho, temp) = deviation(c);
+                v.push(p, DVec3::ZERO, OVERLAP * h, h * h * h);
+                let last = v.len() - 1;
+                v.density[last] = rho;
+                v.temperature[last] = temp;
+            }
+        }
+    }
+}
+
+/// A ball of fluid heavier or lighter (or hotter) than ambient, at rest: seed 002's dye drop.
+///
+/// Baroclinic vorticity is born where the density changes, which after splatting to a grid is a band a few
+/// cells wide around the ball's surface, half of it outside the ball. Vorticity can only live on vortons, so
+/// the ball is wrapped in a `halo` of neutral vortons (zero deviation) that catch the outer half.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Ball {
+    /// Centre (m).
+    pub center: DVec3,
+    /// Radius (m).
+    pub radius: f64,
+    /// Density deviation inside (kg/m³).
+    pub density_deviation: f64,
+    /// Temperature deviation inside (K).
+    pub temperature_deviation: f64,
+    /// Number of vortons in the ball and its halo (about).
+    pub vortons: usize,
+    /// Thickness of the neutral shell around the ball, as a fraction of its radius.
+    pub halo: f64,
+    /// Tracers (dye) seeded uniformly in the ball.
+    pub tracers: usize,
+    /// Seed of the tracer placement.
+    pub seed: u64,
+}
+
+impl Default for Ball {
+    fn default() -> Self {
+        Self {
+            center: DVec3::ZERO,
+            radius: 0.1,
+            density_deviation: 10.0,
+            temperature_deviation: 0.0,
+            vortons: 4000,
+            halo: 0.3,
+            tracers: 0,
+            seed: 1,
+        }
+    }
+}
+
+impl Ball {
+    /// Lattice spacing (m): `vortons` lattice points fill the ball with its halo.
+    pub fn spacing(&self) -> f64 {
+        let outer = self.radius * (1.0 + self.halo.max(0.0));
+        (4.0 / 3.0 * std::f64::consts::PI * outer.powi(3) / self.vortons.max(1) as f64).cbrt()
+    }
+
+    /// Adds the ball's vortons (zero vorticity) and tracers.
+    pub fn add_to(&self, v: &mut Vortons, t: &mut Tracers) {
+        let outer = self.radius * (1.0 + self.halo.max(0.0));
+        let h = self.spacing();
+        let reach = DVec3::splat(outer);
+        let (c, r) = (self.center, self.radius);
+        lattice(
+            v,
+            (c - reach, c + reach),
+            h,
+            0.0,
+            self.seed,
+            |p| (p - c).length() <= outer,
+            |p| {
+                if (p - c).length() <= r {
+                    (self.density_deviation, self.temperature_deviation)
+                } else {
+                    (0.0, 0.0)
+                }
+            },
+        );
+        let mut rng = SplitMix64::new(self.seed);
+        let mut added = 0;
+        while added < self.tracers {
+            let d = DVec3::new(
+                rng.range(-1.0, 1.0),
+                rng.range(-1.0, 1.0),
+                rng.range(-1.0, 1.0),
+            );
+            if d.length_squared() <= 1.0 {
+                t.position.push(c + d * r);
+                added += 1;
+            }
+        }
+    }
+}
+
+/// A box of fluid on a jittered lattice with a density and temperature deviation: layers for
+/// Rayleigh–Taylor, a hot floor.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Block {
+    /// Lower corner (m).
+    pub min: DVec3,
+    /// Upper corner (m).
+    pub max: DVec3,
+    /// Density deviation (kg/m³).
+    pub density_deviation: f64,
+    /// Temperature deviation (K).
+    pub temperature_deviation: f64,
+    /// Number of vortons (about).
+    pub vortons: usize,
+    /// Random displacement of each vorton, as a fraction of the lattice spacing (breaks the symmetry that
+    /// an instability grows from).
+    pub jitter: f64,
+    /// Tracers seeded uniformly in the box.
+    pub tracers: usize,
+    /// Seed of the jitter and tracers.
+    pub seed: u64,
+}
+
+impl Block {
+    /// Adds the block's vortons (zero vorticity) and tracers.
+    pub fn add_to(&self, v: &mut Vortons, t: &mut Tracers) {
+        let size = self.max - self.min;
+        let h = (size.x * size.y * size.z / self.vortons.max(1) as f64).cbrt();
+        lattice(
+            v,
+            (self.min, self.max),
+            h,
+            self.jitter,
+            self.seed,
+            |_| true,
+            |_| (self.density_deviation, self.temperature_deviation),
+        );
+        let mut rng = SplitMix64::new(self.seed ^ 0x9e37_79b9);
+        for _ in 0..self.tracers {
+            t.position
+                .push(self.min + size * DVec3::new(rng.next_f64(), rng.next_f64(), rng.next_f64()));
+        }
+    }
+}
+
+/// A heat source: vortons inside its sphere warm at `rate` kelvin per second.
+#[derive(Clone, Debug, PartialEq)]
+pub struct HeatSource {
+    /// Centre (m).
+    pub center: DVec3,
+    /// Radius (m).
+    pub radius: f64,
+    /// Heating rate (K/s); negative cools.
+    pub rate: f64,
+}
+
+/// A ball emitted again every `period` seconds while active (a puffing source of heavy, light or hot fluid).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Puff {
+    /// The ball emitted each time.
+    pub ball: Ball,
+    /// Time between balls (s).
     pub period: f64,
     /// First emission (s).
     pub start: f64,

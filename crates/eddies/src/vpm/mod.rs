@@ -3,13 +3,17 @@
 //! Vortons carry vorticity; velocity comes from vorticity by the Biot–Savart law; passive tracers follow the
 //! same velocity. A step:
 //!
-//! 1. **emit**: jets emit their next ring when due;
+//! 1. **emit**: jets emit their next ring and puffs their next ball when due;
 //! 2. **advect and stretch** (Heun's RK2, or RK4): at each stage, *velocity from vorticity* by one of the
 //!    techniques of [`VelocityMethod`] — direct summation or treecode, at the vortons or at the points of a grid
-//!    fitted to the vortons and then interpolated — with optional *auto-mollification* (part 12); vortons and
+//!    fitted to the vortons and then interpolated, or part 20's vector Poisson solve with integral boundary
+//!    values ([`poisson`]) — with optional *auto-mollification* (part 12); vortons and
 //!    tracers move with it, and the vorticity changes by *stretching and tilting* `dω/dt = (ω·∇)u`;
-//! 3. **diffuse**: viscous diffusion by particle strength exchange ([`diffusion`]);
-//! 4. **diagnostics**: total vorticity, linear impulse, enstrophy, energy, centroids, and part 12's *jerk*:
+//! 3. **baroclinic**: buoyancy turns density gradients into vorticity, `Dω/Dt = (∇ρ × g)/ρ₀` ([`buoyancy`],
+//!    part 8), with temperature entering the density by thermal expansion (Boussinesq);
+//! 4. **heat**: heat sources warm the vortons inside them, and heat diffuses by particle strength exchange;
+//! 5. **diffuse**: viscous diffusion by particle strength exchange ([`diffusion`]);
+//! 6. **diagnostics**: total vorticity, linear impulse, enstrophy, energy, centroids, and part 12's *jerk*:
 //!    the mean over vortons of |d³x/dt³| from the last three step velocities.
 //!
 //! Kernel and core profile: [`biot_savart`] (the high-order algebraic core of Winckelmans & Leonard). State
@@ -20,22 +24,29 @@
 #![allow(clippy::needless_range_loop)]
 
 pub mod biot_savart;
+pub mod buoyancy;
 pub mod diffusion;
 pub mod init;
 pub mod mollify;
 mod params;
+pub mod poisson;
 mod state;
 pub mod tree;
 pub mod validation;
+pub mod validation_poisson;
 pub mod velocity;
 
-pub use init::{Jet, Noise, Ring, Sheet, Tube};
-pub use params::{Integrator, TreeParams, VelocityMethod, VpmParams};
+pub use init::{Ball, Block, HeatSource, Jet, Noise, Puff, Ring, Sheet, Tube};
+pub use params::{
+    BuoyancyParams, Integrator, PoissonParams, PotentialBoundary, TreeParams, VelocityMethod,
+    VpmParams,
+};
 pub use state::{Tracers, Vortons};
 
 use crate::diag::{Quantity, StageTimer, StepRecord};
 use crate::par;
 use crate::sim::{Field, SimError, Simulation};
+use buoyancy::Buoyancy;
 use diffusion::Pse;
 use glam::DVec3;
 use std::time::Instant;
@@ -56,6 +67,8 @@ pub struct VpmSim {
     vortons: Vortons,
     tracers: Tracers,
     jets: Vec<(Jet, f64)>,
+    puffs: Vec<(Puff, f64)>,
+    heat_sources: Vec<HeatSource>,
     time: f64,
     steps: u64,
     max_speed: f64,
@@ -65,6 +78,7 @@ pub struct VpmSim {
     history: JerkHistory,
     // Scratch, reused every step.
     solver: VelocitySolver,
+    buoyancy: Buoyancy,
     pse: Pse,
     x0: Vec<DVec3>,
     w0: Vec<DVec3>,
@@ -111,11 +125,39 @@ impl VpmSim {
                 params.grid_margin
             ));
         }
+        let b = &params.buoyancy;
+        if !b.gravity.iter().all(|g| g.is_finite()) {
+            return bad(format!("gravity {:?}: must be finite", b.gravity));
+        }
+        if !b.thermal_expansion.is_finite() {
+            return bad(format!(
+                "thermal expansion {}: must be finite",
+                b.thermal_expansion
+            ));
+        }
+        if !(b.heat_diffusivity >= 0.0 && b.heat_diffusivity.is_finite()) {
+            return bad(format!(
+                "heat diffusivity {}: must be ≥ 0",
+                b.heat_diffusivity
+            ));
+        }
+        if !(params.ambient_density > 0.0 && params.ambient_density.is_finite()) {
+            return bad(format!(
+                "ambient density {}: must be > 0",
+                params.ambient_density
+            ));
+        }
+        let tol = params.poisson.tolerance;
+        if !(tol > 0.0 && tol < 1.0) {
+            return bad(format!("Poisson tolerance {tol}: must be in (0, 1)"));
+        }
         Ok(Self {
             params,
             vortons: Vortons::default(),
             tracers: Tracers::default(),
             jets: Vec::new(),
+            puffs: Vec::new(),
+            heat_sources: Vec::new(),
             time: 0.0,
             steps: 0,
             max_speed: 0.0,
@@ -123,6 +165,7 @@ impl VpmSim {
             mean_jerk: 0.0,
             history: JerkHistory::default(),
             solver: VelocitySolver::default(),
+            buoyancy: Buoyancy::default(),
             pse: Pse::default(),
             x0: Vec::new(),
             w0: Vec::new(),
@@ -182,6 +225,34 @@ impl VpmSim {
     pub fn add_noise(&mut self, noise: &Noise) {
         noise.add_to(&mut self.vortons);
         self.refresh_speed();
+    }
+
+    /// Adds a ball of heavy, light or hot fluid.
+    pub fn add_ball(&mut self, ball: &Ball) {
+        ball.add_to(&mut self.vortons, &mut self.tracers);
+        self.refresh_speed();
+    }
+
+    /// Adds a block of heavy, light or hot fluid.
+    pub fn add_block(&mut self, block: &Block) {
+        block.add_to(&mut self.vortons, &mut self.tracers);
+        self.refresh_speed();
+    }
+
+    /// Adds a heat source.
+    pub fn add_heat_source(&mut self, source: HeatSource) {
+        self.heat_sources.push(source);
+    }
+
+    /// Adds a puff that emits balls from `puff.start` on.
+    pub fn add_puff(&mut self, puff: Puff) {
+        let first = puff.start;
+        self.puffs.push((puff, first));
+    }
+
+    /// The buoyancy stage's grids (density deviation and its gradient) of the last step.
+    pub fn buoyancy(&self) -> &Buoyancy {
+        &self.buoyancy
     }
 
     /// Adds a jet that emits rings from `jet.start` on.
@@ -267,7 +338,8 @@ impl VpmSim {
         }
     }
 
-    /// A 64-bit FNV-1a hash of the exact bits of the state (vortons and tracers).
+    /// A 64-bit FNV-1a hash of the exact bits of the state (vortons with their density and temperature, and
+    /// tracers).
     pub fn checksum(&self) -> u64 {
         let mut h: u64 = 0xcbf2_9ce4_8422_2325;
         let v = &self.vortons;
@@ -282,7 +354,13 @@ impl VpmSim {
                 h = h.wrapping_mul(0x0000_0100_0000_01b3);
             }
         }
-        for x in v.radius.iter().chain(&v.volume) {
+        for x in v
+            .radius
+            .iter()
+            .chain(&v.volume)
+            .chain(&v.density)
+            .chain(&v.temperature)
+        {
             h ^= x.to_bits();
             h = h.wrapping_mul(0x0000_0100_0000_01b3);
         }
@@ -298,6 +376,28 @@ impl VpmSim {
                 *next += jet.period.max(1e-9);
             }
         }
+        for (puff, next) in &mut self.puffs {
+            while *next <= self.time + 1e-12 && *next <= puff.stop {
+                puff.ball.add_to(v, t);
+                puff.ball.seed = puff.ball.seed.wrapping_add(1);
+                *next += puff.period.max(1e-9);
+            }
+        }
+    }
+
+    /// Heat sources warm the vortons inside them; heat diffuses.
+    fn heat(&mut self, dt: f64) {
+        let v = &mut self.vortons;
+        for s in &self.heat_sources {
+            let r2 = s.radius * s.radius;
+            for i in 0..v.len() {
+                if (v.position[i] - s.center).length_squared() <= r2 {
+                    v.temperature[i] += s.rate * dt;
+                }
+            }
+        }
+        self.pse
+            .diffuse_heat(v, self.params.buoyancy.heat_diffusivity, dt);
     }
 
     /// Advection of vortons and tracers and stretching of vorticity over `dt` by the configured Runge–Kutta
@@ -450,36 +550,27 @@ impl VpmSim {
     }
 
     /// Splats `value(i)` (a per-vorton quantity times volume) onto the fitted grid by cloud-in-cell and divides
-    /// by the cell volume; serial, so the order of addition is fixed.
+    /// by the cell volume.
     fn splat(&self, value: impl Fn(usize) -> DVec3) -> Vec<DVec3> {
         let g = self.solver.grid;
-        let mut out = vec![DVec3::ZERO; g.len()];
         let inv = 1.0 / (g.spacing * g.spacing * g.spacing);
-        for i in 0..self.vortons.len() {
-            let p = self.vortons.position[i];
-            let s: [f64; 3] = std::array::from_fn(|a| {
-                ((p[a] - g.origin[a]) / g.spacing - 0.5).clamp(0.0, (g.dims[a] - 1) as f64)
-            });
-            let c0: [usize; 3] =
-                std::array::from_fn(|a| (s[a].floor() as usize).min(g.dims[a] - 2));
-            let f: [f64; 3] = std::array::from_fn(|a| s[a] - c0[a] as f64);
-            let val = value(i) * inv;
-            for corner in 0..8 {
-                let mut w = 1.0;
-                let mut idx = 0;
-                let mut stride = 1;
-                for a in 0..3 {
-                    let bit = (corner >> a) & 1;
-                    w *= if bit == 1 { f[a] } else { 1.0 - f[a] };
-                    idx += (c0[a] + bit) * stride;
-                    stride *= g.dims[a];
-                }
-                out[idx] += val * w;
-            }
-        }
+        let mut out = Vec::new();
+        g.splat(&self.vortons.position, |i| value(i) * inv, &mut out);
         out
     }
 }
+
+/// The grid fields of a vorton simulation: |ω| (1/s), density ρ₀ + ρ' (kg/m³), the density deviation ρ'
+/// with thermal expansion (kg/m³), temperature deviation (K), speed |u| (m/s) and |A| (m²/s), each on the
+/// grid fitted to the vortons.
+pub const FIELDS: &[&str] = &[
+    "vorticity_magnitude",
+    "density",
+    "density_deviation",
+    "temperature",
+    "speed",
+    "vector_potential",
+];
 
 /// Positions as flat f32 triples, for output.
 fn positions_f32(p: &[DVec3]) -> Vec<f32> {
@@ -536,15 +627,41 @@ impl Simulation for VpmSim {
         }
         let start = Instant::now();
         self.timer.clear();
-        if !self.jets.is_empty() {
+        if !self.jets.is_empty() || !self.puffs.is_empty() {
             let t = Instant::now();
             self.emit();
             self.timer.add("emit", t.elapsed().as_secs_f64() * 1e3);
         }
         let t = Instant::now();
         self.advect_and_stretch(dt);
-        self.timer
-            .add("advect_stretch", t.elapsed().as_secs_f64() * 1e3);
+        let total = t.elapsed().as_secs_f64() * 1e3;
+        // Part 20's stages of the Poisson technique, inside every velocity evaluation.
+        let p = self.solver.poisson.take_timings();
+        let inner = p.splat + p.boundary + p.poisson + p.curl;
+        self.timer.add("advect_stretch", total - inner);
+        if self.params.velocity == VelocityMethod::Poisson {
+            self.timer.add("splat_vorticity", p.splat);
+            self.timer.add("vector_potential", p.boundary);
+            self.timer.add("poisson", p.poisson);
+            self.timer.add("curl", p.curl);
+        }
+        if let Some(e) = self.solver.error.take() {
+            return Err(SimError::Diverged {
+                stage: "poisson",
+                step: self.steps + 1,
+                detail: format!("the vector Poisson solve failed: {e}"),
+            });
+        }
+        let t = Instant::now();
+        if self.buoyancy.apply(&mut self.vortons, &self.params, dt) {
+            self.timer
+                .add("baroclinic", t.elapsed().as_secs_f64() * 1e3);
+        }
+        if !self.heat_sources.is_empty() || self.params.buoyancy.heat_diffusivity > 0.0 {
+            let t = Instant::now();
+            self.heat(dt);
+            self.timer.add("heat", t.elapsed().as_secs_f64() * 1e3);
+        }
         if self.params.viscosity > 0.0 {
             let t = Instant::now();
             self.pse
@@ -587,29 +704,78 @@ impl Simulation for VpmSim {
     }
 
     fn field_names(&self) -> Vec<&'static str> {
-        vec!["vorticity_magnitude", "density"]
+        FIELDS.to_vec()
     }
 
+    /// See [`FIELDS`]. `speed` needs a technique that works on the grid and `vector_potential` the Poisson
+    /// technique; otherwise they are `None`.
     fn field(&self, name: &str) -> Option<Field> {
         let g = self.solver.grid;
         let v = &self.vortons;
-        let data: Vec<f32> = match name {
-            "vorticity_magnitude" => self
-                .splat(|i| v.strength(i))
+        let (rho0, beta) = (
+            self.params.ambient_density,
+            self.params.buoyancy.thermal_expansion,
+        );
+        let scalar = |f: &dyn Fn(usize) -> f64| -> Vec<f64> {
+            self.splat(|i| DVec3::new(f(i) * v.volume[i], 0.0, 0.0))
                 .iter()
-                .map(|w| w.length() as f32)
-                .collect(),
-            "density" => self
-                .splat(|i| DVec3::new(v.density[i] * v.volume[i], 0.0, 0.0))
-                .iter()
-                .map(|d| (self.params.ambient_density + d.x) as f32)
-                .collect(),
+                .map(|d| d.x)
+                .collect()
+        };
+        let (data, signed): (Vec<f32>, bool) = match name {
+            "vorticity_magnitude" => (
+                self.splat(|i| v.strength(i))
+                    .iter()
+                    .map(|w| w.length() as f32)
+                    .collect(),
+                false,
+            ),
+            "density" => (
+                scalar(&|i| v.buoyant_density(i, rho0, beta))
+                    .iter()
+                    .map(|d| (rho0 + d) as f32)
+                    .collect(),
+                false,
+            ),
+            "density_deviation" => (
+                scalar(&|i| v.buoyant_density(i, rho0, beta))
+                    .iter()
+                    .map(|&d| d as f32)
+                    .collect(),
+                true,
+            ),
+            "temperature" => (
+                scalar(&|i| v.temperature[i])
+                    .iter()
+                    .map(|&d| d as f32)
+                    .collect(),
+                true,
+            ),
+            "speed" if self.params.velocity.on_grid() => {
+                let u = self.solver.grid_velocity();
+                if u.len() != g.len() {
+                    return None;
+                }
+                (
+                    u.iter()
+                        .map(|u| DVec3::from_array(*u).length() as f32)
+                        .collect(),
+                    false,
+                )
+            }
+            "vector_potential" if self.params.velocity == VelocityMethod::Poisson => {
+                let a = &self.solver.poisson.potential;
+                if a.len() != g.len() {
+                    return None;
+                }
+                (a.iter().map(|a| a.length() as f32).collect(), false)
+            }
             _ => return None,
         };
         Some(Field {
             shape: vec![g.dims[2], g.dims[1], g.dims[0]],
             data,
-            signed: false,
+            signed,
         })
     }
 
@@ -641,6 +807,7 @@ impl Simulation for VpmSim {
             + self.tracers.len() * 24
             + self.solver.bytes()
             + self.pse.bytes()
+            + self.buoyancy.bytes()
             + n * 24 * (3 + 2 * self.ku.len())
     }
 }

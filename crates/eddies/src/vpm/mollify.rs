@@ -8,7 +8,9 @@
 //! is therefore left as it is, and only the core radius they see grows. Outside the spread core the velocity
 //! field is the same (part 12, figure 3); inside it is smoother.
 
+use crate::grid::Grid;
 use glam::DVec3;
+use std::ops::{AddAssign, Mul};
 
 /// A uniform grid of points (cell centres) fitted around a cloud of points.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -64,6 +66,60 @@ impl FittedGrid {
     /// Whether the grid has no points.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+
+    /// Cloud-in-cell weights of point `p`: the lowest of the 2×2×2 grid points around it and the fraction of
+    /// the way to the next point along each axis. Points outside the grid are clamped onto its faces, so the
+    /// eight weights always sum to one.
+    pub fn cic(&self, p: DVec3) -> ([usize; 3], [f64; 3]) {
+        let s: [f64; 3] = std::array::from_fn(|a| {
+            ((p[a] - self.origin[a]) / self.spacing - 0.5).clamp(0.0, (self.dims[a] - 1) as f64)
+        });
+        let c0: [usize; 3] = std::array::from_fn(|a| (s[a].floor() as usize).min(self.dims[a] - 2));
+        (c0, std::array::from_fn(|a| s[a] - c0[a] as f64))
+    }
+
+    /// Splats `value(i)` of every point `positions[i]` onto the grid points by cloud-in-cell (the transpose of
+    /// trilinear sampling), into `out` (x fastest). Each value is shared out with weights that sum to one, so
+    /// the grid's total equals the points' total; serial, so the order of the additions is fixed.
+    pub fn splat<T>(&self, positions: &[DVec3], value: impl Fn(usize) -> T, out: &mut Vec<T>)
+    where
+        T: Copy + Default + AddAssign + Mul<f64, Output = T>,
+    {
+        out.clear();
+        out.resize(self.len(), T::default());
+        let (nx, nxy) = (self.dims[0], self.dims[0] * self.dims[1]);
+        for (i, &p) in positions.iter().enumerate() {
+            let (c, f) = self.cic(p);
+            let val = value(i);
+            let base = c[0] + c[1] * nx + c[2] * nxy;
+            for corner in 0..8 {
+                let (bx, by, bz) = (corner & 1, (corner >> 1) & 1, (corner >> 2) & 1);
+                let w = (if bx == 1 { f[0] } else { 1.0 - f[0] })
+                    * (if by == 1 { f[1] } else { 1.0 - f[1] })
+                    * (if bz == 1 { f[2] } else { 1.0 - f[2] });
+                out[base + bx + by * nx + bz * nxy] += val * w;
+            }
+        }
+    }
+
+    /// The two grid points that difference along axis `k` at point `c` (storage index `idx`): its neighbours
+    /// on both sides (central differences), or the point itself and its one neighbour at a face (one-sided),
+    /// and the distance between them (m).
+    #[inline]
+    pub fn difference(&self, idx: usize, c: [usize; 3], k: usize) -> (usize, usize, f64) {
+        let stride = [1, self.dims[0], self.dims[0] * self.dims[1]][k];
+        let (lo, hi) = (c[k].saturating_sub(1), (c[k] + 1).min(self.dims[k] - 1));
+        (
+            idx - (c[k] - lo) * stride,
+            idx + (hi - c[k]) * stride,
+            (hi - lo) as f64 * self.spacing,
+        )
+    }
+
+    /// A [`Grid`] of this shape holding `data` (x fastest).
+    pub fn grid_of<T>(&self, data: Vec<T>) -> Grid<T, 3> {
+        Grid::from_data(self.dims, self.origin, self.spacing, data)
     }
 
     /// The grid points (cell centres), x fastest, into `out`.

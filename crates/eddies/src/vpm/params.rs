@@ -1,5 +1,7 @@
 //! Parameters of the vortex particle method.
 
+use crate::linsolve::Restriction;
+
 /// How velocity (and its gradient, for stretching) is obtained from the vortons (Gourlay, parts 3 and 12).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum VelocityMethod {
@@ -12,12 +14,16 @@ pub enum VelocityMethod {
     TreeVortons,
     /// Treecode at the grid points, then interpolation (part 3; jerky without auto-mollification, part 12).
     TreeGrid,
+    /// Part 20's recipe: vorticity splatted to the grid, the vector potential on the grid's boundary from the
+    /// Biot–Savart integral, the interior from a multigrid vector Poisson solve `∇²A = −ω`, velocity `∇ × A`
+    /// on the grid, interpolated at vortons and tracers ([`super::poisson`]).
+    Poisson,
 }
 
 impl VelocityMethod {
     /// Whether velocity is evaluated on the grid and interpolated.
     pub fn on_grid(self) -> bool {
-        matches!(self, Self::DirectGrid | Self::TreeGrid)
+        matches!(self, Self::DirectGrid | Self::TreeGrid | Self::Poisson)
     }
 
     /// Whether the treecode approximates the far field.
@@ -32,6 +38,79 @@ impl VelocityMethod {
             Self::DirectGrid => "direct-grid",
             Self::TreeVortons => "tree-vortons",
             Self::TreeGrid => "tree-grid",
+            Self::Poisson => "poisson",
+        }
+    }
+}
+
+/// Where the Poisson technique's boundary values of the vector potential come from (seed 003, Figure 1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PotentialBoundary {
+    /// The treecode integral `A(x) = (1/4π) Σ αⱼ G(x − xⱼ)`: O(N_b log N), the default.
+    Tree,
+    /// The same integral by direct summation: O(N_b N), the reference.
+    Direct,
+    /// Zero: the domain boundary acts as a wall that the flow cannot cross (seed 003's bottom row).
+    Zero,
+}
+
+impl PotentialBoundary {
+    /// The scene-file spelling.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Tree => "tree",
+            Self::Direct => "direct",
+            Self::Zero => "zero",
+        }
+    }
+}
+
+/// Settings of the Poisson velocity technique (seed 003).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PoissonParams {
+    /// Boundary values of the vector potential.
+    pub boundary: PotentialBoundary,
+    /// Compute the boundary integral at every other boundary point along a row and copy it to the point
+    /// beside it (seed 003: about half the cost).
+    pub decimate: bool,
+    /// Stop the multigrid cycles when the residual has fallen by this factor (1).
+    pub tolerance: f64,
+    /// How the V-cycle restricts residuals: seed 003's "nearest" (faster, less accurate) or full weighting.
+    pub restriction: Restriction,
+}
+
+impl Default for PoissonParams {
+    fn default() -> Self {
+        Self {
+            boundary: PotentialBoundary::Tree,
+            decimate: true,
+            tolerance: 1e-5,
+            restriction: Restriction::Nearest,
+        }
+    }
+}
+
+/// Buoyancy: baroclinic generation of vorticity from density deviations (part 8) and thermal expansion.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct BuoyancyParams {
+    /// Baroclinic generation `Dω/Dt = (∇ρ × g)/ρ₀`; off leaves density as a passive label.
+    pub baroclinic: bool,
+    /// Gravitational acceleration (m/s²).
+    pub gravity: [f64; 3],
+    /// Thermal expansion coefficient β (1/K): a temperature deviation T' changes the density by −ρ₀ β T'
+    /// (Boussinesq). 1/300 K⁻¹ is an ideal gas at room temperature.
+    pub thermal_expansion: f64,
+    /// Thermal diffusivity κ (m²/s) of heat diffusion by particle strength exchange; 0 switches it off.
+    pub heat_diffusivity: f64,
+}
+
+impl Default for BuoyancyParams {
+    fn default() -> Self {
+        Self {
+            baroclinic: true,
+            gravity: [0.0, -9.81, 0.0],
+            thermal_expansion: 1.0 / 300.0,
+            heat_diffusivity: 0.0,
         }
     }
 }
@@ -77,7 +156,11 @@ pub struct VpmParams {
     pub tree: TreeParams,
     /// Kinematic viscosity ν (m²/s); 0 switches viscous diffusion off.
     pub viscosity: f64,
-    /// Ambient fluid density ρ₀ (kg/m³), for the kinetic energy.
+    /// Settings of the Poisson technique.
+    pub poisson: PoissonParams,
+    /// Buoyancy and heat.
+    pub buoyancy: BuoyancyParams,
+    /// Ambient fluid density ρ₀ (kg/m³): the kinetic energy's density and the baroclinic term's denominator.
     pub ambient_density: f64,
     /// Vortex stretching and tilting, (ω·∇)u.
     pub stretching: bool,
@@ -99,6 +182,8 @@ impl Default for VpmParams {
         Self {
             velocity: VelocityMethod::TreeVortons,
             tree: TreeParams::default(),
+            poisson: PoissonParams::default(),
+            buoyancy: BuoyancyParams::default(),
             viscosity: 0.0,
             ambient_density: 1.0,
             stretching: true,

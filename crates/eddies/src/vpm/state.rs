@@ -49,6 +49,13 @@ impl Vortons {
         self.vorticity[i] * self.volume[i]
     }
 
+    /// Density deviation of vorton `i` (kg/m³) in the Boussinesq sense: its own deviation plus the thermal
+    /// expansion `−ρ₀ β T'` of its temperature deviation (ambient density `rho0`, expansion coefficient `beta`).
+    #[inline]
+    pub fn buoyant_density(&self, i: usize, rho0: f64, beta: f64) -> f64 {
+        self.density[i] - rho0 * beta * self.temperature[i]
+    }
+
     /// Bytes held.
     pub fn bytes(&self) -> usize {
         self.len() * (3 * 2 * 8 + 4 * 8)

@@ -420,6 +420,7 @@ fn thread_determinism(quick: bool) -> Measurement {
         VelocityMethod::DirectGrid,
         VelocityMethod::TreeVortons,
         VelocityMethod::TreeGrid,
+        VelocityMethod::Poisson,
     ] {
         let reference = checksum(1, method);
         differing += [2, 7]

@@ -1,11 +1,13 @@
-//! Velocity from vorticity (Gourlay parts 3 and 12): the four integral techniques of [`VelocityMethod`] behind
-//! one call, with the grid fitted to the vortons and optional auto-mollification.
+//! Velocity from vorticity (Gourlay parts 3, 12 and 20): the four integral techniques of [`VelocityMethod`] and
+//! the Poisson technique behind one call, with the grid fitted to the vortons and optional auto-mollification.
 
 use super::biot_savart::{self, Sources};
 use super::mollify::{self, FittedGrid};
-use super::params::{VelocityMethod, VpmParams};
+use super::params::{PotentialBoundary, VelocityMethod, VpmParams};
+use super::poisson::PoissonVelocity;
 use super::tree::Tree;
 use crate::grid::Grid;
+use crate::linsolve::SolveError;
 use crate::par;
 use glam::DVec3;
 
@@ -29,6 +31,10 @@ pub struct VelocitySolver {
     sources: Sources,
     /// The treecode.
     pub tree: Tree,
+    /// The Poisson technique's grids and solver.
+    pub poisson: PoissonVelocity,
+    /// The Poisson solver's error at the last evaluation, if it failed.
+    pub error: Option<SolveError>,
     radii: Vec<f64>,
     targets: Vec<DVec3>,
     target_u: Vec<DVec3>,
@@ -49,6 +55,8 @@ impl Default for VelocitySolver {
         Self {
             sources: Sources::default(),
             tree: Tree::default(),
+            poisson: PoissonVelocity::default(),
+            error: None,
             radii: Vec::new(),
             targets: Vec::new(),
             target_u: Vec::new(),
@@ -71,12 +79,18 @@ impl VelocitySolver {
     pub fn bytes(&self) -> usize {
         self.sources.bytes()
             + self.tree.bytes()
+            + self.poisson.bytes()
             + (self.radii.capacity()) * 8
             + (self.targets.capacity() + self.target_u.capacity() + self.u.capacity()) * 24
             + self.u_tracers.capacity() * 24
             + self.jac.capacity() * 72
             + self.grid_u.data.capacity() * 24
             + self.grid_j.data.capacity() * 72
+    }
+
+    /// Velocity at the grid points of the last evaluation (m/s), for the techniques that work on the grid.
+    pub fn grid_velocity(&self) -> &[[f64; 3]] {
+        &self.grid_u.data
     }
 
     /// Evaluates velocity (and its gradient) at the vortons and tracers of `q` with the technique of `params`.
@@ -102,21 +116,52 @@ impl VelocitySolver {
         self.u.resize(n, DVec3::ZERO);
         self.jac.resize(if q.gradient { n } else { 0 }, [0.0; 9]);
         self.u_tracers.resize(q.tracers.len(), DVec3::ZERO);
+        let boundary = params.poisson.boundary;
         match params.velocity {
             VelocityMethod::DirectVortons | VelocityMethod::DirectGrid => {
-                let origin = centre(q.position);
-                self.sources
-                    .fill(origin, q.position, q.strength, &self.radii);
+                self.fill_sources(q);
             }
             VelocityMethod::TreeVortons | VelocityMethod::TreeGrid => {
                 self.tree
                     .build(&params.tree, q.position, q.strength, &self.radii);
             }
+            VelocityMethod::Poisson => match boundary {
+                PotentialBoundary::Tree => {
+                    self.tree
+                        .build(&params.tree, q.position, q.strength, &self.radii);
+                }
+                PotentialBoundary::Direct => self.fill_sources(q),
+                PotentialBoundary::Zero => {}
+            },
         }
+        self.error = None;
         if params.velocity.on_grid() {
-            self.grid.points_into(&mut self.targets);
-            self.target_u.resize(self.targets.len(), DVec3::ZERO);
-            self.at_targets(params, false);
+            if params.velocity == VelocityMethod::Poisson {
+                let (tree, sources) = (&mut self.tree, &self.sources);
+                let mut by_tree =
+                    |p: &[DVec3], out: &mut [DVec3]| tree.evaluate_potential(&params.tree, p, out);
+                let mut by_sum =
+                    |p: &[DVec3], out: &mut [DVec3]| biot_savart::potential_direct(sources, p, out);
+                let integral: Option<&mut dyn FnMut(&[DVec3], &mut [DVec3])> = match boundary {
+                    PotentialBoundary::Tree => Some(&mut by_tree),
+                    PotentialBoundary::Direct => Some(&mut by_sum),
+                    PotentialBoundary::Zero => None,
+                };
+                if let Err(e) = self.poisson.solve(
+                    &params.poisson,
+                    &self.grid,
+                    q.position,
+                    q.strength,
+                    integral,
+                    &mut self.target_u,
+                ) {
+                    self.error = Some(e);
+                }
+            } else {
+                self.grid.points_into(&mut self.targets);
+                self.target_u.resize(self.targets.len(), DVec3::ZERO);
+                self.at_targets(params, false);
+            }
             self.grid_derivatives();
             let (gu, gj) = (&self.grid_u, &self.grid_j);
             let sample_u = |p: DVec3| DVec3::from_array(gu.sample(p.to_array()));
@@ -139,6 +184,13 @@ impl VelocitySolver {
                 self.u_tracers.copy_from_slice(&self.target_u);
             }
         }
+    }
+
+    /// The vortons as f32 sources of the direct sums, relative to their mean position.
+    fn fill_sources(&mut self, q: &Query) {
+        let origin = centre(q.position);
+        self.sources
+            .fill(origin, q.position, q.strength, &self.radii);
     }
 
     /// Velocity at `self.targets` into `self.target_u` (and the gradient into `self.jac`).
@@ -172,13 +224,10 @@ impl VelocitySolver {
         self.grid_j.spacing = g.spacing;
         self.grid_j.data.resize(g.len(), [0.0; 9]);
         let u = &self.grid_u;
-        let strides = [1, g.dims[0], g.dims[0] * g.dims[1]];
         self.grid_j.par_for_each_mut(|idx, c, j| {
             for k in 0..3 {
-                let (lo, hi) = (c[k].saturating_sub(1), (c[k] + 1).min(g.dims[k] - 1));
-                let span = (hi - lo) as f64 * g.spacing;
-                let a = u.data[idx - (c[k] - lo) * strides[k]];
-                let b = u.data[idx + (hi - c[k]) * strides[k]];
+                let (a, b, span) = g.difference(idx, c, k);
+                let (a, b) = (u.data[a], u.data[b]);
                 for i in 0..3 {
                     j[3 * i + k] = (b[i] - a[i]) / span;
                 }
