@@ -13,6 +13,7 @@ pub mod keypath;
 pub mod load;
 pub mod npy;
 pub mod output;
+pub mod panels;
 pub mod render;
 pub mod runner;
 pub mod scene;

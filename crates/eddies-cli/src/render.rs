@@ -130,7 +130,7 @@ impl Backdrop {
 /// Renders the frame the scene's `[output]` asks for, over `backdrop`.
 pub fn render(sim: &dyn Simulation, scene: &Scene, backdrop: &Backdrop) -> Result<Picture, String> {
     if scene.method == Method::Vpm {
-        return Ok(render_particles(sim, scene));
+        return render_particles(sim, scene);
     }
     let [nx, ny, nz] = sim.resolution();
     let dim = sim.dim();
@@ -209,32 +209,61 @@ pub fn render(sim: &dyn Simulation, scene: &Scene, backdrop: &Backdrop) -> Resul
 
 /// A particle method's frame: particles splatted (bilinear weights) into the pixels of the scene's domain seen
 /// along −z and summed through the depth. Field `tracers` counts tracers (or vortons where there are no
-/// tracers), `vorticity_magnitude` sums the vortons' |ω| V; the sums go through the colour map over their
-/// robust range, and empty pixels show the background. The picture has the domain's x–y aspect, at least
-/// [`MIN_IMAGE_SIDE`] pixels along its longer side.
-pub fn render_particles(sim: &dyn Simulation, scene: &Scene) -> Picture {
+/// tracers), `vorticity_magnitude` sums the vortons' |ω| V; any other name is a grid field of the method,
+/// whose grid points are splatted the same way with weight value × cell size (the field's integral along the
+/// line of sight). The sums go through the colour map over their robust range (square-rooted for the
+/// unsigned particle counts), and empty pixels show the background. The picture has the domain's x–y aspect,
+/// at least [`MIN_IMAGE_SIDE`] pixels along its longer side.
+///
+/// # Errors
+/// A grid field the simulation does not offer.
+pub fn render_particles(sim: &dyn Simulation, scene: &Scene) -> Result<Picture, String> {
     let res = scene.resolution();
     let size = scene.size();
+    let panels = scene.output.panels.len().max(1);
     let scale = MIN_IMAGE_SIDE.div_ceil(res[0].max(res[1])).max(1);
-    let (nx, ny) = (res[0] * scale, res[1] * scale);
-    let h = size[0] / nx as f64;
-    let (positions, weights) = if scene.output.field == "vorticity_magnitude" {
-        let p = sim.particle_positions();
-        let w = sim
-            .particle_values("strength")
-            .unwrap_or_else(|| vec![1.0; p.len() / 3]);
-        (p, w)
-    } else {
-        let t = sim.tracer_positions();
-        let p = if t.is_empty() {
-            sim.particle_positions()
-        } else {
-            t
-        };
-        let w = vec![1.0; p.len() / 3];
-        (p, w)
+    let (nx, ny) = (res[0] * scale * panels, res[1] * scale);
+    let h = size[0] / (res[0] * scale) as f64;
+    let field = scene.output.field.as_str();
+    let (positions, weights, signed) = match field {
+        "vorticity_magnitude" => {
+            let p = sim.particle_positions();
+            let w = sim
+                .particle_values("strength")
+                .unwrap_or_else(|| vec![1.0; p.len() / 3]);
+            (p, w, false)
+        }
+        "tracers" => {
+            let t = sim.tracer_positions();
+            let p = if t.is_empty() {
+                sim.particle_positions()
+            } else {
+                t
+            };
+            let w = vec![1.0; p.len() / 3];
+            (p, w, false)
+        }
+        name => {
+            let f = sim.field(name).ok_or_else(|| {
+                format!(
+                    "the simulation offers no field \"{name}\" now; it offers {}",
+                    sim.field_names().join(", ")
+                )
+            })?;
+            let (o, dx) = (sim.grid_origin(), sim.cell_size());
+            let (gx, gy) = (f.shape[2], f.shape[1]);
+            let mut p = Vec::with_capacity(f.data.len() * 3);
+            for idx in 0..f.data.len() {
+                let c = [idx % gx, (idx / gx) % gy, idx / (gx * gy)];
+                p.extend((0..3).map(|a| (o[a] + (c[a] as f64 + 0.5) * dx) as f32));
+            }
+            let w = f.data.iter().map(|v| v * dx as f32).collect();
+            (p, w, f.signed)
+        }
     };
+    let particles = matches!(field, "vorticity_magnitude" | "tracers");
     let mut sum = vec![0.0f32; nx * ny];
+    let mut hit = vec![false; nx * ny];
     for (p, &w) in positions.chunks_exact(3).zip(&weights) {
         let sx = p[0] as f64 / h - 0.5;
         let sy = p[1] as f64 / h - 0.5;
@@ -247,24 +276,31 @@ pub fn render_particles(sim: &dyn Simulation, scene: &Scene) -> Picture {
             for (dy, wy) in [(0, 1.0 - fy), (1, fy)] {
                 let (x, y) = (x0 as i64 + dx, y0 as i64 + dy);
                 if x >= 0 && y >= 0 && (x as usize) < nx && (y as usize) < ny {
-                    sum[y as usize * nx + x as usize] += w * wx * wy;
+                    let k = y as usize * nx + x as usize;
+                    sum[k] += w * wx * wy;
+                    hit[k] = true;
                 }
             }
         }
     }
     let values: Vec<f32> = sum
         .iter()
-        .map(|&v| if v > 0.0 { v.sqrt() } else { f32::NAN })
+        .zip(&hit)
+        .map(|(&v, &hit)| match (particles, hit) {
+            (true, _) if v > 0.0 => v.sqrt(),
+            (false, true) => v,
+            _ => f32::NAN,
+        })
         .collect();
     let map = match scene.output.colormap {
-        Colormap::Auto => Colormap::Inferno,
+        Colormap::Auto if !signed => Colormap::Inferno,
         m => m,
     };
-    Picture {
+    Ok(Picture {
         nx,
         ny,
-        pixels: colorize(&values, false, map),
-    }
+        pixels: colorize(&values, signed, map),
+    })
 }
 
 /// Linear to sRGB-encoded 8 bit.

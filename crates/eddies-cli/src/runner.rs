@@ -16,10 +16,10 @@ use toml_edit::Value;
 
 use crate::error::CliError;
 use crate::keypath::KeyPath;
-use crate::load::{self, Loaded, Override, SceneSource};
+use crate::load::{self, Loaded, Override, SceneError, SceneSource};
 use crate::output::{self, frame_name};
 use crate::scene::{Method, Scene};
-use crate::{npy, render, scenes, setup};
+use crate::{npy, panels, render, scenes, setup};
 
 /// What `eddies run` was asked to do.
 #[derive(Clone, Debug, Default)]
@@ -150,17 +150,40 @@ pub fn run(opts: &RunOptions) -> Result<RunSummary, CliError> {
         .clone()
         .unwrap_or_else(|| Path::new("out").join(&src.name));
     let scene = loaded.scene;
+    // Each side-by-side panel is the scene with its own overrides, loaded and checked like the scene.
+    let base = overrides(opts)?;
+    let panel_scenes = scene
+        .output
+        .panels
+        .iter()
+        .map(|entry| {
+            let ovs = panels::overrides(&base, entry)?;
+            Ok(load::load(&src, &ovs)?.scene)
+        })
+        .collect::<Result<Vec<Scene>, SceneError>>()?;
+    let bytes = bytes * panel_scenes.len().max(1) as f64;
     eddies::par::with_threads(opts.threads, || {
         if !opts.quiet {
             eprintln!("{}", describe(&src, &scene, bytes, &out));
         }
-        let sim = setup::build(&scene).map_err(|e| match e {
-            SimError::InvalidInput(msg) => CliError::input(
-                format!("{}: the simulation cannot be set up: {msg}", src.label),
-                Vec::new(),
-            ),
-            other => CliError::other(other.to_string()),
-        })?;
+        let build = |scene: &Scene| {
+            setup::build(scene).map_err(|e| match e {
+                SimError::InvalidInput(msg) => CliError::input(
+                    format!("{}: the simulation cannot be set up: {msg}", src.label),
+                    Vec::new(),
+                ),
+                other => CliError::other(other.to_string()),
+            })
+        };
+        let sim = if panel_scenes.is_empty() {
+            build(&scene)?
+        } else {
+            let sims = panel_scenes
+                .iter()
+                .map(build)
+                .collect::<Result<Vec<_>, _>>()?;
+            Box::new(panels::Panels::new(sims, scene.size()[0]))
+        };
         Runner::start(&src, &scene, sim, out, opts.quiet)?.run()
     })
 }

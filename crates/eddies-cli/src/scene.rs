@@ -332,7 +332,9 @@ pub struct Vpm {
     /// Poisson technique: compute the boundary integral at every other boundary point and copy it beside.
     /// Default true.
     pub decimate: bool,
-    /// Poisson technique: relative residual at which the multigrid cycles stop, in (0, 0.5]. Default 1e-5.
+    /// Poisson technique: treecode opening parameter θ for the boundary values, in (0, 2]. Default 1.
+    pub boundary_theta: f64,
+    /// Poisson technique: relative residual at which the multigrid cycles stop, in (0, 0.5]. Default 1e-4.
     pub poisson_tolerance: f64,
     /// Poisson technique: multigrid restriction, "nearest" or "full-weighting". Default "nearest".
     pub restriction: RestrictionKind,
@@ -397,7 +399,8 @@ impl Default for Vpm {
             velocity: VelocityKind::TreeVortons,
             boundary: PotentialBoundaryKind::Tree,
             decimate: true,
-            poisson_tolerance: 1e-5,
+            boundary_theta: 1.0,
+            poisson_tolerance: 1e-4,
             restriction: RestrictionKind::Nearest,
             baroclinic: true,
             thermal_expansion: 1.0 / 300.0,
@@ -502,7 +505,8 @@ impl Default for BlockSpec {
     }
 }
 
-/// `[[vpm.heat_source]]`: vortons inside the sphere warm at `rate`.
+/// `[[vpm.heat_source]]`: vortons inside the sphere warm at `rate`, and it releases smoke (tracers). Heat needs
+/// vortons to carry it: surround the source with a `[[vpm.block]]` of neutral fluid.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct HeatSourceSpec {
@@ -512,6 +516,8 @@ pub struct HeatSourceSpec {
     pub radius: f64,
     /// Heating rate (K/s), finite; negative cools. Default 100.
     pub rate: f64,
+    /// Smoke: tracers released per second at random points of the sphere, 0 to 10⁶. Default 0.
+    pub smoke: f64,
 }
 
 impl Default for HeatSourceSpec {
@@ -520,6 +526,7 @@ impl Default for HeatSourceSpec {
             center: vec![0.5, 0.1, 0.5],
             radius: 0.05,
             rate: 100.0,
+            smoke: 0.0,
         }
     }
 }
@@ -934,6 +941,12 @@ pub struct Output {
     pub colormap: Colormap,
     /// 3D only: "projection" or "slice". Default "projection".
     pub view: View,
+    /// Side-by-side variants of the scene (vpm, with field "tracers" or "vorticity_magnitude"): each entry
+    /// is one panel, a list of `key=value` overrides separated by `;` (as `--set` takes them) applied to
+    /// this scene; the frames show the panels left to right, and `stats.jsonl` the first panel's
+    /// diagnostics. Up to 4. Default none.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub panels: Vec<String>,
 }
 
 impl Default for Output {
@@ -943,6 +956,7 @@ impl Default for Output {
             npy: false,
             colormap: Colormap::Auto,
             view: View::Projection,
+            panels: Vec::new(),
         }
     }
 }
@@ -1699,6 +1713,25 @@ impl Scene {
                 names.join(", "),
             ));
         }
+        if !self.output.panels.is_empty() {
+            let key = root.key("output").key("panels");
+            if self.method != Method::Vpm
+                || !["tracers", "vorticity_magnitude"].contains(&self.output.field.as_str())
+            {
+                return Err(Invalid::new(
+                    key,
+                    "side-by-side panels show particles",
+                    "panels with method = \"vpm\" and output.field = \"tracers\" or \"vorticity_magnitude\"",
+                ));
+            }
+            if self.output.panels.len() > 4 {
+                return Err(Invalid::new(
+                    key,
+                    format!("{} panels", self.output.panels.len()),
+                    "at most 4 panels",
+                ));
+            }
+        }
         Ok(())
     }
 }
@@ -1900,6 +1933,7 @@ impl Scene {
             vector(&q.key("center"), &h.center, 3)?;
             positive(&q.key("radius"), h.radius, "m")?;
             range(&q.key("rate"), h.rate, -1e9, 1e9, false)?;
+            range(&q.key("smoke"), h.smoke, 0.0, 1e6, false)?;
         }
         if !self.region.is_empty() || !self.emitter.is_empty() || !self.sink.is_empty() {
             return Err(Invalid::new(

@@ -244,6 +244,7 @@ pub fn vpm_params(scene: &Scene) -> VpmParams {
                 PotentialBoundaryKind::Zero => PotentialBoundary::Zero,
             },
             decimate: v.decimate,
+            boundary_theta: v.boundary_theta,
             tolerance: v.poisson_tolerance,
             restriction: match v.restriction {
                 RestrictionKind::Nearest => Restriction::Nearest,
@@ -392,11 +393,13 @@ fn build_vpm(scene: &Scene) -> Result<VpmSim, SimError> {
             seed: seed(500 + i),
         });
     }
-    for h in &v.heat_source {
+    for (i, h) in v.heat_source.iter().enumerate() {
         sim.add_heat_source(vpm::HeatSource {
             center: vec3(&h.center),
             radius: h.radius,
             rate: h.rate,
+            smoke: h.smoke,
+            seed: seed(600 + i),
         });
     }
     Ok(sim)

@@ -37,6 +37,11 @@ pub trait Simulation: Send {
     fn resolution(&self) -> [usize; 3];
     /// Edge length of a cell (m).
     fn cell_size(&self) -> f64;
+    /// Lower corner of the grid that [`Simulation::field`] samples (m): the domain's origin for methods on
+    /// a fixed grid, the fitted grid's corner for methods whose grid follows the particles.
+    fn grid_origin(&self) -> [f64; 3] {
+        [0.0; 3]
+    }
     /// Simulated time (s).
     fn time(&self) -> f64;
     /// Steps taken.

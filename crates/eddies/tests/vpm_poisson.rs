@@ -211,6 +211,8 @@ fn heat_diffuses_conservatively_and_sources_heat() {
         center: DVec3::ZERO,
         radius: 0.1,
         rate: 50.0,
+        smoke: 1000.0,
+        seed: 1,
     });
     let inside = sim
         .vortons()
@@ -221,6 +223,11 @@ fn heat_diffuses_conservatively_and_sources_heat() {
     sim.step(0.01).expect("runs");
     let total: f64 = sim.vortons().temperature.iter().sum();
     assert!((total - 50.0 * 0.01 * inside as f64).abs() < 1e-9 * total);
+    assert_eq!(
+        sim.tracers().len(),
+        10,
+        "1000 smoke tracers per second for 0.01 s"
+    );
 }
 
 /// Baroclinic generation needs gravity across the vortons: a flat layer normal to gravity gets none.
@@ -282,6 +289,8 @@ fn poisson_and_buoyancy_do_not_depend_on_thread_count() {
                     center: DVec3::new(0.0, -0.05, 0.0),
                     radius: 0.05,
                     rate: 20.0,
+                    smoke: 500.0,
+                    seed: 2,
                 });
                 for _ in 0..4 {
                     sim.step(0.01).expect("runs");

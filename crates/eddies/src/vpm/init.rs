@@ -484,7 +484,11 @@ impl Block {
     }
 }
 
-/// A heat source: vortons inside its sphere warm at `rate` kelvin per second.
+/// A heat source: vortons inside its sphere warm at `rate` kelvin per second, and it releases smoke
+/// (tracers) at random points of the sphere.
+///
+/// Heat needs fluid to carry it: surround the source with neutral vortons (a [`Block`] of zero deviation)
+/// that the plume's inflow draws through it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct HeatSource {
     /// Centre (m).
@@ -493,6 +497,40 @@ pub struct HeatSource {
     pub radius: f64,
     /// Heating rate (K/s); negative cools.
     pub rate: f64,
+    /// Tracers released per second.
+    pub smoke: f64,
+    /// Seed of the smoke's placement.
+    pub seed: u64,
+}
+
+impl HeatSource {
+    /// Warms the vortons inside over `dt` seconds, and releases the smoke due between `time` and
+    /// `time + dt` (the count is the difference of `⌊smoke · t⌋` at both ends, so no fraction is lost).
+    pub fn apply(&self, v: &mut Vortons, t: &mut Tracers, time: f64, dt: f64) {
+        let r2 = self.radius * self.radius;
+        for i in 0..v.len() {
+            if (v.position[i] - self.center).length_squared() <= r2 {
+                v.temperature[i] += self.rate * dt;
+            }
+        }
+        let (from, to) = (
+            (self.smoke * time).floor() as u64,
+            (self.smoke * (time + dt)).floor() as u64,
+        );
+        let mut rng = SplitMix64::new(self.seed ^ from.wrapping_mul(0x9e37_79b9_7f4a_7c15));
+        let mut added = from;
+        while added < to {
+            let d = DVec3::new(
+                rng.range(-1.0, 1.0),
+                rng.range(-1.0, 1.0),
+                rng.range(-1.0, 1.0),
+            );
+            if d.length_squared() <= 1.0 {
+                t.position.push(self.center + d * self.radius);
+                added += 1;
+            }
+        }
+    }
 }
 
 /// A ball emitted again every `period` seconds while active (a puffing source of heavy, light or hot fluid).

@@ -147,6 +147,10 @@ impl VpmSim {
                 params.ambient_density
             ));
         }
+        let bt = params.poisson.boundary_theta;
+        if !(bt > 0.0 && bt <= 2.0) {
+            return bad(format!("boundary theta {bt}: must be in (0, 2]"));
+        }
         let tol = params.poisson.tolerance;
         if !(tol > 0.0 && tol < 1.0) {
             return bad(format!("Poisson tolerance {tol}: must be in (0, 1)"));
@@ -385,19 +389,14 @@ impl VpmSim {
         }
     }
 
-    /// Heat sources warm the vortons inside them; heat diffuses.
-    fn heat(&mut self, dt: f64) {
-        let v = &mut self.vortons;
+    /// Heat sources warm the vortons inside them and release smoke; heat diffuses. `time` is the step's
+    /// start.
+    fn heat(&mut self, time: f64, dt: f64) {
         for s in &self.heat_sources {
-            let r2 = s.radius * s.radius;
-            for i in 0..v.len() {
-                if (v.position[i] - s.center).length_squared() <= r2 {
-                    v.temperature[i] += s.rate * dt;
-                }
-            }
+            s.apply(&mut self.vortons, &mut self.tracers, time, dt);
         }
         self.pse
-            .diffuse_heat(v, self.params.buoyancy.heat_diffusivity, dt);
+            .diffuse_heat(&mut self.vortons, self.params.buoyancy.heat_diffusivity, dt);
     }
 
     /// Advection of vortons and tracers and stretching of vorticity over `dt` by the configured Runge–Kutta
@@ -522,7 +521,7 @@ impl VpmSim {
         } else {
             [0.0; 3]
         };
-        vec![
+        let mut q = vec![
             ("vorton_count", Quantity::Count(n as u64)),
             ("tracer_count", Quantity::Count(self.tracers.len() as u64)),
             (
@@ -546,7 +545,13 @@ impl VpmSim {
             ("kinetic_energy", Quantity::Scalar(energy)),
             ("max_speed", Quantity::Scalar(self.max_speed)),
             ("grid_spacing", Quantity::Scalar(self.solver.grid.spacing)),
-        ]
+        ];
+        if self.params.velocity == VelocityMethod::Poisson {
+            let info = self.solver.poisson.info;
+            q.push(("poisson_cycles", Quantity::Count(info.cycles as u64)));
+            q.push(("poisson_residual", Quantity::Scalar(info.residual)));
+        }
+        q
     }
 
     /// Splats `value(i)` (a per-vorton quantity times volume) onto the fitted grid by cloud-in-cell and divides
@@ -590,6 +595,10 @@ impl Simulation for VpmSim {
 
     fn cell_size(&self) -> f64 {
         self.solver.grid.spacing
+    }
+
+    fn grid_origin(&self) -> [f64; 3] {
+        self.solver.grid.origin
     }
 
     fn time(&self) -> f64 {
@@ -659,7 +668,7 @@ impl Simulation for VpmSim {
         }
         if !self.heat_sources.is_empty() || self.params.buoyancy.heat_diffusivity > 0.0 {
             let t = Instant::now();
-            self.heat(dt);
+            self.heat(self.time, dt);
             self.timer.add("heat", t.elapsed().as_secs_f64() * 1e3);
         }
         if self.params.viscosity > 0.0 {

@@ -70,9 +70,13 @@ impl PotentialBoundary {
 pub struct PoissonParams {
     /// Boundary values of the vector potential.
     pub boundary: PotentialBoundary,
-    /// Compute the boundary integral at every other boundary point along a row and copy it to the point
-    /// beside it (seed 003: about half the cost).
+    /// Compute the boundary integral at every other boundary point along a row; the points between take the
+    /// mean of their two neighbours (seed 003: about half the cost).
     pub decimate: bool,
+    /// Opening parameter θ of the treecode for the boundary values (1). The boundary is smooth and away from
+    /// the vortons, and its error decays into the interior, so it tolerates a coarser θ than velocity at the
+    /// vortons does.
+    pub boundary_theta: f64,
     /// Stop the multigrid cycles when the residual has fallen by this factor (1).
     pub tolerance: f64,
     /// How the V-cycle restricts residuals: seed 003's "nearest" (faster, less accurate) or full weighting.
@@ -84,7 +88,8 @@ impl Default for PoissonParams {
         Self {
             boundary: PotentialBoundary::Tree,
             decimate: true,
-            tolerance: 1e-5,
+            boundary_theta: 1.0,
+            tolerance: 1e-4,
             restriction: Restriction::Nearest,
         }
     }

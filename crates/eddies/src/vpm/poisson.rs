@@ -231,8 +231,12 @@ impl PoissonVelocity {
         self.info.boundary_points = self.boundary.len();
         self.values.clear();
         self.values.resize(self.boundary.len(), DVec3::ZERO);
-        self.potential.clear();
-        self.potential.resize(grid.len(), DVec3::ZERO);
+        // The interior keeps the last solution as the initial guess when the grid has the same shape (it
+        // moved by a fraction of a cell since); otherwise it starts from zero.
+        if self.potential.len() != grid.len() {
+            self.potential.clear();
+            self.potential.resize(grid.len(), DVec3::ZERO);
+        }
         self.info.computed_points = 0;
         if let Some(f) = integral {
             let h = grid.spacing;
@@ -286,12 +290,18 @@ impl PoissonVelocity {
         let mg_params = MultigridParams {
             tolerance: params.tolerance,
             restriction: params.restriction,
-            full_multigrid: true,
+            full_multigrid: false,
             preserve_boundary: true,
             ..Default::default()
         };
-        let rebuild = !matches!(&self.mg, Some((mg, d)) if *d == dims && *mg.params() == mg_params);
-        if rebuild {
+        let same = |mg: &Multigrid<3>| {
+            MultigridParams {
+                full_multigrid: false,
+                ..*mg.params()
+            } == mg_params
+        };
+        let warm = matches!(&self.mg, Some((mg, d)) if *d == dims && same(mg));
+        if !warm {
             let op = PoissonOperator::new(dims, 1.0, DomainBoundary::Solid, |c| {
                 if (0..3).any(|a| c[a] == 0 || c[a] == dims[a] - 1) {
                     CellKind::Dirichlet
@@ -300,8 +310,16 @@ impl PoissonVelocity {
                 }
             })?;
             self.mg = Some((Multigrid::new(op, mg_params)?, dims));
+            // A new shape has no usable last solution: start the interior from zero.
+            for (idx, a) in self.potential.iter_mut().enumerate() {
+                if self.slot[idx] == u32::MAX {
+                    *a = DVec3::ZERO;
+                }
+            }
         }
         let (mg, _) = self.mg.as_mut().expect("built above");
+        // A cold start begins with a full-multigrid cycle; a warm one from the last solution.
+        mg.set_full_multigrid(!warm);
         let layout = mg.operator().layout().clone();
         let h2 = grid.spacing * grid.spacing;
         self.b.resize(layout.len(), 0.0);

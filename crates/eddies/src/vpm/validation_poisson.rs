@@ -169,6 +169,19 @@ pub fn test_ring() -> Ring {
 /// RMS relative error of the Poisson technique's grid velocity against direct Biot–Savart summation at the
 /// interior grid points farther than three core radii from the ring's core, on an `n`-point grid.
 pub fn ring_velocity_error(boundary: PotentialBoundary, decimate: bool, n: usize) -> f64 {
+    ring_velocity_error_with(
+        PoissonParams {
+            boundary,
+            decimate,
+            tolerance: 1e-8,
+            ..Default::default()
+        },
+        n,
+    )
+}
+
+/// [`ring_velocity_error`] with any Poisson settings.
+pub fn ring_velocity_error_with(poisson: PoissonParams, n: usize) -> f64 {
     let ring = test_ring();
     let mut sim = VpmSim::new(VpmParams::default()).expect("valid parameters");
     sim.add_ring(&ring);
@@ -176,12 +189,7 @@ pub fn ring_velocity_error(boundary: PotentialBoundary, decimate: bool, n: usize
     let strength: Vec<DVec3> = (0..v.len()).map(|i| v.strength(i)).collect();
     let params = VpmParams {
         velocity: VelocityMethod::Poisson,
-        poisson: PoissonParams {
-            boundary,
-            decimate,
-            tolerance: 1e-8,
-            ..Default::default()
-        },
+        poisson,
         grid_resolution: [n; 3],
         grid_margin: 0.25,
         ..Default::default()
@@ -323,11 +331,16 @@ pub struct BallRun {
 /// ball's vortons (those carrying the deviation) is sampled each step; its acceleration along gravity is the
 /// least-squares fit of `y = y₀ + v₀t + ½at²`.
 pub fn ball_acceleration(relative: f64, quick: bool) -> BallRun {
+    ball_acceleration_at(relative, 32, if quick { 6000 } else { 12_000 }, quick)
+}
+
+/// [`ball_acceleration`] on an `n`-point grid with `vortons` vortons.
+pub fn ball_acceleration_at(relative: f64, n: usize, vortons: usize, quick: bool) -> BallRun {
     let g = 9.81;
     let params = VpmParams {
         velocity: VelocityMethod::Poisson,
         ambient_density: 1000.0,
-        grid_resolution: [32, 32, 32],
+        grid_resolution: [n; 3],
         grid_margin: 0.1,
         ..Default::default()
     };
@@ -336,7 +349,7 @@ pub fn ball_acceleration(relative: f64, quick: bool) -> BallRun {
         center: DVec3::ZERO,
         radius: 0.1,
         density_deviation: relative * 1000.0,
-        vortons: if quick { 6000 } else { 12_000 },
+        vortons,
         ..Default::default()
     });
     let members: Vec<usize> = (0..sim.vortons().len())

@@ -3,7 +3,7 @@
 
 use super::biot_savart::{self, Sources};
 use super::mollify::{self, FittedGrid};
-use super::params::{PotentialBoundary, VelocityMethod, VpmParams};
+use super::params::{PotentialBoundary, TreeParams, VelocityMethod, VpmParams};
 use super::poisson::PoissonVelocity;
 use super::tree::Tree;
 use crate::grid::Grid;
@@ -138,8 +138,13 @@ impl VelocitySolver {
         if params.velocity.on_grid() {
             if params.velocity == VelocityMethod::Poisson {
                 let (tree, sources) = (&mut self.tree, &self.sources);
-                let mut by_tree =
-                    |p: &[DVec3], out: &mut [DVec3]| tree.evaluate_potential(&params.tree, p, out);
+                let boundary_tree = TreeParams {
+                    theta: params.poisson.boundary_theta,
+                    ..params.tree
+                };
+                let mut by_tree = |p: &[DVec3], out: &mut [DVec3]| {
+                    tree.evaluate_potential(&boundary_tree, p, out)
+                };
                 let mut by_sum =
                     |p: &[DVec3], out: &mut [DVec3]| biot_savart::potential_direct(sources, p, out);
                 let integral: Option<&mut dyn FnMut(&[DVec3], &mut [DVec3])> = match boundary {

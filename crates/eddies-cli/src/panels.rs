@@ -1,0 +1,127 @@
+//! Side-by-side variants of one scene (`output.panels`): several simulations stepped in lock step and shown
+//! next to each other, e.g. seed 003's Figure 1 (one vorticity field, three ways to get velocity from it).
+
+use eddies::diag::StepRecord;
+use eddies::sim::{Field, SimError};
+use eddies::Simulation;
+
+use crate::load::{Override, SceneError};
+
+/// The overrides of panel `entry` (`key=value` pairs separated by `;`), after the command line's.
+///
+/// # Errors
+/// A pair that is not `key=value`.
+pub fn overrides(base: &[Override], entry: &str) -> Result<Vec<Override>, SceneError> {
+    let mut ovs = base.to_vec();
+    for part in entry.split(';').map(str::trim).filter(|p| !p.is_empty()) {
+        let mut ov = Override::parse_set(part)?;
+        ov.origin = format!("output.panels entry \"{entry}\"");
+        ovs.push(ov);
+    }
+    Ok(ovs)
+}
+
+/// Simulations stepped together; particles of panel k are shifted along x by k domain widths.
+pub struct Panels {
+    sims: Vec<Box<dyn Simulation>>,
+    width: f64,
+}
+
+impl Panels {
+    /// The panels, left to right, and the domain width (m) each is shifted by.
+    pub fn new(sims: Vec<Box<dyn Simulation>>, width: f64) -> Self {
+        assert!(!sims.is_empty(), "at least one panel");
+        Self { sims, width }
+    }
+
+    fn shifted(&self, f: impl Fn(&dyn Simulation) -> Vec<f32>) -> Vec<f32> {
+        let dim = self.sims[0].dim();
+        let mut out = Vec::new();
+        for (k, sim) in self.sims.iter().enumerate() {
+            let p = f(sim.as_ref());
+            let dx = (k as f64 * self.width) as f32;
+            out.extend(
+                p.chunks_exact(dim)
+                    .flat_map(|c| std::iter::once(c[0] + dx).chain(c[1..].iter().copied())),
+            );
+        }
+        out
+    }
+}
+
+impl Simulation for Panels {
+    fn dim(&self) -> usize {
+        self.sims[0].dim()
+    }
+
+    fn resolution(&self) -> [usize; 3] {
+        self.sims[0].resolution()
+    }
+
+    fn cell_size(&self) -> f64 {
+        self.sims[0].cell_size()
+    }
+
+    fn grid_origin(&self) -> [f64; 3] {
+        self.sims[0].grid_origin()
+    }
+
+    fn time(&self) -> f64 {
+        self.sims[0].time()
+    }
+
+    fn steps(&self) -> u64 {
+        self.sims[0].steps()
+    }
+
+    /// The smallest panel's step: all panels take the same steps.
+    fn max_dt(&self, cfl: f64) -> f64 {
+        self.sims
+            .iter()
+            .map(|s| s.max_dt(cfl))
+            .fold(f64::INFINITY, f64::min)
+    }
+
+    /// Steps every panel; the record is the first panel's, with the wall time of all.
+    fn step(&mut self, dt: f64) -> Result<StepRecord, SimError> {
+        let mut first: Option<StepRecord> = None;
+        let mut wall = 0.0;
+        for sim in &mut self.sims {
+            let rec = sim.step(dt)?;
+            wall += rec.wall_ms;
+            first.get_or_insert(rec);
+        }
+        let mut rec = first.expect("at least one panel");
+        rec.wall_ms = wall;
+        Ok(rec)
+    }
+
+    fn field_names(&self) -> Vec<&'static str> {
+        self.sims[0].field_names()
+    }
+
+    /// The first panel's field.
+    fn field(&self, name: &str) -> Option<Field> {
+        self.sims[0].field(name)
+    }
+
+    fn particle_positions(&self) -> Vec<f32> {
+        self.shifted(|s| s.particle_positions())
+    }
+
+    fn tracer_positions(&self) -> Vec<f32> {
+        self.shifted(|s| s.tracer_positions())
+    }
+
+    fn particle_values(&self, name: &str) -> Option<Vec<f32>> {
+        let mut out = Vec::new();
+        for sim in &self.sims {
+            out.extend(sim.particle_values(name)?);
+        }
+        Some(out)
+    }
+
+    fn memory_bytes(&self) -> usize {
+        self.sims.iter().map(|s| s.memory_bytes()).sum()
+    }
+}
