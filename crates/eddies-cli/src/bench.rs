@@ -90,6 +90,7 @@ pub fn cases() -> Vec<BenchCase> {
     ];
     cases.extend(crate::bench_pressure::cases());
     cases.extend(crate::bench_vpm::cases());
+    cases.extend(crate::bench_vpm_poisson::cases());
     cases
 }
 

@@ -7,6 +7,7 @@
 pub mod bench;
 pub mod bench_pressure;
 pub mod bench_vpm;
+pub mod bench_vpm_poisson;
 pub mod cli;
 pub mod error;
 pub mod keypath;

@@ -1,0 +1,147 @@
+//! `eddies bench` cases of the Poisson velocity technique and buoyancy (seeds 002 and 003): seed 003's
+//! per-stage table on the `dye-drop` scene, and the crossover of the velocity techniques with the vorton count.
+
+use std::time::Instant;
+
+use eddies::vpm::{validation, VelocityMethod, VpmParams, VpmSim};
+use eddies::Simulation;
+
+use crate::bench::{median, BenchCase, BenchRow, WARMUP_STEPS};
+use crate::scenes;
+use crate::{load, render, setup};
+
+/// The Poisson and buoyancy benchmarks.
+pub fn cases() -> Vec<BenchCase> {
+    vec![
+        BenchCase {
+            name: "vpm-dye-drop",
+            description: "the dye-drop scene (16k vortons, 20k tracers, Poisson technique on 32³, baroclinic): \
+                          ms per step and per stage (seed 003's table), and the frame's render",
+            run: dye_drop,
+        },
+        BenchCase {
+            name: "vpm-velocity-crossover",
+            description: "one velocity evaluation at N vortons (10³ to 10⁵; quick: to 10⁴) by direct sum, \
+                          treecode at vortons, treecode at grid points and the Poisson technique (32³ grid)",
+            run: crossover,
+        },
+    ]
+}
+
+fn row(bench: &str, size: String, metric: &str, value: f64, unit: &str) -> BenchRow {
+    BenchRow {
+        bench: bench.to_string(),
+        size,
+        metric: metric.to_string(),
+        value,
+        unit: unit.to_string(),
+        threads: rayon::current_num_threads(),
+    }
+}
+
+/// Seed 003's table: the built-in `dye-drop` scene after a few frames' worth of steps (the ball has started
+/// to roll up), each stage's median over the timed steps, and the time to render a frame of its tracers.
+fn dye_drop(quick: bool) -> Result<Vec<BenchRow>, String> {
+    let builtin = scenes::find("dye-drop").ok_or("no built-in scene dye-drop")?;
+    let src = load::SceneSource {
+        label: builtin.label(),
+        name: builtin.name.to_string(),
+        text: builtin.source.to_string(),
+    };
+    let scene = load::load(&src, &[]).map_err(|e| e.to_string())?.scene;
+    let mut sim = setup::build(&scene).map_err(|e| e.to_string())?;
+    let dt = 0.01;
+    for _ in 0..WARMUP_STEPS + if quick { 0 } else { 20 } {
+        sim.step(dt).map_err(|e| e.to_string())?;
+    }
+    let steps = if quick { 5 } else { 20 };
+    let mut records = Vec::new();
+    for _ in 0..steps {
+        records.push(sim.step(dt).map_err(|e| e.to_string())?);
+    }
+    let size = "16k+20k".to_string();
+    let mut rows = Vec::new();
+    let mut walls: Vec<f64> = records.iter().map(|r| r.wall_ms).collect();
+    rows.push(row(
+        "vpm-dye-drop",
+        size.clone(),
+        "step",
+        median(&mut walls),
+        "ms",
+    ));
+    for (stage, _) in &records[0].stage_ms {
+        let mut ms: Vec<f64> = records
+            .iter()
+            .filter_map(|r| r.stage_ms.iter().find(|(s, _)| s == stage).map(|x| x.1))
+            .collect();
+        rows.push(row(
+            "vpm-dye-drop",
+            size.clone(),
+            stage,
+            median(&mut ms),
+            "ms",
+        ));
+    }
+    let mut frame: Vec<f64> = (0..5)
+        .map(|_| {
+            let t = Instant::now();
+            let picture = render::render_particles(sim.as_ref(), &scene);
+            let ms = t.elapsed().as_secs_f64() * 1e3;
+            std::hint::black_box(picture.map(|p| p.nx));
+            ms
+        })
+        .collect();
+    rows.push(row("vpm-dye-drop", size, "frame", median(&mut frame), "ms"));
+    Ok(rows)
+}
+
+/// Milliseconds of one velocity evaluation (no gradient) at `n` random vortons by `method`, median of 3.
+fn evaluation_ms(method: VelocityMethod, n: usize) -> Result<f64, String> {
+    let mut sim = VpmSim::new(VpmParams {
+        velocity: method,
+        ..VpmParams::default()
+    })
+    .map_err(|e| e.to_string())?;
+    let (p, a, s) = validation::random_vortons(n, 7);
+    let v = sim.vortons_mut();
+    for i in 0..n {
+        let volume = 1e-6;
+        v.push(p[i], a[i] / volume, s[i], volume);
+    }
+    let mut samples: Vec<f64> = (0..4)
+        .map(|_| {
+            let t = Instant::now();
+            std::hint::black_box(sim.vorton_velocities());
+            t.elapsed().as_secs_f64() * 1e3
+        })
+        .skip(1)
+        .collect();
+    Ok(median(&mut samples))
+}
+
+fn crossover(quick: bool) -> Result<Vec<BenchRow>, String> {
+    let sizes: &[usize] = if quick {
+        &[1_000, 10_000]
+    } else {
+        &[1_000, 3_000, 10_000, 30_000, 100_000]
+    };
+    let mut rows = Vec::new();
+    for &n in sizes {
+        for method in [
+            VelocityMethod::DirectVortons,
+            VelocityMethod::TreeVortons,
+            VelocityMethod::TreeGrid,
+            VelocityMethod::Poisson,
+        ] {
+            let ms = evaluation_ms(method, n)?;
+            rows.push(row(
+                "vpm-velocity-crossover",
+                n.to_string(),
+                method.name(),
+                ms,
+                "ms",
+            ));
+        }
+    }
+    Ok(rows)
+}
