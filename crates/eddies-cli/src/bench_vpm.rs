@@ -27,6 +27,12 @@ pub fn cases() -> Vec<BenchCase> {
             run: treecode,
         },
         BenchCase {
+            name: "vpm-potential",
+            description: "vector potential of 10⁴ vortons at the 3458 points of a box surface 0.1 \
+                          outside them (part 20's boundary values): treecode θ = 0.5 and direct time, RMS error",
+            run: |_| potential(10_000),
+        },
+        BenchCase {
             name: "vpm-step",
             description: "one step of a 2·10⁴-vorton ring with 2·10⁴ tracers (treecode, stretching, PSE): \
                           wall time per stage",
@@ -133,6 +139,58 @@ fn treecode(quick: bool) -> Result<Vec<BenchRow>, String> {
         "1",
     ));
     Ok(rows)
+}
+
+/// Points of the surface of the cube `lo..hi`, `k` per edge.
+fn box_surface(lo: f64, hi: f64, k: usize) -> Vec<DVec3> {
+    let at = |i: usize| lo + (hi - lo) * i as f64 / (k - 1) as f64;
+    let mut out = Vec::new();
+    for i in 0..k {
+        for j in 0..k {
+            for l in 0..k {
+                if [i, j, l].iter().any(|&c| c == 0 || c == k - 1) {
+                    out.push(DVec3::new(at(i), at(j), at(l)));
+                }
+            }
+        }
+    }
+    out
+}
+
+fn potential(n: usize) -> Result<Vec<BenchRow>, String> {
+    let (p, a, s) = validation::random_vortons(n, 12);
+    let targets = box_surface(-0.1, 1.1, 25);
+    let size = format!("{n}@{}", targets.len());
+    let mut src = Sources::default();
+    src.fill(DVec3::splat(0.5), &p, &a, &s);
+    let mut exact = vec![DVec3::ZERO; targets.len()];
+    let direct = time(3, || {
+        biot_savart::potential_direct(&src, &targets, &mut exact)
+    });
+    let params = TreeParams::default();
+    let mut t = Tree::default();
+    let mut approx = vec![DVec3::ZERO; targets.len()];
+    let secs = time(3, || {
+        t.build(&params, &p, &a, &s);
+        t.evaluate_potential(&params, &targets, &mut approx);
+    });
+    Ok(vec![
+        row("vpm-potential", size.clone(), "tree-time", secs * 1e3, "ms"),
+        row(
+            "vpm-potential",
+            size.clone(),
+            "direct-time",
+            direct * 1e3,
+            "ms",
+        ),
+        row(
+            "vpm-potential",
+            size,
+            "rms-error",
+            tree::rms_relative_error(&approx, &exact),
+            "1",
+        ),
+    ])
 }
 
 fn step_stages(n: usize) -> Result<Vec<BenchRow>, String> {
