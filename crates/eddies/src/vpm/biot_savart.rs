@@ -154,6 +154,52 @@ fn cross(a: [f32; 3], b: [f32; 3]) -> [f32; 3] {
     ]
 }
 
+/// The sources of `start..end` (padded) as seven arrays of whole lane blocks.
+type Blocks<'a> = [&'a [[f32; LANES]]; 7];
+
+#[inline(always)]
+fn blocks(src: &Sources, start: usize, end: usize) -> Blocks<'_> {
+    [&src.x, &src.y, &src.z, &src.ax, &src.ay, &src.az, &src.s2].map(|v| {
+        let v = &v[start..end];
+        debug_assert!(v.len() % LANES == 0, "padded to whole lanes");
+        // SAFETY: `[f32; LANES]` has the size and alignment of `LANES` consecutive f32, and the whole blocks
+        // of `v` lie inside it.
+        unsafe { std::slice::from_raw_parts(v.as_ptr().cast::<[f32; LANES]>(), v.len() / LANES) }
+    })
+}
+
+/// Adds the velocity kernel of the sources `start..end` at the `T` targets to the lane sums `acc`. The sums
+/// are held in registers for the range (a local copy, so the compiler need not keep them in memory) and
+/// the source arrays are walked as whole blocks (no bounds checks in the loop).
+#[inline(always)]
+fn velocity_range<const T: usize>(
+    src: &Sources,
+    start: usize,
+    end: usize,
+    t: &[[f32; 3]; T],
+    acc: &mut [[[f32; LANES]; 3]; T],
+) {
+    let [x, y, z, ax, ay, az, s2] = blocks(src, start, end);
+    let n = x.len();
+    let (y, z, ax, ay, az, s2) = (&y[..n], &z[..n], &ax[..n], &ay[..n], &az[..n], &s2[..n]);
+    let mut a = *acc;
+    for b in 0..n {
+        let (sx, sy, sz, bx, by, bz, s2) = (&x[b], &y[b], &z[b], &ax[b], &ay[b], &az[b], &s2[b]);
+        for m in 0..T {
+            for l in 0..LANES {
+                let r = [t[m][0] - sx[l], t[m][1] - sy[l], t[m][2] - sz[l]];
+                let r2 = r[0].mul_add(r[0], r[1].mul_add(r[1], r[2] * r[2]));
+                let f = kernel_f(r2, s2[l]);
+                let c = cross([bx[l], by[l], bz[l]], r);
+                for q in 0..3 {
+                    a[m][q][l] = f.mul_add(c[q], a[m][q][l]);
+                }
+            }
+        }
+    }
+    *acc = a;
+}
+
 /// Velocity at each of the `T` targets `t` (relative to the sources' origin) induced by the padded sources
 /// in `ranges` (each a multiple of [`LANES`]), without the factor 1/4π.
 ///
@@ -169,24 +215,7 @@ pub fn velocity_tile<const T: usize>(
 ) -> [[f32; 3]; T] {
     let mut acc = [[[0f32; LANES]; 3]; T];
     for &(start, end) in ranges {
-        let mut j = start;
-        while j < end {
-            let (sx, sy, sz) = (lanes(&src.x, j), lanes(&src.y, j), lanes(&src.z, j));
-            let (ax, ay, az) = (lanes(&src.ax, j), lanes(&src.ay, j), lanes(&src.az, j));
-            let s2 = lanes(&src.s2, j);
-            for (u, t) in acc.iter_mut().zip(t) {
-                for l in 0..LANES {
-                    let r = [t[0] - sx[l], t[1] - sy[l], t[2] - sz[l]];
-                    let r2 = r[0].mul_add(r[0], r[1].mul_add(r[1], r[2] * r[2]));
-                    let f = kernel_f(r2, s2[l]);
-                    let c = cross([ax[l], ay[l], az[l]], r);
-                    for q in 0..3 {
-                        u[q][l] = f.mul_add(c[q], u[q][l]);
-                    }
-                }
-            }
-            j += LANES;
-        }
+        velocity_range(src, start, end, t, &mut acc);
     }
     let mut out = [[0f32; 3]; T];
     for (o, u) in out.iter_mut().zip(&acc) {
@@ -227,11 +256,12 @@ pub fn velocity_gradient_ranges(
     let mut u = [[0f32; LANES]; 3];
     let mut jac = [[0f32; LANES]; 9];
     for &(start, end) in ranges {
-        let mut j = start;
-        while j < end {
-            let (sx, sy, sz) = (lanes(&src.x, j), lanes(&src.y, j), lanes(&src.z, j));
-            let (ax, ay, az) = (lanes(&src.ax, j), lanes(&src.ay, j), lanes(&src.az, j));
-            let s2 = lanes(&src.s2, j);
+        let [x, y, z, bx, by, bz, bs2] = blocks(src, start, end);
+        let n = x.len();
+        let (y, z, bx, by, bz, bs2) = (&y[..n], &z[..n], &bx[..n], &by[..n], &bz[..n], &bs2[..n]);
+        for b in 0..n {
+            let (sx, sy, sz, s2) = (&x[b], &y[b], &z[b], &bs2[b]);
+            let (ax, ay, az) = (&bx[b], &by[b], &bz[b]);
             for l in 0..LANES {
                 let r = [t[0] - sx[l], t[1] - sy[l], t[2] - sz[l]];
                 let r2 = r[0].mul_add(r[0], r[1].mul_add(r[1], r[2] * r[2]));
@@ -254,7 +284,6 @@ pub fn velocity_gradient_ranges(
                     }
                 }
             }
-            j += LANES;
         }
     }
     let mut g = [0f32; 9];
