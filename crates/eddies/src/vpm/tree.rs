@@ -84,6 +84,9 @@ pub struct TreeInfo {
 #[derive(Clone, Debug, Default)]
 pub struct Tree {
     keys: Vec<(u64, u32)>,
+    /// Position, strength and core radius of each vorton in key order: the build reads them in sequence
+    /// instead of jumping through `keys` once per tree level.
+    gathered: Vec<(DVec3, DVec3, f64)>,
     nodes: Vec<Node>,
     moments: Vec<Moments>,
     /// Sorted vortons, each leaf padded to whole lanes.
@@ -119,6 +122,7 @@ impl Tree {
     /// Bytes held.
     pub fn bytes(&self) -> usize {
         self.keys.capacity() * 16
+            + self.gathered.capacity() * std::mem::size_of::<(DVec3, DVec3, f64)>()
             + self.target_keys.capacity() * 16
             + self.nodes.capacity() * std::mem::size_of::<Node>()
             + self.moments.capacity() * std::mem::size_of::<Moments>()
@@ -162,7 +166,14 @@ impl Tree {
         keys.clear();
         keys.extend((0..n).map(|i| (self.key_of(position[i]), i as u32)));
         keys.par_sort_unstable();
+        let mut gathered = std::mem::take(&mut self.gathered);
+        gathered.clear();
+        gathered.par_extend(keys.par_iter().map(|&(_, j)| {
+            let j = j as usize;
+            (position[j], strength[j], radius[j])
+        }));
         self.keys = keys;
+        self.gathered = gathered;
 
         self.nodes.clear();
         self.nodes.push(Node {
@@ -221,16 +232,14 @@ impl Tree {
         self.sorted.origin = lo + DVec3::splat(width * 0.5);
         for &k in &leaves {
             let from = self.sorted.padded_len();
-            for s in self.nodes[k].start..self.nodes[k].end {
-                let j = self.keys[s].1 as usize;
-                self.sorted
-                    .push(position[j], strength[j], radius[j] * radius[j]);
+            for &(p, a, r) in &self.gathered[self.nodes[k].start..self.nodes[k].end] {
+                self.sorted.push(p, a, r * r);
             }
             self.sorted.pad();
             self.nodes[k].padded = (from, self.sorted.padded_len());
         }
 
-        let keys = &self.keys;
+        let gathered = &self.gathered;
         self.moments = self
             .nodes
             .par_iter()
@@ -239,13 +248,12 @@ impl Tree {
                 let mut c = DVec3::ZERO;
                 let mut a = DVec3::ZERO;
                 let mut s2 = 0.0;
-                for &(_, j) in &keys[node.start..node.end] {
-                    let j = j as usize;
-                    let m = strength[j].length();
+                for &(p, al, r) in &gathered[node.start..node.end] {
+                    let m = al.length();
                     w += m;
-                    c += position[j] * m;
-                    a += strength[j];
-                    s2 += m * radius[j] * radius[j];
+                    c += p * m;
+                    a += al;
+                    s2 += m * r * r;
                 }
                 let (centre, s2) = if w > 0.0 {
                     (c / w, s2 / w)
@@ -257,10 +265,8 @@ impl Tree {
                 let mut m2 = [0.0; 9];
                 let mut sv = DVec3::ZERO;
                 let mut q = [0.0; 18];
-                for &(_, j) in &keys[node.start..node.end] {
-                    let j = j as usize;
-                    let d = position[j] - centre;
-                    let al = strength[j];
+                for &(x, al, _) in &gathered[node.start..node.end] {
+                    let d = x - centre;
                     let ad = al.cross(d);
                     b += ad;
                     sv += al * d.length_squared();
