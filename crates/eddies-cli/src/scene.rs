@@ -348,7 +348,7 @@ pub struct Vpm {
     pub heat_diffusivity: f64,
     /// Treecode opening parameter θ, in (0, 2]: smaller is more accurate. Default 0.5.
     pub theta: f64,
-    /// Most vortons in a tree leaf, 1 to 4096. Default 32.
+    /// Most vortons in a tree leaf, 1 to 4096. Default 64.
     pub leaf_size: i64,
     /// Whether near leaves use their original vortons (part 12) rather than their supervorton. Default true.
     pub original_leaves: bool,
@@ -406,7 +406,7 @@ impl Default for Vpm {
             thermal_expansion: 1.0 / 300.0,
             heat_diffusivity: 0.0,
             theta: 0.5,
-            leaf_size: 32,
+            leaf_size: 64,
             original_leaves: true,
             viscosity: 0.0,
             ambient_density: 1.2,

@@ -34,7 +34,7 @@ fn vorton_pair_orbits_as_analytic_pair() {
 }
 
 /// Treecode against direct summation on 10⁴ vortons: RMS relative error ≤ 1e-3 at θ = 0.5 (the issue's
-/// bound; the second-order supervorton expansion gives about 7e-4).
+/// bound; the second-order supervorton expansion gives about 6e-4 with leaf size 64).
 #[test]
 fn treecode_matches_direct_sum_at_theta_half() {
     assert_passes("vpm/tree-error-theta-0.5");

@@ -29,6 +29,10 @@ pub const FOUR_PI_INV: f64 = 1.0 / (4.0 * std::f64::consts::PI);
 /// Targets per parallel chunk of a direct sum.
 const TARGET_CHUNK: usize = 32;
 
+/// Targets that share one pass over the sources in [`direct`]: four targets' twelve accumulators and the
+/// seven source arrays fit AVX-512's 32 registers.
+pub const TILE: usize = 4;
+
 /// Vorton sources as f32 structs of arrays, padded with zero-strength sources to a multiple of [`LANES`].
 #[derive(Clone, Debug, Default)]
 pub struct Sources {
@@ -132,30 +136,99 @@ fn hsum(v: &[f32; LANES]) -> f32 {
     s
 }
 
+/// The velocity kernel's radial factor `f = (|r|² + 5σ²/2)(|r|² + σ²)^{−5/2}` from `r2 = |r|²` and σ²: one
+/// square root and one division, exact IEEE operations that vectorise.
+#[inline(always)]
+fn kernel_f(r2: f32, s2: f32) -> f32 {
+    let d = r2 + s2;
+    s2.mul_add(2.5, r2) / (d * d * d.sqrt())
+}
+
+/// `a × b`, with a fused multiply–subtract per component.
+#[inline(always)]
+fn cross(a: [f32; 3], b: [f32; 3]) -> [f32; 3] {
+    [
+        a[1].mul_add(b[2], -(a[2] * b[1])),
+        a[2].mul_add(b[0], -(a[0] * b[2])),
+        a[0].mul_add(b[1], -(a[1] * b[0])),
+    ]
+}
+
+/// The sources of `start..end` (padded) as seven arrays of whole lane blocks.
+type Blocks<'a> = [&'a [[f32; LANES]]; 7];
+
+#[inline(always)]
+fn blocks(src: &Sources, start: usize, end: usize) -> Blocks<'_> {
+    [&src.x, &src.y, &src.z, &src.ax, &src.ay, &src.az, &src.s2].map(|v| {
+        let v = &v[start..end];
+        debug_assert!(v.len() % LANES == 0, "padded to whole lanes");
+        // SAFETY: `[f32; LANES]` has the size and alignment of `LANES` consecutive f32, and the whole blocks
+        // of `v` lie inside it.
+        unsafe { std::slice::from_raw_parts(v.as_ptr().cast::<[f32; LANES]>(), v.len() / LANES) }
+    })
+}
+
+/// Adds the velocity kernel of the sources `start..end` at the `T` targets to the lane sums `acc`. The sums
+/// are held in registers for the range (a local copy, so the compiler need not keep them in memory) and
+/// the source arrays are walked as whole blocks (no bounds checks in the loop).
+#[inline(always)]
+fn velocity_range<const T: usize>(
+    src: &Sources,
+    start: usize,
+    end: usize,
+    t: &[[f32; 3]; T],
+    acc: &mut [[[f32; LANES]; 3]; T],
+) {
+    let [x, y, z, ax, ay, az, s2] = blocks(src, start, end);
+    let n = x.len();
+    let (y, z, ax, ay, az, s2) = (&y[..n], &z[..n], &ax[..n], &ay[..n], &az[..n], &s2[..n]);
+    let mut a = *acc;
+    for b in 0..n {
+        let (sx, sy, sz, bx, by, bz, s2) = (&x[b], &y[b], &z[b], &ax[b], &ay[b], &az[b], &s2[b]);
+        for m in 0..T {
+            for l in 0..LANES {
+                let r = [t[m][0] - sx[l], t[m][1] - sy[l], t[m][2] - sz[l]];
+                let r2 = r[0].mul_add(r[0], r[1].mul_add(r[1], r[2] * r[2]));
+                let f = kernel_f(r2, s2[l]);
+                let c = cross([bx[l], by[l], bz[l]], r);
+                for q in 0..3 {
+                    a[m][q][l] = f.mul_add(c[q], a[m][q][l]);
+                }
+            }
+        }
+    }
+    *acc = a;
+}
+
+/// Velocity at each of the `T` targets `t` (relative to the sources' origin) induced by the padded sources
+/// in `ranges` (each a multiple of [`LANES`]), without the factor 1/4π.
+///
+/// The targets share each load of sixteen sources (a tile of targets held in registers), and the lane sums
+/// run on across all ranges, so short ranges (a treecode's leaves) cost no reduction each. Every target
+/// sums its sources lane by lane in range order and then adds the lanes in a fixed order, so its result is
+/// the same bits whatever tile it is in and however many threads run.
+#[inline]
+pub fn velocity_tile<const T: usize>(
+    src: &Sources,
+    ranges: &[(usize, usize)],
+    t: &[[f32; 3]; T],
+) -> [[f32; 3]; T] {
+    let mut acc = [[[0f32; LANES]; 3]; T];
+    for &(start, end) in ranges {
+        velocity_range(src, start, end, t, &mut acc);
+    }
+    let mut out = [[0f32; 3]; T];
+    for (o, u) in out.iter_mut().zip(&acc) {
+        *o = [hsum(&u[0]), hsum(&u[1]), hsum(&u[2])];
+    }
+    out
+}
+
 /// Velocity at `t` (relative to the sources' origin) induced by the padded sources `start..end` (multiples of
-/// [`LANES`]), without the factor 1/4π.
+/// [`LANES`]), without the factor 1/4π: [`velocity_tile`] for one target and one range.
 #[inline]
 pub fn velocity_at(src: &Sources, start: usize, end: usize, t: [f32; 3]) -> [f32; 3] {
-    let (mut ux, mut uy, mut uz) = ([0f32; LANES], [0f32; LANES], [0f32; LANES]);
-    let mut j = start;
-    while j < end {
-        let (sx, sy, sz) = (lanes(&src.x, j), lanes(&src.y, j), lanes(&src.z, j));
-        let (ax, ay, az) = (lanes(&src.ax, j), lanes(&src.ay, j), lanes(&src.az, j));
-        let s2 = lanes(&src.s2, j);
-        for l in 0..LANES {
-            let rx = t[0] - sx[l];
-            let ry = t[1] - sy[l];
-            let rz = t[2] - sz[l];
-            let r2 = rx * rx + ry * ry + rz * rz;
-            let inv = 1.0 / (r2 + s2[l]);
-            let f = (r2 + 2.5 * s2[l]) * inv * inv * inv.sqrt();
-            ux[l] += f * (ay[l] * rz - az[l] * ry);
-            uy[l] += f * (az[l] * rx - ax[l] * rz);
-            uz[l] += f * (ax[l] * ry - ay[l] * rx);
-        }
-        j += LANES;
-    }
-    [hsum(&ux), hsum(&uy), hsum(&uz)]
+    velocity_tile(src, &[(start, end)], &[t])[0]
 }
 
 /// Velocity and velocity gradient `J[i][k] = ∂uᵢ/∂x_k` (row-major) at `t` from the padded sources
@@ -170,43 +243,54 @@ pub fn velocity_gradient_at(
     end: usize,
     t: [f32; 3],
 ) -> ([f32; 3], [f32; 9]) {
+    velocity_gradient_ranges(src, &[(start, end)], t)
+}
+
+/// [`velocity_gradient_at`] over several padded ranges, the lane sums running on across them.
+#[inline]
+pub fn velocity_gradient_ranges(
+    src: &Sources,
+    ranges: &[(usize, usize)],
+    t: [f32; 3],
+) -> ([f32; 3], [f32; 9]) {
     let mut u = [[0f32; LANES]; 3];
     let mut jac = [[0f32; LANES]; 9];
-    let mut j = start;
-    while j < end {
-        let (sx, sy, sz) = (lanes(&src.x, j), lanes(&src.y, j), lanes(&src.z, j));
-        let (ax, ay, az) = (lanes(&src.ax, j), lanes(&src.ay, j), lanes(&src.az, j));
-        let s2 = lanes(&src.s2, j);
-        for l in 0..LANES {
-            let r = [t[0] - sx[l], t[1] - sy[l], t[2] - sz[l]];
-            let r2 = r[0] * r[0] + r[1] * r[1] + r[2] * r[2];
-            let inv = 1.0 / (r2 + s2[l]);
-            let inv52 = inv * inv * inv.sqrt();
-            let f = (r2 + 2.5 * s2[l]) * inv52;
-            let g = -2.0 * (1.5 * r2 + 5.25 * s2[l]) * inv52 * inv;
-            let c = [
-                ay[l] * r[2] - az[l] * r[1],
-                az[l] * r[0] - ax[l] * r[2],
-                ax[l] * r[1] - ay[l] * r[0],
-            ];
-            u[0][l] += f * c[0];
-            u[1][l] += f * c[1];
-            u[2][l] += f * c[2];
-            let a = [ax[l], ay[l], az[l]];
-            // f [α]ₓ: the cross-product matrix of α.
-            let cross = [0.0, -a[2], a[1], a[2], 0.0, -a[0], -a[1], a[0], 0.0];
-            for i in 0..3 {
-                for k in 0..3 {
-                    jac[3 * i + k][l] += f * cross[3 * i + k] + g * c[i] * r[k];
+    for &(start, end) in ranges {
+        let [x, y, z, bx, by, bz, bs2] = blocks(src, start, end);
+        let n = x.len();
+        let (y, z, bx, by, bz, bs2) = (&y[..n], &z[..n], &bx[..n], &by[..n], &bz[..n], &bs2[..n]);
+        for b in 0..n {
+            let (sx, sy, sz, s2) = (&x[b], &y[b], &z[b], &bs2[b]);
+            let (ax, ay, az) = (&bx[b], &by[b], &bz[b]);
+            for l in 0..LANES {
+                let r = [t[0] - sx[l], t[1] - sy[l], t[2] - sz[l]];
+                let r2 = r[0].mul_add(r[0], r[1].mul_add(r[1], r[2] * r[2]));
+                let d = r2 + s2[l];
+                let inv72 = 1.0 / (d * d * d * d.sqrt());
+                let f = s2[l].mul_add(2.5, r2) * (inv72 * d);
+                let g = -2.0 * s2[l].mul_add(5.25, 1.5 * r2) * inv72;
+                let a = [ax[l], ay[l], az[l]];
+                let c = cross(a, r);
+                for q in 0..3 {
+                    u[q][l] = f.mul_add(c[q], u[q][l]);
+                }
+                // f [α]ₓ: the cross-product matrix of α.
+                let fa = [f * a[0], f * a[1], f * a[2]];
+                let fcross = [0.0, -fa[2], fa[1], fa[2], 0.0, -fa[0], -fa[1], fa[0], 0.0];
+                for i in 0..3 {
+                    let gc = g * c[i];
+                    for k in 0..3 {
+                        jac[3 * i + k][l] += gc.mul_add(r[k], fcross[3 * i + k]);
+                    }
                 }
             }
         }
-        j += LANES;
     }
-    (
-        [hsum(&u[0]), hsum(&u[1]), hsum(&u[2])],
-        std::array::from_fn(|m| hsum(&jac[m])),
-    )
+    let mut g = [0f32; 9];
+    for (g, j) in g.iter_mut().zip(&jac) {
+        *g = hsum(j);
+    }
+    ([hsum(&u[0]), hsum(&u[1]), hsum(&u[2])], g)
 }
 
 /// Direct Biot–Savart summation over all sources at every target (m): velocity (m/s) into `u`, and, when
@@ -226,9 +310,14 @@ pub fn direct(src: &Sources, targets: &[DVec3], u: &mut [DVec3], jac: Option<&mu
             par::for_each_chunk(n, TARGET_CHUNK, |range| {
                 // SAFETY: chunks are disjoint.
                 let out = unsafe { out.slice_mut(range.clone()) };
-                for (o, i) in out.iter_mut().zip(range) {
-                    let v = velocity_at(src, 0, end, rel(targets[i]));
-                    *o = DVec3::new(v[0] as f64, v[1] as f64, v[2] as f64) * k;
+                for (o, first) in out.chunks_mut(TILE).zip(range.step_by(TILE)) {
+                    // A short last tile repeats its last target; the extra results are dropped.
+                    let t: [[f32; 3]; TILE] =
+                        std::array::from_fn(|m| rel(targets[(first + m).min(n - 1)]));
+                    let v = velocity_tile(src, &[(0, end)], &t);
+                    for (o, v) in o.iter_mut().zip(v) {
+                        *o = DVec3::new(v[0] as f64, v[1] as f64, v[2] as f64) * k;
+                    }
                 }
             });
         }
@@ -258,24 +347,32 @@ pub fn direct(src: &Sources, targets: &[DVec3], u: &mut [DVec3], jac: Option<&mu
 /// singular limit σ → 0).
 #[inline]
 pub fn potential_at(src: &Sources, start: usize, end: usize, t: [f32; 3]) -> [f32; 3] {
+    potential_ranges(src, &[(start, end)], t)
+}
+
+/// [`potential_at`] over several padded ranges, the lane sums running on across them.
+#[inline]
+pub fn potential_ranges(src: &Sources, ranges: &[(usize, usize)], t: [f32; 3]) -> [f32; 3] {
     let (mut px, mut py, mut pz) = ([0f32; LANES], [0f32; LANES], [0f32; LANES]);
-    let mut j = start;
-    while j < end {
-        let (sx, sy, sz) = (lanes(&src.x, j), lanes(&src.y, j), lanes(&src.z, j));
-        let (ax, ay, az) = (lanes(&src.ax, j), lanes(&src.ay, j), lanes(&src.az, j));
-        let s2 = lanes(&src.s2, j);
-        for l in 0..LANES {
-            let rx = t[0] - sx[l];
-            let ry = t[1] - sy[l];
-            let rz = t[2] - sz[l];
-            let r2 = rx * rx + ry * ry + rz * rz;
-            let inv = 1.0 / (r2 + s2[l]);
-            let h = (r2 + 1.5 * s2[l]) * inv * inv.sqrt();
-            px[l] += h * ax[l];
-            py[l] += h * ay[l];
-            pz[l] += h * az[l];
+    for &(start, end) in ranges {
+        let mut j = start;
+        while j < end {
+            let (sx, sy, sz) = (lanes(&src.x, j), lanes(&src.y, j), lanes(&src.z, j));
+            let (ax, ay, az) = (lanes(&src.ax, j), lanes(&src.ay, j), lanes(&src.az, j));
+            let s2 = lanes(&src.s2, j);
+            for l in 0..LANES {
+                let rx = t[0] - sx[l];
+                let ry = t[1] - sy[l];
+                let rz = t[2] - sz[l];
+                let r2 = rx * rx + ry * ry + rz * rz;
+                let inv = 1.0 / (r2 + s2[l]);
+                let h = (r2 + 1.5 * s2[l]) * inv * inv.sqrt();
+                px[l] += h * ax[l];
+                py[l] += h * ay[l];
+                pz[l] += h * az[l];
+            }
+            j += LANES;
         }
-        j += LANES;
     }
     [hsum(&px), hsum(&py), hsum(&pz)]
 }

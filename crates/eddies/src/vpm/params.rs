@@ -137,7 +137,7 @@ impl Default for TreeParams {
     fn default() -> Self {
         Self {
             theta: 0.5,
-            leaf_size: 32,
+            leaf_size: 64,
             original_leaves: true,
         }
     }

@@ -18,7 +18,7 @@
 //! the group with the vectorised loops of [`super::biot_savart`]. Groups run in parallel and each target sums
 //! in a fixed order, so results do not depend on the thread count.
 
-use super::biot_savart::{self, Sources, FOUR_PI_INV, LANES};
+use super::biot_savart::{self, Sources, FOUR_PI_INV, LANES, TILE};
 use super::params::TreeParams;
 use crate::par;
 use glam::DVec3;
@@ -84,6 +84,9 @@ pub struct TreeInfo {
 #[derive(Clone, Debug, Default)]
 pub struct Tree {
     keys: Vec<(u64, u32)>,
+    /// Position, strength and core radius of each vorton in key order: the build reads them in sequence
+    /// instead of jumping through `keys` once per tree level.
+    gathered: Vec<(DVec3, DVec3, f64)>,
     nodes: Vec<Node>,
     moments: Vec<Moments>,
     /// Sorted vortons, each leaf padded to whole lanes.
@@ -119,6 +122,7 @@ impl Tree {
     /// Bytes held.
     pub fn bytes(&self) -> usize {
         self.keys.capacity() * 16
+            + self.gathered.capacity() * std::mem::size_of::<(DVec3, DVec3, f64)>()
             + self.target_keys.capacity() * 16
             + self.nodes.capacity() * std::mem::size_of::<Node>()
             + self.moments.capacity() * std::mem::size_of::<Moments>()
@@ -162,7 +166,14 @@ impl Tree {
         keys.clear();
         keys.extend((0..n).map(|i| (self.key_of(position[i]), i as u32)));
         keys.par_sort_unstable();
+        let mut gathered = std::mem::take(&mut self.gathered);
+        gathered.clear();
+        gathered.par_extend(keys.par_iter().map(|&(_, j)| {
+            let j = j as usize;
+            (position[j], strength[j], radius[j])
+        }));
         self.keys = keys;
+        self.gathered = gathered;
 
         self.nodes.clear();
         self.nodes.push(Node {
@@ -221,16 +232,14 @@ impl Tree {
         self.sorted.origin = lo + DVec3::splat(width * 0.5);
         for &k in &leaves {
             let from = self.sorted.padded_len();
-            for s in self.nodes[k].start..self.nodes[k].end {
-                let j = self.keys[s].1 as usize;
-                self.sorted
-                    .push(position[j], strength[j], radius[j] * radius[j]);
+            for &(p, a, r) in &self.gathered[self.nodes[k].start..self.nodes[k].end] {
+                self.sorted.push(p, a, r * r);
             }
             self.sorted.pad();
             self.nodes[k].padded = (from, self.sorted.padded_len());
         }
 
-        let keys = &self.keys;
+        let gathered = &self.gathered;
         self.moments = self
             .nodes
             .par_iter()
@@ -239,13 +248,12 @@ impl Tree {
                 let mut c = DVec3::ZERO;
                 let mut a = DVec3::ZERO;
                 let mut s2 = 0.0;
-                for &(_, j) in &keys[node.start..node.end] {
-                    let j = j as usize;
-                    let m = strength[j].length();
+                for &(p, al, r) in &gathered[node.start..node.end] {
+                    let m = al.length();
                     w += m;
-                    c += position[j] * m;
-                    a += strength[j];
-                    s2 += m * radius[j] * radius[j];
+                    c += p * m;
+                    a += al;
+                    s2 += m * r * r;
                 }
                 let (centre, s2) = if w > 0.0 {
                     (c / w, s2 / w)
@@ -257,10 +265,8 @@ impl Tree {
                 let mut m2 = [0.0; 9];
                 let mut sv = DVec3::ZERO;
                 let mut q = [0.0; 18];
-                for &(_, j) in &keys[node.start..node.end] {
-                    let j = j as usize;
-                    let d = position[j] - centre;
-                    let al = strength[j];
+                for &(x, al, _) in &gathered[node.start..node.end] {
+                    let d = x - centre;
                     let ad = al.cross(d);
                     b += ad;
                     sv += al * d.length_squared();
@@ -328,49 +334,47 @@ impl Tree {
         let want_jac = jac.is_some();
         let origin = self.sorted.origin;
         let results = self.for_groups(params, targets, |tree, members, scratch| {
-            members
-                .iter()
-                .map(|&(_, i)| {
-                    let t = relative(targets[i as usize], origin);
-                    let mut uv = [0f32; 3];
-                    let mut jv = [0f32; 9];
-                    for &(a, b) in &scratch.near {
-                        if want_jac {
-                            let (v, g) = biot_savart::velocity_gradient_at(&tree.sorted, a, b, t);
-                            add(&mut uv, &v);
-                            add(&mut jv, &g);
-                        } else {
-                            add(&mut uv, &biot_savart::velocity_at(&tree.sorted, a, b, t));
-                        }
+            let mut out = Vec::with_capacity(members.len());
+            for tile in members.chunks(TILE) {
+                // A short last tile repeats its last target; the extra results are dropped.
+                let t: [[f32; 3]; TILE] = std::array::from_fn(|m| {
+                    relative(targets[tile[m.min(tile.len() - 1)].1 as usize], origin)
+                });
+                let mut uv = [[0f32; 3]; TILE];
+                let mut jv = [[0f32; 9]; TILE];
+                if want_jac {
+                    for m in 0..tile.len() {
+                        let (v, g) = biot_savart::velocity_gradient_ranges(
+                            &tree.sorted,
+                            &scratch.near,
+                            t[m],
+                        );
+                        uv[m] = v;
+                        jv[m] = g;
                     }
-                    add(&mut uv, &far_velocity(&scratch.far, t));
+                } else {
+                    uv = biot_savart::velocity_tile(&tree.sorted, &scratch.near, &t);
+                }
+                for m in 0..tile.len() {
+                    add(&mut uv[m], &far_velocity(&scratch.far, t[m]));
                     if want_jac {
-                        add(&mut jv, &far_gradient(&scratch.far, t));
+                        add(&mut jv[m], &far_gradient(&scratch.far, t[m]));
                     }
-                    (
-                        DVec3::new(uv[0] as f64, uv[1] as f64, uv[2] as f64) * FOUR_PI_INV,
-                        jv.map(|x| x as f64 * FOUR_PI_INV),
-                    )
-                })
-                .collect()
+                    out.push((
+                        DVec3::new(uv[m][0] as f64, uv[m][1] as f64, uv[m][2] as f64) * FOUR_PI_INV,
+                        jv[m].map(|x| x as f64 * FOUR_PI_INV),
+                    ));
+                }
+            }
+            out
         });
         let tk = &self.target_keys;
-        for (g, vals) in results.iter().enumerate() {
-            for (m, &(_, i)) in tk[g * GROUP..((g + 1) * GROUP).min(tk.len())]
-                .iter()
-                .enumerate()
-            {
-                u[i as usize] = vals[m].0;
-            }
+        for (v, &(_, i)) in results.iter().zip(tk) {
+            u[i as usize] = v.0;
         }
         if let Some(jac) = jac {
-            for (g, vals) in results.iter().enumerate() {
-                for (m, &(_, i)) in tk[g * GROUP..((g + 1) * GROUP).min(tk.len())]
-                    .iter()
-                    .enumerate()
-                {
-                    jac[i as usize] = vals[m].1;
-                }
+            for (v, &(_, i)) in results.iter().zip(tk) {
+                jac[i as usize] = v.1;
             }
         }
     }
@@ -393,35 +397,26 @@ impl Tree {
                 .iter()
                 .map(|&(_, i)| {
                     let t = relative(targets[i as usize], origin);
-                    let mut a = [0f32; 3];
-                    for &(s, e) in &scratch.near {
-                        add(&mut a, &biot_savart::potential_at(&tree.sorted, s, e, t));
-                    }
+                    let mut a = biot_savart::potential_ranges(&tree.sorted, &scratch.near, t);
                     add(&mut a, &far_potential(&scratch.far, t));
                     DVec3::new(a[0] as f64, a[1] as f64, a[2] as f64) * FOUR_PI_INV
                 })
                 .collect()
         });
-        let tk = &self.target_keys;
-        for (g, vals) in results.iter().enumerate() {
-            for (m, &(_, i)) in tk[g * GROUP..((g + 1) * GROUP).min(tk.len())]
-                .iter()
-                .enumerate()
-            {
-                out[i as usize] = vals[m];
-            }
+        for (v, &(_, i)) in results.iter().zip(&self.target_keys) {
+            out[i as usize] = *v;
         }
     }
 
     /// Sorts the targets by key into `target_keys`, cuts them into groups of [`GROUP`], walks the tree once
     /// per group (in parallel) and lets `sum` turn the group's far and near lists into one result per member,
-    /// in sorted order. Records the interaction counts in `info`.
+    /// in sorted order; returns them all in sorted order. Records the interaction counts in `info`.
     fn for_groups<R: Send>(
         &mut self,
         params: &TreeParams,
         targets: &[DVec3],
         sum: impl Fn(&Self, &[(u64, u32)], &GroupScratch) -> Vec<R> + Sync + Send,
-    ) -> Vec<Vec<R>> {
+    ) -> Vec<R> {
         let n = targets.len();
         let mut tk = std::mem::take(&mut self.target_keys);
         tk.clear();
@@ -429,10 +424,11 @@ impl Tree {
         tk.par_sort_unstable();
         let this = &*self;
         let tk_ref = &tk;
-        let results: Vec<(Vec<R>, u64, u64)> = (0..n.div_ceil(GROUP))
+        let group = GROUP;
+        let results: Vec<(Vec<R>, u64, u64)> = (0..n.div_ceil(group))
             .into_par_iter()
             .map_init(GroupScratch::default, |scratch, g| {
-                let members = &tk_ref[g * GROUP..((g + 1) * GROUP).min(n)];
+                let members = &tk_ref[g * group..((g + 1) * group).min(n)];
                 let (lo, hi) = members.iter().fold(
                     (DVec3::splat(f64::INFINITY), DVec3::splat(f64::NEG_INFINITY)),
                     |(lo, hi), &(_, i)| (lo.min(targets[i as usize]), hi.max(targets[i as usize])),
@@ -445,7 +441,7 @@ impl Tree {
         self.target_keys = tk;
         self.info.far_interactions = results.iter().map(|r| r.1).sum();
         self.info.near_interactions = results.iter().map(|r| r.2).sum();
-        results.into_iter().map(|r| r.0).collect()
+        results.into_iter().flat_map(|r| r.0).collect()
     }
 
     /// One group's walk over the tree for targets in the box `lo..hi`: a cell of width `s` whose centre is
@@ -459,9 +455,7 @@ impl Tree {
         hi: DVec3,
         scratch: &mut GroupScratch,
     ) -> (u64, u64) {
-        for col in scratch.far.iter_mut() {
-            col.clear();
-        }
+        scratch.far.clear();
         scratch.near.clear();
         scratch.stack.clear();
         scratch.stack.push(0);
@@ -476,12 +470,21 @@ impl Tree {
             let d = (lo - m.centre).max(m.centre - hi).max(DVec3::ZERO).length();
             let leaf = node.children == 0;
             if node.width < theta * d || (leaf && !params.original_leaves) {
-                for (col, &x) in scratch.far.iter_mut().zip(&self.rows[k]) {
-                    col.push(x);
+                let slot = far_count % LANES;
+                if slot == 0 {
+                    scratch.far.push(EMPTY_BLOCK);
+                }
+                let block = scratch.far.last_mut().expect("pushed above");
+                for (c, &x) in block.iter_mut().zip(&self.rows[k]) {
+                    c[slot] = x;
                 }
                 far_count += 1;
             } else if leaf {
-                scratch.near.push(node.padded);
+                // Leaves are stored in key order, so neighbours in the walk are often adjacent in memory.
+                match scratch.near.last_mut() {
+                    Some(last) if last.1 == node.padded.0 => last.1 = node.padded.1,
+                    _ => scratch.near.push(node.padded),
+                }
             } else {
                 // Reverse so that children are visited in key order.
                 for c in (node.first_child..node.first_child + node.children).rev() {
@@ -489,14 +492,8 @@ impl Tree {
                 }
             }
         }
-        // Pad with zero-strength supervortons (σ² = 1) to whole lanes.
-        while scratch.far[0].len() % LANES != 0 {
-            for (q, col) in scratch.far.iter_mut().enumerate() {
-                col.push(if q == S2 { 1.0 } else { 0.0 });
-            }
-        }
         let near_count: usize = scratch.near.iter().map(|&(a, b)| b - a).sum();
-        (far_count, near_count as u64)
+        (far_count as u64, near_count as u64)
     }
 }
 
@@ -522,178 +519,171 @@ const COLS: usize = 7 + FAR;
 /// Column of σ² in a supervorton row.
 const S2: usize = 6;
 
-/// Per-worker buffers of the group walks: the far list as columns (a struct of arrays, so the far-field
-/// loop vectorises), the near leaves and the walk's stack.
-#[derive(Clone, Debug)]
+/// Sixteen supervortons as [`COLS`] columns of [`LANES`] (a block of a struct of arrays: one pointer and
+/// fixed offsets, so the far-field loops vectorise without spilling column pointers).
+type Block = [[f32; LANES]; COLS];
+
+/// A block of zero-strength supervortons (σ² = 1), the padding of a far list's last block.
+const EMPTY_BLOCK: Block = {
+    let mut b = [[0.0; LANES]; COLS];
+    b[S2] = [1.0; LANES];
+    b
+};
+
+/// Per-worker buffers of the group walks: the far list in blocks, the near leaves and the walk's stack.
+#[derive(Clone, Debug, Default)]
 struct GroupScratch {
-    far: Vec<Vec<f32>>,
+    far: Vec<Block>,
     near: Vec<(usize, usize)>,
     stack: Vec<usize>,
 }
 
-impl Default for GroupScratch {
-    fn default() -> Self {
-        Self {
-            far: vec![Vec::new(); COLS],
-            near: Vec::new(),
-            stack: Vec::new(),
-        }
-    }
-}
+/// Column of the first moment B; P, M, S and Q follow at [`B`] + 3, + 12, + 21, + 24.
+const B: usize = 7;
 
+/// `Σₖ m[first + k] r[k]`, one row of a 3 × 3 moment times r.
 #[inline(always)]
-fn col(far: &[Vec<f32>], k: usize, j: usize) -> &[f32; LANES] {
-    far[k][j..j + LANES]
-        .try_into()
-        .expect("padded to whole lanes")
+fn row_dot(m: impl Fn(usize) -> f32, first: usize, r: [f32; 3]) -> f32 {
+    m(first).mul_add(r[0], m(first + 1).mul_add(r[1], m(first + 2) * r[2]))
 }
 
-/// Far-field velocity at `t` from the supervortons in `far` (columns of [`COLS`]), without the factor 1/4π:
+/// `Σ_{k≤l} Q[first + pair(k, l)] rr[pair]`: one component of `Q : r r` from the symmetric pairs, with the
+/// off-diagonal products of `rr` doubled.
+#[inline(always)]
+fn pair_dot(m: impl Fn(usize) -> f32, first: usize, rr: &[f32; 6]) -> f32 {
+    let mut s = m(first) * rr[0];
+    for p in 1..6 {
+        s = m(first + p).mul_add(rr[p], s);
+    }
+    s
+}
+
+/// `[r₀², 2r₀r₁, 2r₀r₂, r₁², 2r₁r₂, r₂²]`, paired with the symmetric second moment.
+#[inline(always)]
+fn pairs(r: [f32; 3]) -> [f32; 6] {
+    let (r0, r1) = (2.0 * r[0], 2.0 * r[1]);
+    [
+        r[0] * r[0],
+        r0 * r[1],
+        r0 * r[2],
+        r[1] * r[1],
+        r1 * r[2],
+        r[2] * r[2],
+    ]
+}
+
+/// `a × b`.
+#[inline(always)]
+fn cross(a: [f32; 3], b: [f32; 3]) -> [f32; 3] {
+    [
+        a[1].mul_add(b[2], -(a[2] * b[1])),
+        a[2].mul_add(b[0], -(a[0] * b[2])),
+        a[0].mul_add(b[1], -(a[1] * b[0])),
+    ]
+}
+
+/// Sum of the lanes in a fixed order.
+#[inline(always)]
+fn hsum(v: &[f32; LANES]) -> f32 {
+    v.iter().fold(0.0f32, |s, x| s + x)
+}
+
+/// Far-field velocity at `t` from the supervortons in `far`, without the factor 1/4π:
 /// `f (A × r − B) − 2f' (P r) × r + 2f' M r + f' S × r + 2f'' (Q : r r) × r`, with
-/// `f''(s) = (15s/4 + 135σ²/8)(s + σ²)^{−9/2}` (second order in the cell size).
-fn far_velocity(far: &[Vec<f32>], t: [f32; 3]) -> [f32; 3] {
+/// `f'(s) = −(3s/2 + 21σ²/4)(s + σ²)^{−7/2}` and `f''(s) = (15s/4 + 135σ²/8)(s + σ²)^{−9/2}` (second
+/// order in the cell size).
+fn far_velocity(far: &[Block], t: [f32; 3]) -> [f32; 3] {
     let mut u = [[0f32; LANES]; 3];
-    let n = far[0].len();
-    let mut j = 0;
-    while j < n {
-        let c: [&[f32; LANES]; COLS] = std::array::from_fn(|k| col(far, k, j));
+    for blk in far {
         for l in 0..LANES {
-            let m = |k: usize| c[k][l];
+            let m = |k: usize| blk[k][l];
             let r = [t[0] - m(0), t[1] - m(1), t[2] - m(2)];
-            let a = [m(3), m(4), m(5)];
             let s2 = m(S2);
-            let r2 = r[0] * r[0] + r[1] * r[1] + r[2] * r[2];
-            let inv = 1.0 / (r2 + s2);
-            let inv52 = inv * inv * inv.sqrt();
-            let f = (r2 + 2.5 * s2) * inv52;
-            let g = -2.0 * (1.5 * r2 + 5.25 * s2) * inv52 * inv;
-            let f2 = (3.75 * r2 + 16.875 * s2) * inv52 * inv * inv;
-            let b = 7;
-            let cr = [
-                a[1] * r[2] - a[2] * r[1],
-                a[2] * r[0] - a[0] * r[2],
-                a[0] * r[1] - a[1] * r[0],
-            ];
-            let pr: [f32; 3] = std::array::from_fn(|i| {
-                m(b + 3 + 3 * i) * r[0] + m(b + 4 + 3 * i) * r[1] + m(b + 5 + 3 * i) * r[2]
-            });
-            let mr: [f32; 3] = std::array::from_fn(|i| {
-                m(b + 12 + 3 * i) * r[0] + m(b + 13 + 3 * i) * r[1] + m(b + 14 + 3 * i) * r[2]
-            });
-            let rr = [
-                r[0] * r[0],
-                2.0 * r[0] * r[1],
-                2.0 * r[0] * r[2],
-                r[1] * r[1],
-                2.0 * r[1] * r[2],
-                r[2] * r[2],
-            ];
-            let qrr: [f32; 3] = std::array::from_fn(|i| {
-                let q = b + 24 + 6 * i;
-                m(q) * rr[0]
-                    + m(q + 1) * rr[1]
-                    + m(q + 2) * rr[2]
-                    + m(q + 3) * rr[3]
-                    + m(q + 4) * rr[4]
-                    + m(q + 5) * rr[5]
-            });
-            // (f' S + 2f'' (Q : r r) − 2f' P r) × r, all crossed with r at once.
-            let v: [f32; 3] =
-                std::array::from_fn(|i| 0.5 * g * m(b + 21 + i) + 2.0 * f2 * qrr[i] - g * pr[i]);
-            let vx = [
-                v[1] * r[2] - v[2] * r[1],
-                v[2] * r[0] - v[0] * r[2],
-                v[0] * r[1] - v[1] * r[0],
-            ];
+            let r2 = r[0].mul_add(r[0], r[1].mul_add(r[1], r[2] * r[2]));
+            let d = r2 + s2;
+            let inv92 = 1.0 / (d * d * d * d * d.sqrt());
+            let inv72 = inv92 * d;
+            let f = s2.mul_add(2.5, r2) * (inv72 * d);
+            let g = -2.0 * s2.mul_add(5.25, 1.5 * r2) * inv72;
+            let f2 = s2.mul_add(16.875, 3.75 * r2) * inv92;
+            let cr = cross([m(3), m(4), m(5)], r);
+            let rr = pairs(r);
+            // (f' S + 2f'' (Q : r r) − 2f' P r), crossed with r at once.
+            let mut v = [0f32; 3];
+            for (i, v) in v.iter_mut().enumerate() {
+                let pr = row_dot(m, B + 3 + 3 * i, r);
+                let qrr = pair_dot(m, B + 24 + 6 * i, &rr);
+                *v = (0.5 * g).mul_add(m(B + 21 + i), (2.0 * f2).mul_add(qrr, -(g * pr)));
+            }
+            let vx = cross(v, r);
             for q in 0..3 {
-                u[q][l] += f * (cr[q] - m(b + q)) + g * mr[q] + vx[q];
+                let mr = row_dot(m, B + 12 + 3 * q, r);
+                let near = f.mul_add(cr[q] - m(B + q), g.mul_add(mr, vx[q]));
+                u[q][l] += near;
             }
         }
-        j += LANES;
     }
-    let hs = |v: &[f32; LANES]| v.iter().fold(0.0f32, |s, x| s + x);
-    [hs(&u[0]), hs(&u[1]), hs(&u[2])]
+    [hsum(&u[0]), hsum(&u[1]), hsum(&u[2])]
 }
 
 /// Far-field velocity gradient (monopole: `f [A]ₓ + 2f' (A × r) rᵀ`) at `t`, without the factor 1/4π.
-fn far_gradient(far: &[Vec<f32>], t: [f32; 3]) -> [f32; 9] {
+fn far_gradient(far: &[Block], t: [f32; 3]) -> [f32; 9] {
     let mut jac = [[0f32; LANES]; 9];
-    let n = far[0].len();
-    let mut j = 0;
-    while j < n {
-        let c: [&[f32; LANES]; 7] = std::array::from_fn(|k| col(far, k, j));
+    for blk in far {
         for l in 0..LANES {
-            let r = [t[0] - c[0][l], t[1] - c[1][l], t[2] - c[2][l]];
-            let a = [c[3][l], c[4][l], c[5][l]];
-            let s2 = c[S2][l];
-            let r2 = r[0] * r[0] + r[1] * r[1] + r[2] * r[2];
-            let inv = 1.0 / (r2 + s2);
-            let inv52 = inv * inv * inv.sqrt();
-            let f = (r2 + 2.5 * s2) * inv52;
-            let g = -2.0 * (1.5 * r2 + 5.25 * s2) * inv52 * inv;
-            let cr = [
-                a[1] * r[2] - a[2] * r[1],
-                a[2] * r[0] - a[0] * r[2],
-                a[0] * r[1] - a[1] * r[0],
-            ];
-            let cross = [0.0, -a[2], a[1], a[2], 0.0, -a[0], -a[1], a[0], 0.0];
+            let m = |k: usize| blk[k][l];
+            let r = [t[0] - m(0), t[1] - m(1), t[2] - m(2)];
+            let a = [m(3), m(4), m(5)];
+            let s2 = m(S2);
+            let r2 = r[0].mul_add(r[0], r[1].mul_add(r[1], r[2] * r[2]));
+            let d = r2 + s2;
+            let inv72 = 1.0 / (d * d * d * d.sqrt());
+            let f = s2.mul_add(2.5, r2) * (inv72 * d);
+            let g = -2.0 * s2.mul_add(5.25, 1.5 * r2) * inv72;
+            let cr = cross(a, r);
+            let fa = [f * a[0], f * a[1], f * a[2]];
+            let fcross = [0.0, -fa[2], fa[1], fa[2], 0.0, -fa[0], -fa[1], fa[0], 0.0];
             for i in 0..3 {
+                let gc = g * cr[i];
                 for k in 0..3 {
-                    jac[3 * i + k][l] += f * cross[3 * i + k] + g * cr[i] * r[k];
+                    jac[3 * i + k][l] += gc.mul_add(r[k], fcross[3 * i + k]);
                 }
             }
         }
-        j += LANES;
     }
-    let hs = |v: &[f32; LANES]| v.iter().fold(0.0f32, |s, x| s + x);
-    std::array::from_fn(|q| hs(&jac[q]))
+    let mut out = [0f32; 9];
+    for (o, j) in out.iter_mut().zip(&jac) {
+        *o = hsum(j);
+    }
+    out
 }
 
 /// Far-field vector potential at `t` from the supervortons in `far`, without the factor 1/4π:
 /// `A h − 2h' P r + h' S + 2h'' (Q : r r)` with `h(s) = (s + 3σ²/2)(s + σ²)^{−3/2}`,
 /// `h'(s) = −(s + 5σ²/2)(s + σ²)^{−5/2}/2` and `h''(s) = (3s/4 + 21σ²/8)(s + σ²)^{−7/2}`.
-fn far_potential(far: &[Vec<f32>], t: [f32; 3]) -> [f32; 3] {
+fn far_potential(far: &[Block], t: [f32; 3]) -> [f32; 3] {
     let mut acc = [[0f32; LANES]; 3];
-    let n = far[0].len();
-    let mut j = 0;
-    while j < n {
-        let c: [&[f32; LANES]; COLS] = std::array::from_fn(|k| col(far, k, j));
+    for blk in far {
         for l in 0..LANES {
-            let m = |k: usize| c[k][l];
+            let m = |k: usize| blk[k][l];
             let r = [t[0] - m(0), t[1] - m(1), t[2] - m(2)];
             let s2 = m(S2);
-            let r2 = r[0] * r[0] + r[1] * r[1] + r[2] * r[2];
-            let inv = 1.0 / (r2 + s2);
-            let inv32 = inv * inv.sqrt();
-            let h = (r2 + 1.5 * s2) * inv32;
-            let h1 = -0.5 * (r2 + 2.5 * s2) * inv32 * inv;
-            let h2 = (0.75 * r2 + 2.625 * s2) * inv32 * inv * inv;
-            let b = 7;
-            let rr = [
-                r[0] * r[0],
-                2.0 * r[0] * r[1],
-                2.0 * r[0] * r[2],
-                r[1] * r[1],
-                2.0 * r[1] * r[2],
-                r[2] * r[2],
-            ];
-            for i in 0..3 {
-                let pr =
-                    m(b + 3 + 3 * i) * r[0] + m(b + 4 + 3 * i) * r[1] + m(b + 5 + 3 * i) * r[2];
-                let q = b + 24 + 6 * i;
-                let qrr = m(q) * rr[0]
-                    + m(q + 1) * rr[1]
-                    + m(q + 2) * rr[2]
-                    + m(q + 3) * rr[3]
-                    + m(q + 4) * rr[4]
-                    + m(q + 5) * rr[5];
-                acc[i][l] += m(3 + i) * h + h1 * (m(b + 21 + i) - 2.0 * pr) + 2.0 * h2 * qrr;
+            let r2 = r[0].mul_add(r[0], r[1].mul_add(r[1], r[2] * r[2]));
+            let d = r2 + s2;
+            let inv72 = 1.0 / (d * d * d * d.sqrt());
+            let inv32 = inv72 * d * d;
+            let h = s2.mul_add(1.5, r2) * inv32;
+            let h1 = -0.5 * s2.mul_add(2.5, r2) * (inv72 * d);
+            let h2 = s2.mul_add(2.625, 0.75 * r2) * inv72;
+            let rr = pairs(r);
+            for (i, a) in acc.iter_mut().enumerate() {
+                let pr = row_dot(m, B + 3 + 3 * i, r);
+                let qrr = pair_dot(m, B + 24 + 6 * i, &rr);
+                a[l] += m(3 + i).mul_add(h, h1.mul_add(m(B + 21 + i) - 2.0 * pr, 2.0 * h2 * qrr));
             }
         }
-        j += LANES;
     }
-    let hs = |v: &[f32; LANES]| v.iter().fold(0.0f32, |s, x| s + x);
-    [hs(&acc[0]), hs(&acc[1]), hs(&acc[2])]
+    [hsum(&acc[0]), hsum(&acc[1]), hsum(&acc[2])]
 }
 
 /// RMS over targets of |u_tree − u_direct| / RMS |u_direct| (1): the treecode's accuracy measure.
