@@ -120,9 +120,83 @@ fn vpm_scene_errors_name_their_key() {
     );
     let line = refused(
         "s.toml",
-        "method = \"vpm\"\ndim = 3\n[vpm]\nvelocity = \"poisson\"\n",
+        "method = \"vpm\"\ndim = 3\n[vpm]\nvelocity = \"poisson\"\nboundary = \"wall\"\n",
     );
-    assert!(line.contains("vpm.velocity"), "{line}");
+    assert!(
+        line.contains("s.toml:5:1: vpm.boundary: unknown value \"wall\""),
+        "{line}"
+    );
+    assert!(line.contains("\"zero\""), "{line}");
+    let line = refused(
+        "s.toml",
+        "method = \"vpm\"\ndim = 3\n[[vpm.heat_source]]\nradius = -1\n",
+    );
+    assert!(line.contains("vpm.heat_source[0].radius"), "{line}");
+    let line = refused(
+        "s.toml",
+        "method = \"vpm\"\ndim = 3\n[output]\nfield = \"temperature\"\npanels = [\"vpm.boundary=zero\"]\n",
+    );
+    assert!(line.contains("output.panels"), "{line}");
+}
+
+/// A buoyant ball under the Poisson technique with a heat source, three boundary options side by side:
+/// the frame is three panels wide, every grid field renders, and the Poisson keys are in the stats.
+#[test]
+fn vpm_poisson_buoyancy_and_panels_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let scene = "method = \"vpm\"\ndim = 3\n[domain]\nresolution = [12, 12, 12]\n\
+                 [vpm]\nvelocity = \"poisson\"\nambient_density = 1000.0\nheat_diffusivity = 1e-5\n\
+                 [[vpm.ball]]\ndensity_deviation = 20.0\ntemperature_deviation = 5.0\nvortons = 800\n\
+                 tracers = 200\n[[vpm.heat_source]]\ncenter = [0.5, 0.45, 0.5]\nsmoke = 300.0\n\
+                 [output]\nfield = \"tracers\"\n\
+                 panels = [\"vpm.boundary=tree\", \"vpm.boundary=direct\", \"vpm.boundary=zero; vpm.decimate=false\"]\n";
+    fs::write(dir.path().join("b.toml"), scene).unwrap();
+    let run = |extra: &[&str], out: &str| {
+        let mut args = vec![
+            "run",
+            "b.toml",
+            "--frames",
+            "2",
+            "--steps-per-frame",
+            "2",
+            "--out",
+            out,
+            "--quiet",
+        ];
+        args.extend_from_slice(extra);
+        eddies(&args, dir.path())
+    };
+    let out = run(&[], "p");
+    assert_eq!(out.status.code(), Some(0), "stderr:\n{}", stderr(&out));
+    let img = image::open(dir.path().join("p").join("frame_00001.png")).unwrap();
+    assert_eq!(
+        img.width(),
+        3 * img.height(),
+        "three square panels side by side"
+    );
+    let stats = fs::read_to_string(dir.path().join("p").join("stats.jsonl")).unwrap();
+    let last: serde_json::Value = serde_json::from_str(stats.lines().last().unwrap()).unwrap();
+    assert!(last["poisson_cycles"].as_u64().unwrap() > 0);
+    for stage in ["vector_potential", "poisson", "baroclinic", "heat"] {
+        assert!(!last["stage_ms"][stage].is_null(), "no stage {stage}");
+    }
+    for field in [
+        "density_deviation",
+        "temperature",
+        "speed",
+        "vector_potential",
+        "vorticity_magnitude",
+    ] {
+        let set = format!("output.field={field}");
+        let out = run(&["--set", "output.panels=[]", "--set", &set], field);
+        assert_eq!(out.status.code(), Some(0), "{field}: {}", stderr(&out));
+        assert!(dir.path().join(field).join("frame_00001.png").is_file());
+    }
+    // A panel whose override is wrong is refused before anything is written.
+    let out = run(&["--set", "output.panels=[\"vpm.boundary=wall\"]"], "bad");
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("vpm.boundary"), "{}", stderr(&out));
+    assert!(!dir.path().join("bad").exists());
 }
 
 #[test]

@@ -32,10 +32,10 @@ pub fn cases() -> Vec<Case> {
             name: "vpm/poisson-ring-velocity-tree",
             description: "a vortex ring, Poisson technique with treecode boundary values, 48³ grid: RMS \
                           relative error of ∇ × A against the Biot–Savart sum at grid points beyond 3 core \
-                          radii of the core (at most 0.05)",
-            run: |q| {
-                let e = ring_velocity_error(PotentialBoundary::Tree, true, if q { 32 } else { 48 });
-                Measurement::at_most("vpm/poisson-ring-velocity-tree", e, 0.05, "1")
+                          radii of the core (at most 0.02)",
+            run: |_| {
+                let e = ring_velocity_error(PotentialBoundary::Tree, true, 48);
+                Measurement::at_most("vpm/poisson-ring-velocity-tree", e, 0.02, "1")
             },
         },
         Case {
