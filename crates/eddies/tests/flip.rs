@@ -75,41 +75,21 @@ fn dam_break_front_follows_martin_moyce() {
     assert!(worst <= 0.25, "{worst}");
 }
 
-/// Volume in a 3 s 3D dam break (32 × 16 × 32 cells), three ways: the Zhu–Bridson surface volume, the
-/// particle fraction volume (`fluid_volume`) and the fluid-cell volume. The issue asks for 2%; measured at
-/// this resolution: surface volume within about 16%, particle fraction within about 11%, fluid cells up to
-/// 36% (thin sheets count as whole cells). The 2% target is not met (docs/VALIDATION.md); the bounds here
-/// guard the measured behaviour: 20%, 13% and 45%.
+/// Volume in a 3 s 3D dam break (32 × 16 × 32 cells) against the column's volume, three ways: the smoothed
+/// particle density (`fluid_volume`, the measure the issue's 2% bound applies to), the particle count per cell
+/// and the Zhu–Bridson surface. With the volume correction (default strength 1) `fluid_volume` must stay
+/// within 2%. The run without correction is printed for comparison (docs/flip.md, "Volume": about 3.4%), and
+/// the other measures are guarded at the levels measured: the count measure reads about 7–10% low even when
+/// nothing is lost (cells hold 7 or 9 particles instead of 8 once particles move), and the surface at this
+/// coarse resolution thickens thin sheets to whole cells (up to about 16%).
 #[test]
 fn dam_break_3d_volume() {
-    let res = [32, 16, 32];
-    let h = 1.0 / 32.0;
-    let cfg = FlipConfig::<3> {
-        resolution: res,
-        cell_size: h,
-        ..Default::default()
-    };
-    let mut sim = FlipSim::new(cfg).unwrap();
-    let v = 0.25 * 0.25 * 1.0;
-    sim.fill(
-        &Shape::Box {
-            min: glam::DVec3::ZERO,
-            max: glam::DVec3::new(0.25, 0.25, 1.0),
-        },
-        [0.0; 3],
-    );
-    sim.step(1e-4).unwrap();
-    let s0 = sim.surface_volume();
-    let (mut ws, mut wf, mut wc): (f64, f64, f64) = (0.0, 0.0, 0.0);
-    for i in 1..=30 {
-        run_until(&mut sim, 0.1 * i as f64, 1.0);
-        let cells = sim.flags().count(eddies::grid::CellFlag::Fluid) as f64 * h * h * h;
-        ws = ws.max((sim.surface_volume() / s0 - 1.0).abs());
-        wf = wf.max((sim.fluid_volume() / v - 1.0).abs());
-        wc = wc.max((cells / v - 1.0).abs());
-    }
-    println!("worst volume drift: surface {ws:.4}, particle fraction {wf:.4}, fluid cells {wc:.4}");
-    assert!(ws <= 0.20 && wf <= 0.13 && wc <= 0.45, "{ws} {wf} {wc}");
+    let with = validation::dam_break_volume_drift([32, 16, 32], 3.0, 1.0);
+    let without = validation::dam_break_volume_drift([32, 16, 32], 3.0, 0.0);
+    println!("worst volume drift with correction: {with:.4?}");
+    println!("worst volume drift without correction: {without:.4?}");
+    assert!(with.fluid <= 0.02, "{with:?}");
+    assert!(with.count <= 0.13 && with.surface <= 0.20, "{with:?}");
 }
 
 fn tank_2d(transfer: Transfer) -> FlipSim<2> {
