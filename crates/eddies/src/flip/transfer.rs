@@ -207,42 +207,41 @@ pub(crate) fn particles_to_grid<const D: usize>(
                     out_w[k] = unsafe { weights[k].slice_mut(r) };
                 }
                 for i in first..end {
-                    let s: [f64; D] =
-                        std::array::from_fn(|a| (p.pos[a][i] as f64 - origin[a]) * inv_h);
+                    let s: [f64; D] = std::array::from_fn(|a| (p.pos[a][i] as f64 - origin[a]) * inv_h);
                     for k in 0..D {
-                        // Lower face index and weight fraction per axis: faces of component k sit at integer
-                        // positions along k and at half-integer positions along the other axes.
-                        let mut i0 = [0isize; D];
-                        let mut fr = [0.0f64; D];
+                        // Per axis: the lower face index of the 2-face window, clamped into the array so that
+                        // both faces exist (a face that the kernel reaches beyond the array then lies in the
+                        // window with weight 0), the tent weights of both faces and their offsets `x_f − x_p`
+                        // (cells). Faces of component k sit at integer positions along k and at half-integer
+                        // positions along the other axes.
+                        let mut base = 0usize;
+                        let mut wa = [[0.0f64; 2]; D];
+                        let mut da = [[0.0f64; 2]; D];
                         for a in 0..D {
                             let t = if a == k { s[a] } else { s[a] - 0.5 };
-                            let f = t.floor();
-                            i0[a] = f as isize;
-                            fr[a] = t - f;
+                            let i0 = (t.floor().max(0.0) as usize).min(face_dims[k][a] - 2);
+                            let d0 = i0 as f64 - t;
+                            da[a] = [d0, d0 + 1.0];
+                            wa[a] = [(1.0 - d0.abs()).max(0.0), (1.0 - (d0 + 1.0).abs()).max(0.0)];
+                            let row = if a == last { i0 - rows_lo } else { i0 };
+                            base += row * face_strides[k][a];
                         }
                         let vk = p.vel[k][i] as f64;
+                        let (ov, ow) = (&mut *out_v[k], &mut *out_w[k]);
                         for corner in 0..(1usize << D) {
                             let mut w = 1.0;
-                            let mut idx = 0usize;
-                            let mut inside = true;
+                            let mut idx = base;
                             let mut v = vk;
                             for a in 0..D {
                                 let up = (corner >> a) & 1;
-                                let c = i0[a] + up as isize;
-                                inside &= c >= 0 && (c as usize) < face_dims[k][a];
-                                let d = if up == 1 { 1.0 - fr[a] } else { -fr[a] };
-                                w *= 1.0 - d.abs();
+                                w *= wa[a][up];
+                                idx += up * face_strides[k][a];
                                 if apic {
-                                    v += p.affine[k][a][i] as f64 * d * h;
+                                    v += p.affine[k][a][i] as f64 * da[a][up] * h;
                                 }
-                                let row = if a == last { c - rows_lo as isize } else { c };
-                                idx = idx
-                                    .wrapping_add((row as usize).wrapping_mul(face_strides[k][a]));
                             }
-                            if inside && w > 0.0 {
-                                out_w[k][idx] += w;
-                                out_v[k][idx] += w * v;
-                            }
+                            ow[idx] += w;
+                            ov[idx] += w * v;
                         }
                     }
                 }
