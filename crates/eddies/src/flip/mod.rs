@@ -212,6 +212,12 @@ impl<const D: usize> FlipSim<D> {
                 p.seeds_per_axis
             ));
         }
+        if !(0.0..=1.0).contains(&p.volume_correction) {
+            return bad(format!(
+                "volume correction {}: allowed [0, 1]",
+                p.volume_correction
+            ));
+        }
         if !(0.0..=1.0).contains(&p.jitter) {
             return bad(format!("jitter {}: allowed [0, 1]", p.jitter));
         }
