@@ -39,11 +39,13 @@ unsafe fn take<'a, const D: usize>(
 /// The grid velocity (m/s) at `s`, a position in cell units from the domain's corner.
 #[inline(always)]
 fn sample<const D: usize>(u: &MacGrid<D>, s: [f64; D]) -> [f64; D] {
-    std::array::from_fn(|k| {
-        let g = &u.u[k];
+    // A plain loop rather than `array::from_fn`: the closure form is not inlined into the particle loop.
+    let mut out = [0.0; D];
+    for (k, (o, g)) in out.iter_mut().zip(&u.u).enumerate() {
         let (base, frac) = transfer::face_stencil(g, k, s);
-        transfer::interpolate(&g.data, g.strides(), base, &transfer::corner_weights(frac))
-    })
+        *o = transfer::interpolate(&g.data, g.strides(), base, &transfer::corner_weights(frac));
+    }
+    out
 }
 
 /// The grid-to-particle transfer ([`transfer::grid_to_particle`]) and advection of every particle, in one
@@ -97,7 +99,7 @@ pub(crate) fn transfer_and_advect<const D: usize>(
             let x0: [f64; D] = std::array::from_fn(|k| xs[k][j] as f64);
             let s0: [f64; D] = std::array::from_fn(|k| (x0[k] - origin[k]) * inv_h);
             let mut v: [f64; D] = std::array::from_fn(|k| vs[k][j] as f64);
-            let v0 =
+            let (v0, stencils) =
                 transfer::grid_to_particle(u, u_old, transfer, pic_ratio, x0, s0, &mut v, &mut c);
             for k in 0..D {
                 vs[k][j] = v[k] as f32;
@@ -113,9 +115,9 @@ pub(crate) fn transfer_and_advect<const D: usize>(
             let v1 = sample(u, mid);
             let mut x: [f64; D] = std::array::from_fn(|k| x0[k] + dt * v1[k]);
             if let Some(d) = disp {
-                let dx = sample(d, s0);
                 for k in 0..D {
-                    x[k] += dx[k];
+                    let (base, w) = &stencils[k];
+                    x[k] += transfer::interpolate(&d.u[k].data, d.u[k].strides(), *base, w);
                 }
             }
             for s in shapes {

@@ -383,7 +383,9 @@ pub(crate) fn stencil<const D: usize>(
 ///   gradient of the multilinear weights).
 ///
 /// `x` is the position (m), `s` the same in cell units from the domain's corner. `vel` (m/s) is updated in
-/// place, `affine` (1/s) written with APIC. Returns `u(x_p)`, which advection's first Runge–Kutta stage uses.
+/// place, `affine` (1/s) written with APIC. Returns `u(x_p)`, which advection's first Runge–Kutta stage uses,
+/// and the interpolation stencil of each component at `x_p` ([`face_stencil`], [`corner_weights`]), which
+/// any other face field sampled there can reuse.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn grid_to_particle<const D: usize>(
@@ -395,10 +397,14 @@ pub(crate) fn grid_to_particle<const D: usize>(
     s: [f64; D],
     vel: &mut [f64; D],
     affine: &mut [[f64; D]; D],
-) -> [f64; D] {
+) -> ([f64; D], [(usize, [f64; 8]); D]) {
     let mut out = [0.0; D];
+    let mut stencils = [(0usize, [0.0f64; 8]); D];
     for k in 0..D {
         let g = &u.u[k];
+        let (base, frac) = face_stencil(g, k, s);
+        let w = corner_weights(frac);
+        stencils[k] = (base, w);
         if transfer == Transfer::Apic {
             let (idx, w, grad) = stencil(g, x);
             let mut un = 0.0;
@@ -415,8 +421,6 @@ pub(crate) fn grid_to_particle<const D: usize>(
             out[k] = un;
             continue;
         }
-        let (base, frac) = face_stencil(g, k, s);
-        let w = corner_weights(frac);
         let strides = g.strides();
         let un = interpolate(&g.data, strides, base, &w);
         vel[k] = match transfer {
@@ -428,5 +432,5 @@ pub(crate) fn grid_to_particle<const D: usize>(
         };
         out[k] = un;
     }
-    out
+    (out, stencils)
 }
