@@ -113,7 +113,7 @@ pub struct FlipSim<const D: usize> {
 }
 
 /// Relative residual of the volume correction's solve (see [`FlipSim::volume_correction`]).
-const VOLUME_TOLERANCE: f64 = 1e-3;
+const VOLUME_TOLERANCE: f64 = 1e-2;
 
 /// A deterministic uniform number in [0, 1) from a seed and three counters.
 fn hash01(seed: u64, a: u64, b: u64, c: u64) -> f64 {
@@ -777,7 +777,8 @@ impl<const D: usize> FlipSim<D> {
             detail: e.to_string(),
         };
         let pcg = PcgParams {
-            // The correction repeats every substep, so a loose solve suffices.
+            // The correction repeats every substep, so a loose solve suffices: what a 1% residual leaves is
+            // taken up by the next substep (3 MGPCG iterations instead of 5 for 10⁻³ in the 1M-cell bench).
             tolerance: self.cfg.params.tolerance.max(VOLUME_TOLERANCE),
             max_iterations: self.cfg.params.max_iterations,
         };
