@@ -44,34 +44,42 @@ fn projection_leaves_divergence_below_tolerance() {
 }
 
 /// Martin & Moyce (1952), Part IV, Table 2 (n² = 2, a = 2.25 in = 0.05715 m): the surge front Z = z/a
-/// against T = t·√(2g/a); the data are `eddies::flip::validation::MARTIN_MOYCE_T` and `MARTIN_MOYCE_Z`.
+/// against T = n t √(g/a) = t√(2g/a); the data are `eddies::flip::validation::MARTIN_MOYCE_T` and `_Z`.
 ///
-/// The issue asks for agreement within 10%; this solver at 24 cells per column width (free-slip floor, no
-/// gate) runs ahead of the experiment by up to 21% (at T ≈ 1.2; 9–12% for T ≥ 2.3), so that target is not
-/// met (see docs/VALIDATION.md). The bound asserted here, 25%, guards the measured behaviour against
-/// regressions; the front must also lead the experiment everywhere by at most that and never trail it by
-/// more than 5% (the experiment's gate opening and floor friction can only slow the real front).
+/// The issue asks for agreement within 10%. This inviscid solver with a free-slip floor and an instantaneous
+/// release runs ahead of the experiment by up to 21% (at T ≈ 1.2; 9–13% for T ≥ 2.3), so that target is not
+/// met (docs/VALIDATION.md). The comparison was checked: the scaling of T is the paper's, the lead is the
+/// same at 12, 24 and 48 cells per a (it is not a resolution error; example `flip_dam_break_front`), and a
+/// front that ignores stray particles (the rightmost half-full floor cell) leads by up to 19%. The bound
+/// asserted here, 25%, guards the measured behaviour against regressions; the front must also never trail
+/// the experiment by more than 5% (the experiment's gate and floor friction can only slow the real front).
 #[test]
 fn dam_break_front_follows_martin_moyce() {
-    let front = validation::dam_break_front(24);
+    let fronts = validation::dam_break_fronts(24);
     let mut worst: f64 = 0.0;
-    for ((z, zr), t) in front
+    let mut worst_floor: f64 = 0.0;
+    for (((z, floor), zr), t) in fronts
         .iter()
         .zip(validation::MARTIN_MOYCE_Z)
         .zip(validation::MARTIN_MOYCE_T)
     {
         let rel = (z - zr) / zr;
+        let rel_floor = (floor - zr) / zr;
         println!(
-            "T = {t:.2}: Z = {z:.3} (experiment {zr:.2}, {:+.1}%)",
-            100.0 * rel
+            "T = {t:.2}: Z = {z:.3} (experiment {zr:.2}, {:+.1}%), half-full floor cell {floor:.3} ({:+.1}%)",
+            100.0 * rel,
+            100.0 * rel_floor
         );
         assert!(
             rel > -0.05,
             "front trails the experiment at T = {t}: {z} vs {zr}"
         );
         worst = worst.max(rel.abs());
+        worst_floor = worst_floor.max(rel_floor.abs());
     }
-    println!("worst relative error {worst:.3} (issue target 0.10)");
+    println!(
+        "worst relative error {worst:.3}, half-full floor cell {worst_floor:.3} (issue target 0.10)"
+    );
     assert!(worst <= 0.25, "{worst}");
 }
 
