@@ -253,11 +253,11 @@ impl<const D: usize> FlipSim<D> {
 
     /// Bytes per cell: velocity, saved velocity and weights (3 × D f64), flags, obstacle id and particle
     /// count, pressure, right-hand side, two divergences, the volume excess and its potential (6 f64), the
-    /// volume correction's displacement (D f64), the half-cell bins (2ᴰ u32),
-    /// extrapolation masks and buffer, and the pressure solver (about 8 padded f64 vectors plus the
-    /// multigrid levels, ≈ 1/7 more).
+    /// volume correction's displacement (D f64) and flags, the half-cell bins (2ᴰ u32), extrapolation masks
+    /// and buffer, and two pressure solvers, the projection's and the volume correction's (each about 8
+    /// padded f64 vectors plus the multigrid levels, ≈ 1/7 more).
     pub fn bytes_per_cell() -> usize {
-        4 * D * 8 + 1 + 2 + 4 + 6 * 8 + (1 << D) * 4 + D + 1 + 8 + 80
+        4 * D * 8 + 1 + 2 + 4 + 6 * 8 + 1 + (1 << D) * 4 + D + 1 + 8 + 2 * 80
     }
 
     /// The configuration.
@@ -1047,11 +1047,11 @@ impl<const D: usize> Simulation for FlipSim<D> {
         self.particles.bytes()
             + self.bins.bytes()
             + g
-            + n * (1 + 2 + 4 + 6 * 8)
+            + n * (1 + 2 + 4 + 6 * 8 + 1)
             + self.valid.iter().map(Vec::capacity).sum::<usize>()
             + self.next_valid.capacity()
             + self.next_value.capacity() * 8
-            + n * 80
+            + n * 80 * (self.solver.is_some() as usize + self.closed_solver.is_some() as usize)
     }
 }
 

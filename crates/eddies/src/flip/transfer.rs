@@ -207,7 +207,8 @@ pub(crate) fn particles_to_grid<const D: usize>(
                     out_w[k] = unsafe { weights[k].slice_mut(r) };
                 }
                 for i in first..end {
-                    let s: [f64; D] = std::array::from_fn(|a| (p.pos[a][i] as f64 - origin[a]) * inv_h);
+                    let s: [f64; D] =
+                        std::array::from_fn(|a| (p.pos[a][i] as f64 - origin[a]) * inv_h);
                     for k in 0..D {
                         // Per axis: the lower face index of the 2-face window, clamped into the array so that
                         // both faces exist (a face that the kernel reaches beyond the array then lies in the
