@@ -1,11 +1,10 @@
-//! Particle ↔ grid transfers: the counting sort of particles by half cell, the particle-to-grid gather onto
+//! Particle ↔ grid transfers: the counting sort of particles by half cell, the particle-to-grid scatter onto
 //! the MAC faces, and the grid-to-particle update (PIC, PIC/FLIP blend, APIC).
 //!
 //! The particle-to-grid transfer of seed 001 scatters every particle's weighted velocity onto its faces with
-//! additive blending; here it is a gather, so that no two threads ever add into the same face and the sum is
-//! taken in one fixed order: particles are sorted by the half-cell (a cell of edge h/2) they lie in, and each
-//! face sums over the particles of the 4ᴰ half cells its tent kernel can reach, in sorted order. Every particle
-//! is then visited by exactly the 2ᴰ faces of each component it influences, as in the scatter.
+//! additive blending. Here the scatter runs over slabs of the sorted particles (the half-cell sort makes each
+//! slab of cell rows a contiguous range), even slabs in parallel and then odd ones, so that no two threads
+//! ever add into the same face and every face takes its sums in one fixed order.
 
 use super::params::Transfer;
 use super::particles::Particles;
