@@ -800,7 +800,8 @@ impl<const D: usize> FlipSim<D> {
                     .map_err(diverged)?,
             ),
         };
-        self.excess_potential.fill(0.0);
+        // The last substep's potential is the initial guess: the liquid compresses in the same places from
+        // one substep to the next.
         project::volume_displacement(
             &mut self.disp,
             &self.closed_flags,
