@@ -759,6 +759,9 @@ pub struct Flip {
     pub max_per_cell: i64,
     /// Layers of air faces that receive extrapolated velocities, 1 to 64. Default 4.
     pub extrapolation_layers: i64,
+    /// Strength of the volume correction that moves particles out of over-full cells, 0 (off) to 1.
+    /// Default 1.
+    pub volume_correction: f64,
     /// Most cells a particle travels per substep, in (0, 10]: longer steps are split. Default 1.
     pub substep_cfl: f64,
 }
@@ -776,6 +779,7 @@ impl Default for Flip {
             min_per_cell: 0,
             max_per_cell: 0,
             extrapolation_layers: 4,
+            volume_correction: 1.0,
             substep_cfl: 1.0,
         }
     }
@@ -1547,6 +1551,13 @@ impl Scene {
         )?;
         int_range(&f.key("seeds_per_axis"), self.flip.seeds_per_axis, 1, 4)?;
         range(&f.key("jitter"), self.flip.jitter, 0.0, 1.0, false)?;
+        range(
+            &f.key("volume_correction"),
+            self.flip.volume_correction,
+            0.0,
+            1.0,
+            false,
+        )?;
         int_range(&f.key("min_per_cell"), self.flip.min_per_cell, 0, 1000)?;
         int_range(&f.key("max_per_cell"), self.flip.max_per_cell, 0, 1000)?;
         if self.flip.max_per_cell != 0 && self.flip.max_per_cell < self.flip.min_per_cell {

@@ -439,6 +439,7 @@ pub fn flip_config<const D: usize>(scene: &Scene) -> FlipConfig<D> {
             min_per_cell: f.min_per_cell.max(0) as usize,
             max_per_cell: f.max_per_cell.max(0) as usize,
             extrapolation_layers: f.extrapolation_layers.max(1) as usize,
+            volume_correction: f.volume_correction,
             substep_cfl: f.substep_cfl,
         },
         seed: scene.seed as u64,

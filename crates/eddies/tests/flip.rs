@@ -44,72 +44,60 @@ fn projection_leaves_divergence_below_tolerance() {
 }
 
 /// Martin & Moyce (1952), Part IV, Table 2 (n² = 2, a = 2.25 in = 0.05715 m): the surge front Z = z/a
-/// against T = t·√(2g/a); the data are `eddies::flip::validation::MARTIN_MOYCE_T` and `MARTIN_MOYCE_Z`.
+/// against T = n t √(g/a) = t√(2g/a); the data are `eddies::flip::validation::MARTIN_MOYCE_T` and `_Z`.
 ///
-/// The issue asks for agreement within 10%; this solver at 24 cells per column width (free-slip floor, no
-/// gate) runs ahead of the experiment by up to 21% (at T ≈ 1.2; 9–12% for T ≥ 2.3), so that target is not
-/// met (see docs/VALIDATION.md). The bound asserted here, 25%, guards the measured behaviour against
-/// regressions; the front must also lead the experiment everywhere by at most that and never trail it by
-/// more than 5% (the experiment's gate opening and floor friction can only slow the real front).
+/// The issue asks for agreement within 10%. This inviscid solver with a free-slip floor and an instantaneous
+/// release runs ahead of the experiment by up to 21% (at T ≈ 1.2; 9–13% for T ≥ 2.3), so that target is not
+/// met (docs/VALIDATION.md). The comparison was checked: the scaling of T is the paper's, the lead is the
+/// same at 12, 24 and 48 cells per a (it is not a resolution error; example `flip_dam_break_front`), and a
+/// front that ignores stray particles (the rightmost half-full floor cell) leads by up to 19%. The bound
+/// asserted here, 25%, guards the measured behaviour against regressions; the front must also never trail
+/// the experiment by more than 5% (the experiment's gate and floor friction can only slow the real front).
 #[test]
 fn dam_break_front_follows_martin_moyce() {
-    let front = validation::dam_break_front(24);
+    let fronts = validation::dam_break_fronts(24);
     let mut worst: f64 = 0.0;
-    for ((z, zr), t) in front
+    let mut worst_floor: f64 = 0.0;
+    for (((z, floor), zr), t) in fronts
         .iter()
         .zip(validation::MARTIN_MOYCE_Z)
         .zip(validation::MARTIN_MOYCE_T)
     {
         let rel = (z - zr) / zr;
+        let rel_floor = (floor - zr) / zr;
         println!(
-            "T = {t:.2}: Z = {z:.3} (experiment {zr:.2}, {:+.1}%)",
-            100.0 * rel
+            "T = {t:.2}: Z = {z:.3} (experiment {zr:.2}, {:+.1}%), half-full floor cell {floor:.3} ({:+.1}%)",
+            100.0 * rel,
+            100.0 * rel_floor
         );
         assert!(
             rel > -0.05,
             "front trails the experiment at T = {t}: {z} vs {zr}"
         );
         worst = worst.max(rel.abs());
+        worst_floor = worst_floor.max(rel_floor.abs());
     }
-    println!("worst relative error {worst:.3} (issue target 0.10)");
+    println!(
+        "worst relative error {worst:.3}, half-full floor cell {worst_floor:.3} (issue target 0.10)"
+    );
     assert!(worst <= 0.25, "{worst}");
 }
 
-/// Volume in a 3 s 3D dam break (32 × 16 × 32 cells), three ways: the Zhu–Bridson surface volume, the
-/// particle fraction volume (`fluid_volume`) and the fluid-cell volume. The issue asks for 2%; measured at
-/// this resolution: surface volume within about 16%, particle fraction within about 11%, fluid cells up to
-/// 36% (thin sheets count as whole cells). The 2% target is not met (docs/VALIDATION.md); the bounds here
-/// guard the measured behaviour: 20%, 13% and 45%.
+/// Volume in a 3 s 3D dam break (32 × 16 × 32 cells) against the column's volume, three ways: the smoothed
+/// particle density (`fluid_volume`, the measure the issue's 2% bound applies to), the particle count per cell
+/// and the Zhu–Bridson surface. With the volume correction (default strength 1) `fluid_volume` must stay
+/// within 2%. The run without correction is printed for comparison (docs/flip.md, "Volume": about 3.4%), and
+/// the other measures are guarded at the levels measured: the count measure reads about 7–10% low even when
+/// nothing is lost (cells hold 7 or 9 particles instead of 8 once particles move), and the surface at this
+/// coarse resolution thickens thin sheets to whole cells (up to about 16%).
 #[test]
 fn dam_break_3d_volume() {
-    let res = [32, 16, 32];
-    let h = 1.0 / 32.0;
-    let cfg = FlipConfig::<3> {
-        resolution: res,
-        cell_size: h,
-        ..Default::default()
-    };
-    let mut sim = FlipSim::new(cfg).unwrap();
-    let v = 0.25 * 0.25 * 1.0;
-    sim.fill(
-        &Shape::Box {
-            min: glam::DVec3::ZERO,
-            max: glam::DVec3::new(0.25, 0.25, 1.0),
-        },
-        [0.0; 3],
-    );
-    sim.step(1e-4).unwrap();
-    let s0 = sim.surface_volume();
-    let (mut ws, mut wf, mut wc): (f64, f64, f64) = (0.0, 0.0, 0.0);
-    for i in 1..=30 {
-        run_until(&mut sim, 0.1 * i as f64, 1.0);
-        let cells = sim.flags().count(eddies::grid::CellFlag::Fluid) as f64 * h * h * h;
-        ws = ws.max((sim.surface_volume() / s0 - 1.0).abs());
-        wf = wf.max((sim.fluid_volume() / v - 1.0).abs());
-        wc = wc.max((cells / v - 1.0).abs());
-    }
-    println!("worst volume drift: surface {ws:.4}, particle fraction {wf:.4}, fluid cells {wc:.4}");
-    assert!(ws <= 0.20 && wf <= 0.13 && wc <= 0.45, "{ws} {wf} {wc}");
+    let with = validation::dam_break_volume_drift([32, 16, 32], 3.0, 1.0);
+    let without = validation::dam_break_volume_drift([32, 16, 32], 3.0, 0.0);
+    println!("worst volume drift with correction: {with:.4?}");
+    println!("worst volume drift without correction: {without:.4?}");
+    assert!(with.fluid <= 0.02, "{with:?}");
+    assert!(with.count <= 0.13 && with.surface <= 0.20, "{with:?}");
 }
 
 fn tank_2d(transfer: Transfer) -> FlipSim<2> {

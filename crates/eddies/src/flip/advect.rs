@@ -1,9 +1,10 @@
 //! Particle advection through the grid velocity (Bridson, §3.1 and §7.6): second-order Runge–Kutta
-//! (midpoint), then solid push-out and the domain walls.
+//! (midpoint), then solid push-out and the domain walls; fused with the grid-to-particle transfer, which
+//! samples the grid at the same point as advection's first stage.
 
-use super::params::Boundary;
+use super::params::{Boundary, Transfer};
 use super::particles::Particles;
-use super::transfer::PARTICLE_CHUNK;
+use super::transfer::{self, PARTICLE_CHUNK};
 use crate::grid::{to_dvec3, MacGrid};
 use crate::par::{self, SharedSlice};
 use crate::shape::Shape;
@@ -11,41 +12,114 @@ use crate::shape::Shape;
 /// Distance (in cells) a pushed-out particle is left outside an obstacle's surface or inside a closed wall.
 const MARGIN: f64 = 1e-3;
 
-/// Moves every particle by the midpoint rule `x ← x + Δt u(x + ½Δt u(x))` with `u` the extrapolated grid
+/// One [`SharedSlice`] per axis array.
+fn shared<const D: usize>(arrays: &mut [Vec<f32>; D]) -> [SharedSlice<'_, f32>; D] {
+    let mut it = arrays.iter_mut();
+    std::array::from_fn(|_| SharedSlice::new(it.next().expect("D arrays")))
+}
+
+/// The range `r` of every array of `a`.
+///
+/// # Safety
+/// As [`SharedSlice::slice_mut`]: no other live borrow may overlap `r`.
+#[allow(clippy::mut_from_ref)]
+unsafe fn take<'a, const D: usize>(
+    a: &'a [SharedSlice<'_, f32>; D],
+    r: std::ops::Range<usize>,
+) -> [&'a mut [f32]; D] {
+    let mut k = 0;
+    [(); D].map(|_| {
+        // SAFETY: forwarded to the caller.
+        let s = unsafe { a[k].slice_mut(r.clone()) };
+        k += 1;
+        s
+    })
+}
+
+/// The grid velocity (m/s) at `s`, a position in cell units from the domain's corner.
+#[inline(always)]
+fn sample<const D: usize>(u: &MacGrid<D>, s: [f64; D]) -> [f64; D] {
+    // A plain loop rather than `array::from_fn`: the closure form is not inlined into the particle loop.
+    let mut out = [0.0; D];
+    for (k, (o, g)) in out.iter_mut().zip(&u.u).enumerate() {
+        let (base, frac) = transfer::face_stencil(g, k, s);
+        *o = transfer::interpolate(&g.data, g.strides(), base, &transfer::corner_weights(frac));
+    }
+    out
+}
+
+/// The grid-to-particle transfer ([`transfer::grid_to_particle`]) and advection of every particle, in one
+/// pass over the particles (both read the grid velocity at the particle). `disp` (m), the volume correction's
+/// displacement ([`super::project::volume_displacement`]) sampled at the particle's start, is added to its move.
+///
+/// Advection moves a particle by the midpoint rule `x ← x + Δt u(x + ½Δt u(x))` with `u` the extrapolated grid
 /// velocity. A particle that ends inside an obstacle (`shapes`, at the end of the step) is moved back out
 /// along the obstacle's normal to just outside its surface; with closed walls particles are clamped into the
 /// domain, with open ones a particle that left it gets a NaN position and is dropped at the next sort.
-pub(crate) fn advect<const D: usize>(
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn transfer_and_advect<const D: usize>(
     p: &mut Particles<D>,
     u: &MacGrid<D>,
+    u_old: &MacGrid<D>,
+    transfer: Transfer,
+    pic_ratio: f64,
+    disp: Option<&MacGrid<D>>,
     shapes: &[Shape],
     boundary: Boundary,
     dt: f64,
 ) {
     let n = p.len();
     let h = u.spacing;
-    let lo: [f64; D] = std::array::from_fn(|k| u.origin[k] + MARGIN * h);
-    let hi: [f64; D] = std::array::from_fn(|k| u.origin[k] + (u.dims[k] as f64 - MARGIN) * h);
-    let pos: [SharedSlice<f32>; D] = {
-        let mut it = p.pos.iter_mut();
-        std::array::from_fn(|_| SharedSlice::new(it.next().expect("D position arrays")))
+    let inv_h = 1.0 / h;
+    let origin = u.origin;
+    let lo: [f64; D] = std::array::from_fn(|k| origin[k] + MARGIN * h);
+    let hi: [f64; D] = std::array::from_fn(|k| origin[k] + (u.dims[k] as f64 - MARGIN) * h);
+    let apic = transfer == Transfer::Apic;
+    let pos = shared(&mut p.pos);
+    let vel = shared(&mut p.vel);
+    let affine: Vec<SharedSlice<f32>> = if apic {
+        p.affine
+            .iter_mut()
+            .flatten()
+            .map(|a| SharedSlice::new(a))
+            .collect()
+    } else {
+        Vec::new()
     };
     par::for_each_chunk(n, PARTICLE_CHUNK, |r| {
-        // SAFETY: chunks are disjoint.
-        let xs: [&mut [f32]; D] = {
-            let mut k = 0;
-            [(); D].map(|_| {
-                let s = unsafe { pos[k].slice_mut(r.clone()) };
-                k += 1;
-                s
-            })
-        };
+        // SAFETY: chunks are disjoint, and each array is borrowed once per chunk.
+        let (xs, vs) = unsafe { (take(&pos, r.clone()), take(&vel, r.clone())) };
+        let mut cs: Vec<&mut [f32]> = affine
+            .iter()
+            // SAFETY: as above.
+            .map(|a| unsafe { a.slice_mut(r.clone()) })
+            .collect();
+        let mut c = [[0.0f64; D]; D];
         for j in 0..r.len() {
             let x0: [f64; D] = std::array::from_fn(|k| xs[k][j] as f64);
-            let v0 = u.sample(x0);
-            let mid: [f64; D] = std::array::from_fn(|k| x0[k] + 0.5 * dt * v0[k]);
-            let v1 = u.sample(mid);
+            let s0: [f64; D] = std::array::from_fn(|k| (x0[k] - origin[k]) * inv_h);
+            let mut v: [f64; D] = std::array::from_fn(|k| vs[k][j] as f64);
+            let (v0, stencils) =
+                transfer::grid_to_particle(u, u_old, transfer, pic_ratio, x0, s0, &mut v, &mut c);
+            for k in 0..D {
+                vs[k][j] = v[k] as f32;
+            }
+            if apic {
+                for k in 0..D {
+                    for a in 0..D {
+                        cs[k * D + a][j] = c[k][a] as f32;
+                    }
+                }
+            }
+            let mid: [f64; D] = std::array::from_fn(|k| s0[k] + 0.5 * dt * inv_h * v0[k]);
+            let v1 = sample(u, mid);
             let mut x: [f64; D] = std::array::from_fn(|k| x0[k] + dt * v1[k]);
+            if let Some(d) = disp {
+                for k in 0..D {
+                    let (base, w) = &stencils[k];
+                    x[k] += transfer::interpolate(&d.u[k].data, d.u[k].strides(), *base, w);
+                }
+            }
             for s in shapes {
                 let q = to_dvec3(x);
                 let d = s.sdf(q);
@@ -60,7 +134,7 @@ pub(crate) fn advect<const D: usize>(
             for k in 0..D {
                 match boundary {
                     Boundary::Closed => x[k] = x[k].clamp(lo[k], hi[k]),
-                    Boundary::Open => gone |= !(x[k] >= u.origin[k] && x[k] < hi[k]),
+                    Boundary::Open => gone |= !(x[k] >= origin[k] && x[k] < hi[k]),
                 }
             }
             for k in 0..D {

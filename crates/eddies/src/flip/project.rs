@@ -76,7 +76,8 @@ pub(crate) fn enforce_boundary<const D: usize>(
 /// `−∇²p = −(ρ/Δt) ∇·u*` on the fluid cells (air: p = 0; solid: no flux, with the solid's velocity already on
 /// its faces) and subtracts `(Δt/ρ) ∇p` from every face between two non-solid cells with fluid on a side,
 /// which makes the discrete divergence of every fluid cell vanish to the solver's tolerance. `div_before`
-/// receives ∇·u* (1/s); `pressure` (Pa) is the initial guess and receives the solution.
+/// receives ∇·u* (1/s); `pressure` (Pa) is the initial guess and receives the solution. `solver` is kept
+/// across steps: only its operator is rebuilt (its work vectors and multigrid levels are reused).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn project<const D: usize>(
     u: &mut MacGrid<D>,
@@ -89,6 +90,7 @@ pub(crate) fn project<const D: usize>(
     div_before: &mut Grid<f64, D>,
     rhs: &mut Grid<f64, D>,
     pressure: &mut Grid<f64, D>,
+    solver: &mut Option<PoissonSolver<D>>,
 ) -> Result<Option<Info>, SolveError> {
     u.divergence_into(div_before);
     if flags.data.iter().all(|&f| f != CellFlag::Fluid) {
@@ -107,11 +109,30 @@ pub(crate) fn project<const D: usize>(
             0.0
         };
     });
-    let mut solver = PoissonSolver::from_flags(flags, outside, kind, pcg)?;
+    let solver = match solver {
+        Some(s) if s.preconditioner() == kind && s.operator().outside() == outside => {
+            s.set_flags(flags, outside)?;
+            s.params = pcg;
+            s
+        }
+        _ => solver.insert(PoissonSolver::from_flags(flags, outside, kind, pcg)?),
+    };
     let info = solver.solve_grid(rhs, pressure)?;
+    subtract_gradient(u, flags, boundary, dt / density, pressure);
+    Ok(Some(info))
+}
+
+/// `u −= c ∇p` on every face between two non-solid cells with fluid on a side (the faces the pressure solve's
+/// operator couples), with `∇p` the difference of the two cells' values over h.
+fn subtract_gradient<const D: usize>(
+    u: &mut MacGrid<D>,
+    flags: &Grid<CellFlag, D>,
+    boundary: Boundary,
+    c: f64,
+    p: &Grid<f64, D>,
+) {
     let dims = u.dims;
-    let coef = dt / (density * u.spacing);
-    let p = &*pressure;
+    let coef = c / u.spacing;
     for k in 0..D {
         u.u[k].par_for_each_mut(|_, f, v| {
             let (a, b) = face_cells(dims, k, f);
@@ -132,5 +153,31 @@ pub(crate) fn project<const D: usize>(
             *v -= coef * (pb - pa);
         });
     }
-    Ok(Some(info))
+}
+
+/// The volume correction (Kugelstadt et al. 2019, *Implicit Density Projection for Volume Conserving
+/// Liquids*, §4, with the smoothed particle density of [`super::mark::fill_fraction`]): given the relative
+/// excess `e` of every fluid cell (its volume fraction above the rest density, dimensionless), solves
+/// `−∇²q = e` on the fluid cells and sets `disp = −∇q` (m) on the faces between two of them, 0 elsewhere.
+/// Its discrete divergence is `e` (less the mean of `e` over each connected body of liquid, which the solver
+/// removes), so moving particles by `disp` carries each cell's excess into the cells that lack particles.
+///
+/// `flags` must mark the air as solid: the correction moves liquid within the liquid and never pushes
+/// particles through the free surface. (With air as a p = 0 boundary, as in the pressure solve, the excess
+/// would leave through the surface, and every particle pushed into an air cell turns it into a liquid cell,
+/// which kicks the surface by up to √(g h): a tank at rest then moves at 5% of √(gH).) Only positions move:
+/// velocities are left alone, so the correction adds no momentum or energy (Kugelstadt et al.'s reason for
+/// correcting positions rather than velocities). `q` (m²) is the initial guess and receives the solution;
+/// `solver` must hold the operator of `flags`.
+pub(crate) fn volume_displacement<const D: usize>(
+    disp: &mut MacGrid<D>,
+    flags: &Grid<CellFlag, D>,
+    excess: &Grid<f64, D>,
+    q: &mut Grid<f64, D>,
+    solver: &mut PoissonSolver<D>,
+) -> Result<Info, SolveError> {
+    let info = solver.solve_grid(excess, q)?;
+    disp.clear();
+    subtract_gradient(disp, flags, Boundary::Closed, 1.0, q);
+    Ok(info)
 }

@@ -1,11 +1,10 @@
-//! Particle ↔ grid transfers: the counting sort of particles by half cell, the particle-to-grid gather onto
+//! Particle ↔ grid transfers: the counting sort of particles by half cell, the particle-to-grid scatter onto
 //! the MAC faces, and the grid-to-particle update (PIC, PIC/FLIP blend, APIC).
 //!
 //! The particle-to-grid transfer of seed 001 scatters every particle's weighted velocity onto its faces with
-//! additive blending; here it is a gather, so that no two threads ever add into the same face and the sum is
-//! taken in one fixed order: particles are sorted by the half-cell (a cell of edge h/2) they lie in, and each
-//! face sums over the particles of the 4ᴰ half cells its tent kernel can reach, in sorted order. Every particle
-//! is then visited by exactly the 2ᴰ faces of each component it influences, as in the scatter.
+//! additive blending. Here the scatter runs over slabs of the sorted particles (the half-cell sort makes each
+//! slab of cell rows a contiguous range), even slabs in parallel and then odd ones, so that no two threads
+//! ever add into the same face and every face takes its sums in one fixed order.
 
 use super::params::Transfer;
 use super::particles::Particles;
@@ -140,12 +139,21 @@ pub(crate) fn sort_particles<const D: usize>(
     n - alive
 }
 
+/// Cells per slab of the particle-to-grid scatter, along the slowest axis. A particle writes to faces at
+/// most one cell below and two above its cell's row there, so slabs two cells thick that are two slabs apart
+/// never share a face; fixed, so that the passes never depend on the thread count.
+const SLAB: usize = 2;
+
 /// Particle-to-grid transfer (seed 001 "Particle-to-Grid"; Bridson, §7.6): every face velocity becomes the
 /// weighted average `u_f = Σ_p w_fp u_p / Σ_p w_fp` with the multilinear (tent) weight `w_fp`, over the
 /// particles within one cell of the face; 0 where no particle is near. With APIC the particle velocity at the
-/// face is `v_p + C_p (x_f − x_p)` (Jiang et al. 2015, eq. 11 with the momentum divided by the mass). Faces
-/// are computed in parallel, each a gather over sorted particles, so the result is bit-identical for any
-/// thread count. `weight` receives `Σ_p w_fp` per face.
+/// face is `v_p + C_p (x_f − x_p)` (Jiang et al. 2015, eq. 11 with the momentum divided by the mass).
+///
+/// Each particle computes its weights once and adds them to its 2ᴰ faces per component, as the scatter of
+/// seed 001 does, but without atomics: the sorted particles are cut into slabs of [`SLAB`] cells along the
+/// slowest axis, the even slabs run in parallel, then the odd ones. Slabs of one pass touch disjoint faces,
+/// and every face receives its sums in one fixed order (sorted particles, even slab before odd), so the
+/// result is bit-identical for any thread count. `weight` receives `Σ_p w_fp` per face.
 pub(crate) fn particles_to_grid<const D: usize>(
     p: &Particles<D>,
     bins: &Bins<D>,
@@ -154,73 +162,162 @@ pub(crate) fn particles_to_grid<const D: usize>(
     transfer: Transfer,
 ) {
     let (origin, h) = (u.origin, u.spacing);
-    let sub = bins.sub_dims;
-    let sub_strides = strides_of(sub);
+    let inv_h = 1.0 / h;
+    let dims = u.dims;
+    let last = D - 1;
+    let sub_strides = strides_of(bins.sub_dims);
     let apic = transfer == Transfer::Apic;
+    let face_dims: [[usize; D]; D] = std::array::from_fn(|k| u.u[k].dims);
+    let face_strides: [[usize; D]; D] = std::array::from_fn(|k| u.u[k].strides());
     for k in 0..D {
-        let (uk, wk) = (&mut u.u[k], &mut weight[k]);
-        wk.data.resize(uk.data.len(), 0.0);
-        let weights = SharedSlice::new(&mut wk.data);
-        uk.par_for_each_mut(|idx, f, val| {
-            // Face position in cell units, and its window of half cells [lo, hi) per axis.
-            let mut fpos = [0.0; D];
-            let mut lo = [0usize; D];
-            let mut hi = [0usize; D];
-            for a in 0..D {
-                let off = if a == k { 0 } else { 1 };
-                fpos[a] = f[a] as f64 + 0.5 * off as f64;
-                let l = 2 * f[a] as isize - 2 + off as isize;
-                lo[a] = l.max(0) as usize;
-                hi[a] = ((l + 4).max(0) as usize).min(sub[a]);
-            }
-            let mut sum_w = 0.0;
-            let mut sum_v = 0.0;
-            // Rows of half cells along x; the other axes are iterated as a counter over [lo, hi).
-            let mut row = lo;
-            'rows: loop {
-                let mut base = 0;
-                for a in 1..D {
-                    base += row[a] * sub_strides[a];
+        weight[k].data.resize(u.u[k].data.len(), 0.0);
+        weight[k].data.fill(0.0);
+        u.u[k].data.fill(0.0);
+    }
+    {
+        let sums: [SharedSlice<f64>; D] = {
+            let mut it = u.u.iter_mut();
+            std::array::from_fn(|_| SharedSlice::new(&mut it.next().expect("D components").data))
+        };
+        let weights: [SharedSlice<f64>; D] = {
+            let mut it = weight.iter_mut();
+            std::array::from_fn(|_| SharedSlice::new(&mut it.next().expect("D components").data))
+        };
+        let slabs = dims[last].div_ceil(SLAB);
+        for parity in 0..2 {
+            par::for_each(slabs.div_ceil(2), 1, |j| {
+                let slab = 2 * j + parity;
+                if slab >= slabs {
+                    return;
                 }
-                let first = bins.start[base + lo[0]] as usize;
-                let last = bins.start[base + hi[0]] as usize;
-                for i in first..last {
-                    let mut w = 1.0;
-                    let mut d = [0.0; D];
-                    for a in 0..D {
-                        let s = (p.pos[a][i] as f64 - origin[a]) / h;
-                        d[a] = fpos[a] - s;
-                        w *= (1.0 - d[a].abs()).max(0.0);
-                    }
-                    if w > 0.0 {
-                        let mut v = p.vel[k][i] as f64;
-                        if apic {
-                            for a in 0..D {
-                                v += p.affine[k][a][i] as f64 * d[a] * h;
-                            }
+                let (c_lo, c_hi) = (slab * SLAB, ((slab + 1) * SLAB).min(dims[last]));
+                let first = bins.start[2 * c_lo * sub_strides[last]] as usize;
+                let end = bins.start[2 * c_hi * sub_strides[last]] as usize;
+                // The faces this slab may touch: rows c_lo − 1 ..= c_hi of the slowest axis (a particle of
+                // row c reaches rows c − 1 ..= c + 1 of the other components' faces and c ..= c + 1 of its own).
+                let rows_lo = c_lo.saturating_sub(1);
+                let mut out_v: [&mut [f64]; D] = [(); D].map(|_| &mut [][..]);
+                let mut out_w: [&mut [f64]; D] = [(); D].map(|_| &mut [][..]);
+                for k in 0..D {
+                    let rows_hi = c_hi.min(face_dims[k][last] - 1);
+                    let r = rows_lo * face_strides[k][last]..(rows_hi + 1) * face_strides[k][last];
+                    // SAFETY: slabs of one pass are two slabs apart, so their face rows never overlap.
+                    out_v[k] = unsafe { sums[k].slice_mut(r.clone()) };
+                    out_w[k] = unsafe { weights[k].slice_mut(r) };
+                }
+                for i in first..end {
+                    let s: [f64; D] =
+                        std::array::from_fn(|a| (p.pos[a][i] as f64 - origin[a]) * inv_h);
+                    for k in 0..D {
+                        // Per axis: the lower face index of the 2-face window, clamped into the array so that
+                        // both faces exist (a face that the kernel reaches beyond the array then lies in the
+                        // window with weight 0), the tent weights of both faces and their offsets `x_f − x_p`
+                        // (cells). Faces of component k sit at integer positions along k and at half-integer
+                        // positions along the other axes.
+                        let mut base = 0usize;
+                        let mut wa = [[0.0f64; 2]; D];
+                        let mut da = [[0.0f64; 2]; D];
+                        for a in 0..D {
+                            let t = if a == k { s[a] } else { s[a] - 0.5 };
+                            let i0 = (t.floor().max(0.0) as usize).min(face_dims[k][a] - 2);
+                            let d0 = i0 as f64 - t;
+                            da[a] = [d0, d0 + 1.0];
+                            wa[a] = [(1.0 - d0.abs()).max(0.0), (1.0 - (d0 + 1.0).abs()).max(0.0)];
+                            let row = if a == last { i0 - rows_lo } else { i0 };
+                            base += row * face_strides[k][a];
                         }
-                        sum_w += w;
-                        sum_v += w * v;
+                        let vk = p.vel[k][i] as f64;
+                        let (ov, ow) = (&mut *out_v[k], &mut *out_w[k]);
+                        for corner in 0..(1usize << D) {
+                            let mut w = 1.0;
+                            let mut idx = base;
+                            let mut v = vk;
+                            for a in 0..D {
+                                let up = (corner >> a) & 1;
+                                w *= wa[a][up];
+                                idx += up * face_strides[k][a];
+                                if apic {
+                                    v += p.affine[k][a][i] as f64 * da[a][up] * h;
+                                }
+                            }
+                            ow[idx] += w;
+                            ov[idx] += w * v;
+                        }
                     }
                 }
-                let mut a = 1;
-                loop {
-                    if a >= D {
-                        break 'rows;
-                    }
-                    row[a] += 1;
-                    if row[a] < hi[a] {
-                        break;
-                    }
-                    row[a] = lo[a];
-                    a += 1;
-                }
-            }
-            *val = if sum_w > 0.0 { sum_v / sum_w } else { 0.0 };
-            // SAFETY: each face index is written by the one task that visits it.
-            unsafe { weights.slice_mut(idx..idx + 1)[0] = sum_w };
+            });
+        }
+    }
+    for k in 0..D {
+        let wk = &weight[k].data;
+        u.u[k].par_for_each_mut(|i, _, v| {
+            *v = if wk[i] > 0.0 { *v / wk[i] } else { 0.0 };
         });
     }
+}
+
+/// The multilinear interpolation stencil of component `k`'s faces at `s`, a position in cell units from the
+/// domain's lower corner, clamped like [`Grid::sample`]: the data index of the lower corner and the fraction
+/// along each axis. Faces of component `k` lie at integer positions along `k` and at half-integer positions
+/// along the other axes.
+#[inline(always)]
+pub(crate) fn face_stencil<const D: usize>(
+    g: &Grid<f64, D>,
+    k: usize,
+    s: [f64; D],
+) -> (usize, [f64; D]) {
+    let strides = g.strides();
+    let mut base = 0;
+    let mut frac = [0.0f64; D];
+    for a in 0..D {
+        let n = g.dims[a];
+        let raw = if a == k { s[a] } else { s[a] - 0.5 };
+        let t = raw.clamp(0.0, (n - 1) as f64);
+        // Grids have at least 2 faces per axis, so the upper corner i0 + 1 always exists.
+        let i0 = (t as usize).min(n - 2);
+        base += i0 * strides[a];
+        frac[a] = t - i0 as f64;
+    }
+    (base, frac)
+}
+
+/// Weights of the 2ᴰ corners of a stencil with fractions `frac` (corner bit `a` set: upper along axis `a`).
+#[inline(always)]
+pub(crate) fn corner_weights<const D: usize>(frac: [f64; D]) -> [f64; 8] {
+    let mut w = [0.0; 8];
+    for (corner, wc) in w.iter_mut().enumerate().take(1 << D) {
+        let mut x = 1.0;
+        for a in 0..D {
+            x *= if (corner >> a) & 1 == 1 {
+                frac[a]
+            } else {
+                1.0 - frac[a]
+            };
+        }
+        *wc = x;
+    }
+    w
+}
+
+/// `Σ_corners w · data` over the stencil whose lower corner is `base`.
+#[inline(always)]
+pub(crate) fn interpolate<const D: usize>(
+    data: &[f64],
+    strides: [usize; D],
+    base: usize,
+    w: &[f64; 8],
+) -> f64 {
+    let mut acc = 0.0;
+    for corner in 0..(1usize << D) {
+        let mut idx = base;
+        for a in 0..D {
+            if (corner >> a) & 1 == 1 {
+                idx += strides[a];
+            }
+        }
+        acc += w[corner] * data[idx];
+    }
+    acc
 }
 
 /// Multilinear interpolation stencil of a face grid at `x` (m), clamped like [`Grid::sample`]: the 2ᴰ data
@@ -277,68 +374,63 @@ pub(crate) fn stencil<const D: usize>(
     (idx, w, grad)
 }
 
-/// Grid-to-particle transfer (seed 001 "Grid-To-Particle"; Zhu & Bridson 2005, §3.2; Jiang et al. 2015):
-/// with `u` the new grid velocity and `u_old` the one saved after the particle-to-grid transfer,
+/// Grid-to-particle transfer of one particle (seed 001 "Grid-To-Particle"; Zhu & Bridson 2005, §3.2; Jiang
+/// et al. 2015): with `u` the new grid velocity and `u_old` the one saved after the particle-to-grid transfer,
 ///
 /// * PIC: `v_p = u(x_p)`;
 /// * FLIP blend: `v_p = α u(x_p) + (1 − α) (v_p + u(x_p) − u_old(x_p))`, α = `pic_ratio`;
 /// * APIC: `v_p = u(x_p)` and `C_p = Σ_f u_f ∇w_f(x_p)ᵀ` per component (Jiang et al. 2015, eq. 8 with the
 ///   gradient of the multilinear weights).
-pub(crate) fn grid_to_particles<const D: usize>(
-    p: &mut Particles<D>,
+///
+/// `x` is the position (m), `s` the same in cell units from the domain's corner. `vel` (m/s) is updated in
+/// place, `affine` (1/s) written with APIC. Returns `u(x_p)`, which advection's first Runge–Kutta stage uses,
+/// and the interpolation stencil of each component at `x_p` ([`face_stencil`], [`corner_weights`]), which
+/// any other face field sampled there can reuse.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn grid_to_particle<const D: usize>(
     u: &MacGrid<D>,
     u_old: &MacGrid<D>,
     transfer: Transfer,
     pic_ratio: f64,
-) {
-    let n = p.len();
-    let pos = &p.pos;
-    let vel: [SharedSlice<f32>; D] = {
-        let mut it = p.vel.iter_mut();
-        std::array::from_fn(|_| SharedSlice::new(it.next().expect("D velocity arrays")))
-    };
-    let apic = transfer == Transfer::Apic;
-    let affine: Vec<SharedSlice<f32>> = if apic {
-        p.affine
-            .iter_mut()
-            .flatten()
-            .map(|a| SharedSlice::new(a))
-            .collect()
-    } else {
-        Vec::new()
-    };
-    par::for_each_chunk(n, PARTICLE_CHUNK, |r| {
-        for i in r {
-            let x: [f64; D] = std::array::from_fn(|a| pos[a][i] as f64);
-            for k in 0..D {
-                let (idx, w, grad) = stencil(&u.u[k], x);
-                let mut un = 0.0;
-                let mut uo = 0.0;
-                let mut c = [0.0; D];
-                for corner in 0..(1usize << D) {
-                    let v = u.u[k].data[idx[corner]];
-                    un += w[corner] * v;
-                    if apic {
-                        for a in 0..D {
-                            c[a] += grad[corner][a] * v;
-                        }
-                    } else if transfer == Transfer::Flip {
-                        uo += w[corner] * u_old.u[k].data[idx[corner]];
-                    }
-                }
-                // SAFETY: particle i is visited by this task only.
-                let vk = unsafe { &mut vel[k].slice_mut(i..i + 1)[0] };
-                *vk = match transfer {
-                    Transfer::Pic | Transfer::Apic => un,
-                    Transfer::Flip => pic_ratio * un + (1.0 - pic_ratio) * (*vk as f64 + un - uo),
-                } as f32;
-                if apic {
-                    for a in 0..D {
-                        // SAFETY: as above.
-                        unsafe { affine[k * D + a].slice_mut(i..i + 1)[0] = c[a] as f32 };
-                    }
+    x: [f64; D],
+    s: [f64; D],
+    vel: &mut [f64; D],
+    affine: &mut [[f64; D]; D],
+) -> ([f64; D], [(usize, [f64; 8]); D]) {
+    let mut out = [0.0; D];
+    let mut stencils = [(0usize, [0.0f64; 8]); D];
+    for k in 0..D {
+        let g = &u.u[k];
+        let (base, frac) = face_stencil(g, k, s);
+        let w = corner_weights(frac);
+        stencils[k] = (base, w);
+        if transfer == Transfer::Apic {
+            let (idx, w, grad) = stencil(g, x);
+            let mut un = 0.0;
+            let mut c = [0.0; D];
+            for corner in 0..(1usize << D) {
+                let v = g.data[idx[corner]];
+                un += w[corner] * v;
+                for a in 0..D {
+                    c[a] += grad[corner][a] * v;
                 }
             }
+            vel[k] = un;
+            affine[k] = c;
+            out[k] = un;
+            continue;
         }
-    });
+        let strides = g.strides();
+        let un = interpolate(&g.data, strides, base, &w);
+        vel[k] = match transfer {
+            Transfer::Flip => {
+                let uo = interpolate(&u_old.u[k].data, strides, base, &w);
+                pic_ratio * un + (1.0 - pic_ratio) * (vel[k] + un - uo)
+            }
+            _ => un,
+        };
+        out[k] = un;
+    }
+    (out, stencils)
 }
