@@ -4,7 +4,6 @@
 use std::time::Instant;
 
 use eddies::vpm::{validation, VelocityMethod, VpmParams, VpmSim};
-use eddies::Simulation;
 
 use crate::bench::{median, BenchCase, BenchRow, WARMUP_STEPS};
 use crate::scenes;
@@ -82,15 +81,13 @@ fn dye_drop(quick: bool) -> Result<Vec<BenchRow>, String> {
             "ms",
         ));
     }
-    let mut frame: Vec<f64> = (0..5)
-        .map(|_| {
-            let t = Instant::now();
-            let picture = render::render_particles(sim.as_ref(), &scene);
-            let ms = t.elapsed().as_secs_f64() * 1e3;
-            std::hint::black_box(picture.map(|p| p.nx));
-            ms
-        })
-        .collect();
+    let mut frame = Vec::new();
+    for _ in 0..5 {
+        let t = Instant::now();
+        let picture = render::render_particles(sim.as_ref(), &scene)?;
+        frame.push(t.elapsed().as_secs_f64() * 1e3);
+        std::hint::black_box(picture.nx);
+    }
     rows.push(row("vpm-dye-drop", size, "frame", median(&mut frame), "ms"));
     Ok(rows)
 }

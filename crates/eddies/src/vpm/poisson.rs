@@ -34,6 +34,9 @@ use crate::linsolve::{
 use glam::DVec3;
 use std::time::Instant;
 
+/// The boundary integral: `(points, out)` writes `(1/4π) Σ αⱼ G(x − xⱼ)` at each point into `out`.
+pub type BoundaryIntegral<'a> = dyn FnMut(&[DVec3], &mut [DVec3]) + 'a;
+
 /// Statistics of the last solve.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct PoissonInfo {
@@ -128,7 +131,7 @@ impl PoissonVelocity {
         grid: &FittedGrid,
         position: &[DVec3],
         strength: &[DVec3],
-        integral: Option<&mut dyn FnMut(&[DVec3], &mut [DVec3])>,
+        integral: Option<&mut BoundaryIntegral>,
         u: &mut Vec<DVec3>,
     ) -> Result<(), SolveError> {
         let t = Instant::now();
@@ -147,7 +150,7 @@ impl PoissonVelocity {
         &mut self,
         params: &PoissonParams,
         grid: &FittedGrid,
-        integral: Option<&mut dyn FnMut(&[DVec3], &mut [DVec3])>,
+        integral: Option<&mut BoundaryIntegral>,
         u: &mut Vec<DVec3>,
     ) -> Result<(), SolveError> {
         assert_eq!(
@@ -174,7 +177,7 @@ impl PoissonVelocity {
         &mut self,
         params: &PoissonParams,
         grid: &FittedGrid,
-        integral: Option<&mut dyn FnMut(&[DVec3], &mut [DVec3])>,
+        integral: Option<&mut BoundaryIntegral>,
     ) {
         let [nx, ny, nz] = grid.dims;
         let face = |c: usize, n: usize| c == 0 || c == n - 1;

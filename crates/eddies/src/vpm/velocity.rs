@@ -4,7 +4,7 @@
 use super::biot_savart::{self, Sources};
 use super::mollify::{self, FittedGrid};
 use super::params::{PotentialBoundary, TreeParams, VelocityMethod, VpmParams};
-use super::poisson::PoissonVelocity;
+use super::poisson::{BoundaryIntegral, PoissonVelocity};
 use super::tree::Tree;
 use crate::grid::Grid;
 use crate::linsolve::SolveError;
@@ -147,7 +147,7 @@ impl VelocitySolver {
                 };
                 let mut by_sum =
                     |p: &[DVec3], out: &mut [DVec3]| biot_savart::potential_direct(sources, p, out);
-                let integral: Option<&mut dyn FnMut(&[DVec3], &mut [DVec3])> = match boundary {
+                let integral: Option<&mut BoundaryIntegral> = match boundary {
                     PotentialBoundary::Tree => Some(&mut by_tree),
                     PotentialBoundary::Direct => Some(&mut by_sum),
                     PotentialBoundary::Zero => None,
