@@ -334,7 +334,7 @@ pub struct Vpm {
     pub decimate: bool,
     /// Poisson technique: treecode opening parameter θ for the boundary values, in (0, 2]. Default 1.
     pub boundary_theta: f64,
-    /// Poisson technique: relative residual at which the multigrid cycles stop, in (0, 0.5]. Default 1e-4.
+    /// Poisson technique: relative residual at which the multigrid cycles stop, in (0, 0.5]. Default 1e-3.
     pub poisson_tolerance: f64,
     /// Poisson technique: multigrid restriction, "nearest" or "full-weighting". Default "nearest".
     pub restriction: RestrictionKind,
@@ -400,7 +400,7 @@ impl Default for Vpm {
             boundary: PotentialBoundaryKind::Tree,
             decimate: true,
             boundary_theta: 1.0,
-            poisson_tolerance: 1e-4,
+            poisson_tolerance: 1e-3,
             restriction: RestrictionKind::Nearest,
             baroclinic: true,
             thermal_expansion: 1.0 / 300.0,

@@ -89,7 +89,7 @@ impl Default for PoissonParams {
             boundary: PotentialBoundary::Tree,
             decimate: true,
             boundary_theta: 1.0,
-            tolerance: 1e-4,
+            tolerance: 1e-3,
             restriction: Restriction::Nearest,
         }
     }
