@@ -315,11 +315,15 @@ impl<'a> Runner<'a> {
                 return Ok(());
             }
             let max = self.sim.max_dt(cfl);
-            if max.is_nan() || max <= 0.0 {
+            // A step under 1e-7 of a frame means ten million steps for one frame: the flow has blown up
+            // (its speeds or vorticity run away), and waiting for it would only stall the run.
+            if max.is_nan() || max < frame_dt * 1e-7 {
                 return Err(StepFailure::Sim(SimError::Diverged {
                     stage: "max_dt",
                     step: self.sim.steps(),
-                    detail: format!("the CFL time step is {max} s"),
+                    detail: format!(
+                        "the CFL time step collapsed to {max:e} s (a frame is {frame_dt} s): the flow blew up"
+                    ),
                 }));
             }
             let dt = if max >= left {

@@ -505,7 +505,8 @@ impl Default for BlockSpec {
     }
 }
 
-/// `[[vpm.heat_source]]`: vortons inside the sphere warm at `rate`, and it releases smoke (tracers). Heat needs
+/// `[[vpm.heat_source]]`: vortons inside the sphere warm at `rate` up to `temperature`, and it releases smoke
+/// (tracers). Heat needs
 /// vortons to carry it: surround the source with a `[[vpm.block]]` of neutral fluid.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -514,8 +515,10 @@ pub struct HeatSourceSpec {
     pub center: Vec<f64>,
     /// Radius (m), > 0. Default 0.05.
     pub radius: f64,
-    /// Heating rate (K/s), finite; negative cools. Default 100.
+    /// Heating rate (K/s), ≥ 0. Default 100.
     pub rate: f64,
+    /// Temperature deviation of the source (K): vortons inside warm towards it, never past it. Default 50.
+    pub temperature: f64,
     /// Smoke: tracers released per second at random points of the sphere, 0 to 10⁶. Default 0.
     pub smoke: f64,
 }
@@ -526,6 +529,7 @@ impl Default for HeatSourceSpec {
             center: vec![0.5, 0.1, 0.5],
             radius: 0.05,
             rate: 100.0,
+            temperature: 50.0,
             smoke: 0.0,
         }
     }
@@ -1943,7 +1947,8 @@ impl Scene {
             let q = p.key("heat_source").index(i);
             vector(&q.key("center"), &h.center, 3)?;
             positive(&q.key("radius"), h.radius, "m")?;
-            range(&q.key("rate"), h.rate, -1e9, 1e9, false)?;
+            range(&q.key("rate"), h.rate, 0.0, 1e9, false)?;
+            range(&q.key("temperature"), h.temperature, -1e6, 1e6, false)?;
             range(&q.key("smoke"), h.smoke, 0.0, 1e6, false)?;
         }
         if !self.region.is_empty() || !self.emitter.is_empty() || !self.sink.is_empty() {

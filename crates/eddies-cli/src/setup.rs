@@ -398,6 +398,7 @@ fn build_vpm(scene: &Scene) -> Result<VpmSim, SimError> {
             center: vec3(&h.center),
             radius: h.radius,
             rate: h.rate,
+            temperature: h.temperature,
             smoke: h.smoke,
             seed: seed(600 + i),
         });

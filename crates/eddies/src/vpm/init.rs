@@ -484,8 +484,9 @@ impl Block {
     }
 }
 
-/// A heat source: vortons inside its sphere warm at `rate` kelvin per second, and it releases smoke
-/// (tracers) at random points of the sphere.
+/// A heat source: vortons inside its sphere warm at `rate` kelvin per second up to the source's own
+/// `temperature` (a hot plate, not an unbounded heater: the Boussinesq density ρ₀(1 − βT') must stay
+/// positive), and it releases smoke (tracers) at random points of the sphere.
 ///
 /// Heat needs fluid to carry it: surround the source with neutral vortons (a [`Block`] of zero deviation)
 /// that the plume's inflow draws through it.
@@ -495,8 +496,10 @@ pub struct HeatSource {
     pub center: DVec3,
     /// Radius (m).
     pub radius: f64,
-    /// Heating rate (K/s); negative cools.
+    /// Heating rate (K/s), ≥ 0.
     pub rate: f64,
+    /// Temperature deviation of the source (K): vortons inside warm towards it, never past it.
+    pub temperature: f64,
     /// Tracers released per second.
     pub smoke: f64,
     /// Seed of the smoke's placement.
@@ -504,13 +507,16 @@ pub struct HeatSource {
 }
 
 impl HeatSource {
-    /// Warms the vortons inside over `dt` seconds, and releases the smoke due between `time` and
+    /// Warms the vortons inside over `dt` seconds towards the source's temperature, and releases the smoke due between `time` and
     /// `time + dt` (the count is the difference of `⌊smoke · t⌋` at both ends, so no fraction is lost).
     pub fn apply(&self, v: &mut Vortons, t: &mut Tracers, time: f64, dt: f64) {
         let r2 = self.radius * self.radius;
         for i in 0..v.len() {
             if (v.position[i] - self.center).length_squared() <= r2 {
-                v.temperature[i] += self.rate * dt;
+                let t = &mut v.temperature[i];
+                if *t < self.temperature {
+                    *t = (*t + self.rate * dt).min(self.temperature);
+                }
             }
         }
         let (from, to) = (
