@@ -53,24 +53,44 @@ pub fn cases() -> Vec<BenchCase> {
         BenchCase {
             name: "reint-2d-reintegrate",
             description: "reintegration alone (no forces, no gravity), 1024² (quick: 256²)",
-            run: |q| reint_bench::<2>("reint-2d-reintegrate", if q { 256 } else { 1024 }, false, q),
+            run: |q| reint_bench::<2>("reint-2d-reintegrate", if q { 256 } else { 1024 }, false, false, q),
         },
         BenchCase {
             name: "reint-2d-step",
             description:
                 "a full reint step (SPH forces, gravity, reintegration), 1024² (quick: 256²)",
-            run: |q| reint_bench::<2>("reint-2d-step", if q { 256 } else { 1024 }, true, q),
+            run: |q| reint_bench::<2>("reint-2d-step", if q { 256 } else { 1024 }, true, false, q),
+        },
+        BenchCase {
+            name: "reint-2d-reintegrate-full",
+            description: "reintegration alone with fluid in every cell (no vacuum to skip), 1024² (quick: 256²)",
+            run: |q| reint_bench::<2>("reint-2d-reintegrate-full", if q { 256 } else { 1024 }, false, true, q),
+        },
+        BenchCase {
+            name: "reint-2d-step-full",
+            description: "a full reint step with fluid in every cell, 1024² (quick: 256²)",
+            run: |q| reint_bench::<2>("reint-2d-step-full", if q { 256 } else { 1024 }, true, true, q),
         },
         BenchCase {
             name: "reint-3d-reintegrate",
             description: "reintegration alone (no forces, no gravity), 128³ (quick: 48³)",
-            run: |q| reint_bench::<3>("reint-3d-reintegrate", if q { 48 } else { 128 }, false, q),
+            run: |q| reint_bench::<3>("reint-3d-reintegrate", if q { 48 } else { 128 }, false, false, q),
         },
         BenchCase {
             name: "reint-3d-step",
             description:
                 "a full reint step (SPH forces, gravity, reintegration), 128³ (quick: 48³)",
-            run: |q| reint_bench::<3>("reint-3d-step", if q { 48 } else { 128 }, true, q),
+            run: |q| reint_bench::<3>("reint-3d-step", if q { 48 } else { 128 }, true, false, q),
+        },
+        BenchCase {
+            name: "reint-3d-reintegrate-full",
+            description: "reintegration alone with fluid in every cell, 128³ (quick: 48³)",
+            run: |q| reint_bench::<3>("reint-3d-reintegrate-full", if q { 48 } else { 128 }, false, true, q),
+        },
+        BenchCase {
+            name: "reint-3d-step-full",
+            description: "a full reint step with fluid in every cell, 128³ (quick: 48³)",
+            run: |q| reint_bench::<3>("reint-3d-step-full", if q { 48 } else { 128 }, true, true, q),
         },
         BenchCase {
             name: "flip-2d-dam-break",
@@ -108,11 +128,14 @@ pub fn median(samples: &mut [f64]) -> f64 {
 }
 
 /// A dam-break-like state on an `n`-per-axis grid: a block of fluid moving right and a blob moving down and
-/// left, with vacuum around, so that the timed steps see fluid, surfaces and empty cells.
+/// left, with vacuum around, so that the timed steps see fluid, surfaces and empty cells (about 60% of the
+/// cells are vacuum, which the kernels skip chunk by chunk). With `full`, fluid fills every cell and moves
+/// right and up: no vacuum to skip, every cell does the whole work.
 fn reint_bench<const D: usize>(
     name: &str,
     n: usize,
     forces: bool,
+    full: bool,
     quick: bool,
 ) -> Result<Vec<BenchRow>, String> {
     let mut cfg = ReintConfig::<D> {
@@ -146,8 +169,20 @@ fn reint_bench<const D: usize>(
     let mut down = [0.0f32; D];
     down[0] = -0.3;
     down[1] = -0.5;
-    sim.fill(&block, 0, 1.0, right);
-    sim.fill(&blob, 0, 1.0, down);
+    if full {
+        let all = if D == 2 {
+            Shape::box2([0.0, 0.0], [1.0, 1.0])
+        } else {
+            Shape::Box {
+                min: DVec3::ZERO,
+                max: DVec3::ONE,
+            }
+        };
+        sim.fill(&all, 0, 1.0, right);
+    } else {
+        sim.fill(&block, 0, 1.0, right);
+        sim.fill(&blob, 0, 1.0, down);
+    }
 
     let cells = n.pow(D as u32) as f64;
     let dt = {

@@ -177,7 +177,7 @@ impl<const D: usize> ReintSim<D> {
             q: vec![0.0; len],
             acc: std::array::from_fn(|_| vec![0.0; len]),
             scale: vec![0.0; len],
-            occupied: vec![true; len / layout.padded[0]],
+            occupied: vec![true; kernels::occupancy_len(&layout)],
             deficit: (0..substances).map(|_| vec![0.0; len]).collect(),
             unit: cfg
                 .substances
