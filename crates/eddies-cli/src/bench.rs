@@ -10,7 +10,7 @@ use std::time::Instant;
 
 use eddies::flip::{FlipConfig, FlipSim};
 use eddies::reint::{ReintConfig, ReintParams, ReintSim};
-use eddies::{Shape, Simulation};
+use eddies::{Shape, Simulation, StepRecord};
 use glam::DVec3;
 
 use crate::error::CliError;
@@ -202,9 +202,10 @@ fn reint_bench<const D: usize>(
         (false, _) => 10,
     };
     let mut samples = Vec::with_capacity(reps);
+    let mut records = Vec::with_capacity(reps);
     for _ in 0..reps {
         let start = Instant::now();
-        sim.step(dt).map_err(|e| e.to_string())?;
+        records.push(sim.step(dt).map_err(|e| e.to_string())?);
         samples.push(start.elapsed().as_secs_f64());
     }
     let seconds = median(&mut samples);
@@ -218,10 +219,38 @@ fn reint_bench<const D: usize>(
         unit: unit.to_string(),
         threads,
     };
-    Ok(vec![
+    let mut rows = vec![
         row("throughput", cells / seconds, "cell-updates/s"),
         row("step-time", seconds * 1e3, "ms"),
-    ])
+    ];
+    for (stage, ms) in stage_medians(&records) {
+        rows.push(row(&format!("stage-{stage}"), ms, "ms"));
+    }
+    Ok(rows)
+}
+
+/// The median time of each stage over `records` (ms), stages in the order of the first record.
+fn stage_medians(records: &[StepRecord]) -> Vec<(&'static str, f64)> {
+    let Some(first) = records.first() else {
+        return Vec::new();
+    };
+    first
+        .stage_ms
+        .iter()
+        .map(|&(name, _)| {
+            let mut v: Vec<f64> = records
+                .iter()
+                .map(|r| {
+                    r.stage_ms
+                        .iter()
+                        .filter(|(n, _)| *n == name)
+                        .map(|(_, t)| t)
+                        .sum()
+                })
+                .collect();
+            (name, median(&mut v))
+        })
+        .collect()
 }
 
 /// A dam break on a grid of `res` cells (`res[2]` unused in 2D) with cubic cells of 1/64 m·(128/nx): a
@@ -289,22 +318,8 @@ fn flip_bench<const D: usize>(
         row("particles", particles as f64, "count"),
         row("throughput", cells as f64 / (step * 1e-3), "cell-updates/s"),
     ];
-    let stage = |name: &str| {
-        let mut v: Vec<f64> = records
-            .iter()
-            .map(|r| {
-                r.stage_ms
-                    .iter()
-                    .filter(|(n, _)| *n == name)
-                    .map(|(_, t)| t)
-                    .sum()
-            })
-            .collect();
-        median(&mut v)
-    };
-    let names: Vec<&'static str> = records[0].stage_ms.iter().map(|(n, _)| *n).collect();
-    for n in &names {
-        rows.push(row(&format!("stage-{n}"), stage(n), "ms"));
+    for (stage, ms) in stage_medians(&records) {
+        rows.push(row(&format!("stage-{stage}"), ms, "ms"));
     }
     let mut shares: Vec<f64> = records
         .iter()
