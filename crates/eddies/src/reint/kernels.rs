@@ -14,7 +14,7 @@ use crate::par::SharedSlice;
 use rayon::prelude::*;
 
 /// Cells per inner chunk: the accumulators of one chunk stay in L1 and the loop vectorises over it.
-pub(crate) const LANES: usize = 64;
+pub(crate) const LANES: usize = 128;
 
 /// Rows per parallel task: enough work to amortise scheduling, small enough to balance.
 fn grain(row_len: usize) -> usize {
