@@ -230,7 +230,7 @@ fn reint_bench<const D: usize>(
 }
 
 /// The median time of each stage over `records` (ms), stages in the order of the first record.
-fn stage_medians(records: &[StepRecord]) -> Vec<(&'static str, f64)> {
+pub(crate) fn stage_medians(records: &[StepRecord]) -> Vec<(&'static str, f64)> {
     let Some(first) = records.first() else {
         return Vec::new();
     };

@@ -6,10 +6,10 @@ use std::time::Instant;
 use eddies::vpm::biot_savart::{self, Sources};
 use eddies::vpm::tree::{self, Tree};
 use eddies::vpm::{validation, Ring, TreeParams, VelocityMethod, VpmParams, VpmSim};
-use eddies::Simulation;
+use eddies::{Simulation, StepRecord};
 use glam::DVec3;
 
-use crate::bench::{median, BenchCase, BenchRow, WARMUP_STEPS};
+use crate::bench::{median, stage_medians, BenchCase, BenchRow, WARMUP_STEPS};
 
 /// The vpm benchmarks.
 pub fn cases() -> Vec<BenchCase> {
@@ -42,7 +42,7 @@ pub fn cases() -> Vec<BenchCase> {
     ]
 }
 
-fn row(bench: &str, size: String, metric: &str, value: f64, unit: &str) -> BenchRow {
+pub(crate) fn row(bench: &str, size: String, metric: &str, value: f64, unit: &str) -> BenchRow {
     BenchRow {
         bench: bench.to_string(),
         size,
@@ -235,22 +235,21 @@ fn step_stages(n: usize) -> Result<Vec<BenchRow>, String> {
     for _ in 0..5 {
         records.push(sim.step(dt).map_err(|e| e.to_string())?);
     }
-    let size = format!("{n}+{n}");
-    let mut rows = Vec::new();
+    Ok(step_rows("vpm-step", &format!("{n}+{n}"), &records))
+}
+
+/// Rows `step` (the median wall time of `records`) and one per stage (its median), in ms.
+pub(crate) fn step_rows(bench: &str, size: &str, records: &[StepRecord]) -> Vec<BenchRow> {
     let mut walls: Vec<f64> = records.iter().map(|r| r.wall_ms).collect();
-    rows.push(row(
-        "vpm-step",
-        size.clone(),
+    let mut rows = vec![row(
+        bench,
+        size.to_string(),
         "step",
         median(&mut walls),
         "ms",
-    ));
-    for (stage, _) in &records[0].stage_ms {
-        let mut ms: Vec<f64> = records
-            .iter()
-            .filter_map(|r| r.stage_ms.iter().find(|(s, _)| s == stage).map(|x| x.1))
-            .collect();
-        rows.push(row("vpm-step", size.clone(), stage, median(&mut ms), "ms"));
+    )];
+    for (stage, ms) in stage_medians(records) {
+        rows.push(row(bench, size.to_string(), stage, ms, "ms"));
     }
-    Ok(rows)
+    rows
 }

@@ -6,6 +6,7 @@ use std::time::Instant;
 use eddies::vpm::{validation, VelocityMethod, VpmParams, VpmSim};
 
 use crate::bench::{median, BenchCase, BenchRow, WARMUP_STEPS};
+use crate::bench_vpm::{row, step_rows};
 use crate::scenes;
 use crate::{load, render, setup};
 
@@ -25,17 +26,6 @@ pub fn cases() -> Vec<BenchCase> {
             run: crossover,
         },
     ]
-}
-
-fn row(bench: &str, size: String, metric: &str, value: f64, unit: &str) -> BenchRow {
-    BenchRow {
-        bench: bench.to_string(),
-        size,
-        metric: metric.to_string(),
-        value,
-        unit: unit.to_string(),
-        threads: rayon::current_num_threads(),
-    }
 }
 
 /// Seed 003's table: the built-in `dye-drop` scene after a few frames' worth of steps (the ball has started
@@ -59,28 +49,7 @@ fn dye_drop(quick: bool) -> Result<Vec<BenchRow>, String> {
         records.push(sim.step(dt).map_err(|e| e.to_string())?);
     }
     let size = "16k+20k".to_string();
-    let mut rows = Vec::new();
-    let mut walls: Vec<f64> = records.iter().map(|r| r.wall_ms).collect();
-    rows.push(row(
-        "vpm-dye-drop",
-        size.clone(),
-        "step",
-        median(&mut walls),
-        "ms",
-    ));
-    for (stage, _) in &records[0].stage_ms {
-        let mut ms: Vec<f64> = records
-            .iter()
-            .filter_map(|r| r.stage_ms.iter().find(|(s, _)| s == stage).map(|x| x.1))
-            .collect();
-        rows.push(row(
-            "vpm-dye-drop",
-            size.clone(),
-            stage,
-            median(&mut ms),
-            "ms",
-        ));
-    }
+    let mut rows = step_rows("vpm-dye-drop", &size, &records);
     let mut frame = Vec::new();
     for _ in 0..5 {
         let t = Instant::now();

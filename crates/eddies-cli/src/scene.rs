@@ -1338,6 +1338,34 @@ fn int_range(path: &KeyPath, x: i64, lo: i64, hi: i64) -> Check {
     }
 }
 
+/// `min` and `max` corners of a 3D box (keys `min`, `max` under `path`), `max > min` on every axis.
+fn box_corners(path: &KeyPath, min: &[f64], max: &[f64]) -> Check {
+    vector(&path.key("min"), min, 3)?;
+    vector(&path.key("max"), max, 3)?;
+    for k in 0..3 {
+        if max[k] <= min[k] {
+            return Err(Invalid::new(
+                path.key("max").index(k),
+                format!("max {} is not above min {}", max[k], min[k]),
+                "max > min on every axis",
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The `density_deviation` (kg/m³) and `temperature_deviation` (K) of a body of fluid under `path`.
+fn deviations(path: &KeyPath, density: f64, temperature: f64) -> Check {
+    range(&path.key("density_deviation"), density, -1e9, 1e9, false)?;
+    range(
+        &path.key("temperature_deviation"),
+        temperature,
+        -1e6,
+        1e6,
+        false,
+    )
+}
+
 impl Scene {
     /// Dimension as a count (call after [`Scene::resolve`] has checked it).
     pub fn dim(&self) -> usize {
@@ -1848,17 +1876,7 @@ impl Scene {
         }
         for (i, n) in v.noise.iter().enumerate() {
             let q = p.key("noise").index(i);
-            vector(&q.key("min"), &n.min, 3)?;
-            vector(&q.key("max"), &n.max, 3)?;
-            for k in 0..3 {
-                if n.max[k] <= n.min[k] {
-                    return Err(Invalid::new(
-                        q.key("max").index(k),
-                        format!("max {} is not above min {}", n.max[k], n.min[k]),
-                        "max > min on every axis",
-                    ));
-                }
-            }
+            box_corners(&q, &n.min, &n.max)?;
             range(&q.key("amplitude"), n.amplitude, 0.0, 1e9, false)?;
             int_range(&q.key("vortons"), n.vortons, 1, 10_000_000)?;
         }
@@ -1885,20 +1903,7 @@ impl Scene {
             let q = p.key("ball").index(i);
             vector(&q.key("center"), &b.center, 3)?;
             positive(&q.key("radius"), b.radius, "m")?;
-            range(
-                &q.key("density_deviation"),
-                b.density_deviation,
-                -1e9,
-                1e9,
-                false,
-            )?;
-            range(
-                &q.key("temperature_deviation"),
-                b.temperature_deviation,
-                -1e6,
-                1e6,
-                false,
-            )?;
+            deviations(&q, b.density_deviation, b.temperature_deviation)?;
             int_range(&q.key("vortons"), b.vortons, 1, 10_000_000)?;
             range(&q.key("halo"), b.halo, 0.0, 10.0, false)?;
             int_range(&q.key("tracers"), b.tracers, 0, 10_000_000)?;
@@ -1914,31 +1919,8 @@ impl Scene {
         }
         for (i, b) in v.block.iter().enumerate() {
             let q = p.key("block").index(i);
-            vector(&q.key("min"), &b.min, 3)?;
-            vector(&q.key("max"), &b.max, 3)?;
-            for k in 0..3 {
-                if b.max[k] <= b.min[k] {
-                    return Err(Invalid::new(
-                        q.key("max").index(k),
-                        format!("max {} is not above min {}", b.max[k], b.min[k]),
-                        "max > min on every axis",
-                    ));
-                }
-            }
-            range(
-                &q.key("density_deviation"),
-                b.density_deviation,
-                -1e9,
-                1e9,
-                false,
-            )?;
-            range(
-                &q.key("temperature_deviation"),
-                b.temperature_deviation,
-                -1e6,
-                1e6,
-                false,
-            )?;
+            box_corners(&q, &b.min, &b.max)?;
+            deviations(&q, b.density_deviation, b.temperature_deviation)?;
             int_range(&q.key("vortons"), b.vortons, 1, 10_000_000)?;
             range(&q.key("jitter"), b.jitter, 0.0, 0.5, false)?;
             int_range(&q.key("tracers"), b.tracers, 0, 10_000_000)?;
