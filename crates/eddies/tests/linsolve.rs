@@ -300,6 +300,47 @@ fn multigrid_v_cycle_reduces_the_residual_by_0_15_per_cycle_at_128_cubed() {
     );
 }
 
+/// A vector problem is solved to one accuracy for the whole vector: a component a million times smaller than
+/// the others already meets 1e-3 of the vector's reference residual from a zero guess, so it takes no cycle,
+/// while the large components iterate down to the tolerance.
+#[test]
+fn multigrid_vector_tolerance_is_relative_to_the_whole_vector() {
+    let p = dirichlet::<3>(32, u3, f3);
+    let params = MultigridParams {
+        tolerance: 1e-3,
+        ..Default::default()
+    };
+    let mut mg = Multigrid::new(p.op.clone(), params).expect("hierarchy");
+    let scales = [1.0, 1e-6, -1.0];
+    let b: Vec<Vec<f64>> = scales
+        .iter()
+        .map(|s| p.b.iter().map(|v| s * v).collect())
+        .collect();
+    let mut x: Vec<Vec<f64>> = scales
+        .iter()
+        .map(|s| p.boundary.iter().map(|v| s * v).collect())
+        .collect();
+    let [x0, x1, x2] = &mut x[..] else {
+        unreachable!()
+    };
+    let infos = mg
+        .solve_vector([&b[0], &b[1], &b[2]], [x0, x1, x2])
+        .expect("converges");
+    assert_eq!(infos[1].iterations, 0, "the tiny component needs no cycle");
+    for k in [0, 2] {
+        assert!(infos[k].iterations > 0);
+        assert!(
+            infos[k].residual <= 1e-3,
+            "component {k}: {}",
+            infos[k].residual
+        );
+    }
+    // Alone, the tiny component is solved to 1e-3 of its own size, which takes cycles.
+    let mut alone = p.boundary.iter().map(|v| 1e-6 * v).collect::<Vec<_>>();
+    let info = mg.solve(&b[1], &mut alone).expect("converges");
+    assert!(info.iterations > 0);
+}
+
 #[test]
 fn multigrid_solves_vector_problems_and_full_multigrid_keeps_boundary_values() {
     let p = dirichlet::<3>(32, u3, f3);

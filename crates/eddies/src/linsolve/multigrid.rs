@@ -21,7 +21,7 @@ use super::poisson::{CellKind, Layout, PoissonOperator};
 use rayon::prelude::*;
 
 use super::poisson::residual;
-use super::vector::CHUNK;
+use super::vector::{CHUNK, SPLIT_MIN};
 use super::{check_vector, Info, LinearOperator, Preconditioner, SolveError, StopReason};
 use crate::grid::Real;
 
@@ -248,12 +248,47 @@ impl<const D: usize, T: Real> Multigrid<D, T> {
 
     /// Solves `A x = b` by V-cycles (after a full-multigrid start if asked). Dirichlet cells of `x` hold the
     /// boundary values (zero for a free surface) and are left as they are; unknown cells hold the initial
-    /// guess. Vectors are padded ([`PoissonOperator::layout`]); solid cells of `x` must be zero.
+    /// guess. Vectors are padded ([`PoissonOperator::layout`]); solid cells of `x` must be zero. Stops when
+    /// `‖b − A x‖` falls to `tolerance` times its value for the boundary values alone (unknowns zero).
     ///
     /// # Errors
     /// [`SolveError::BadInput`] for wrong lengths or non-finite values; [`SolveError::NoConvergence`] after
     /// `max_cycles`; [`SolveError::Breakdown`] if the residual becomes non-finite or grows a thousandfold.
     pub fn solve(&mut self, b: &[f64], x: &mut [f64]) -> Result<Info, SolveError> {
+        let reference = self.reference_residual(b, x)?;
+        self.solve_relative_to(b, x, reference)
+    }
+
+    /// `‖b − A x₀‖` with `x₀` the boundary values of `x` and zero unknowns: what [`solve`](Self::solve)
+    /// measures its residual against.
+    ///
+    /// # Errors
+    /// [`SolveError::BadInput`] for wrong lengths or non-finite values.
+    pub fn reference_residual(&mut self, b: &[f64], x: &[f64]) -> Result<f64, SolveError> {
+        let n = self.levels[0].op.layout().len();
+        check_vector("the right-hand side", b, n)?;
+        check_vector("the initial guess", x, n)?;
+        let f = &mut self.levels[0];
+        let mut b = b.to_vec();
+        f.op.remove_null_space(&mut b);
+        convert(&b, &mut f.b);
+        convert(x, &mut f.x);
+        f.op.mask_unknowns_out(&mut f.x);
+        Ok(self.fine_residual())
+    }
+
+    /// Like [`solve`](Self::solve), stopping when the residual falls to `tolerance × reference`: with one
+    /// reference for several right-hand sides (the components of a vector), each is solved to the same
+    /// absolute accuracy, and a component that is nearly zero takes no cycles to reach it.
+    ///
+    /// # Errors
+    /// As [`solve`](Self::solve); [`SolveError::BadInput`] also for a negative or non-finite reference.
+    pub fn solve_relative_to(
+        &mut self,
+        b: &[f64],
+        x: &mut [f64],
+        reference: f64,
+    ) -> Result<Info, SolveError> {
         let n = self.levels[0].op.layout().len();
         check_vector("the right-hand side", b, n)?;
         check_vector("the initial guess", x, n)?;
@@ -264,16 +299,17 @@ impl<const D: usize, T: Real> Multigrid<D, T> {
                 p.tolerance
             )));
         }
+        if !(reference.is_finite() && reference >= 0.0) {
+            return Err(SolveError::BadInput(format!(
+                "the reference residual must be finite and non-negative, got {reference}"
+            )));
+        }
         {
             let f = &mut self.levels[0];
             let mut b = b.to_vec();
             f.op.remove_null_space(&mut b);
             convert(&b, &mut f.b);
-            // Reference: the residual of the boundary values alone.
-            convert(x, &mut f.x);
-            f.op.mask_unknowns_out(&mut f.x);
         }
-        let reference = self.fine_residual();
         if reference == 0.0 {
             self.levels[0].op.mask_unknowns_out(x);
             return Ok(Info {
@@ -324,7 +360,9 @@ impl<const D: usize, T: Real> Multigrid<D, T> {
     }
 
     /// Solves the three components of a vector Poisson problem `∇²A = −ω` (one scalar solve each, on the same
-    /// hierarchy).
+    /// hierarchy), to `tolerance` relative to the vector's reference residual `(Σ_c ‖b_c − A x₀_c‖²)^½`: the
+    /// vector field's accuracy, not each component's, so a component much smaller than the others is not
+    /// solved to a needlessly small absolute error.
     ///
     /// # Errors
     /// The first component's error, as [`solve`](Self::solve).
@@ -333,11 +371,16 @@ impl<const D: usize, T: Real> Multigrid<D, T> {
         b: [&[f64]; 3],
         x: [&mut [f64]; 3],
     ) -> Result<[Info; 3], SolveError> {
+        let mut squares = 0.0;
+        for c in 0..3 {
+            squares += self.reference_residual(b[c], x[c])?.powi(2);
+        }
+        let reference = squares.sqrt();
         let [x0, x1, x2] = x;
         Ok([
-            self.solve(b[0], x0)?,
-            self.solve(b[1], x1)?,
-            self.solve(b[2], x2)?,
+            self.solve_relative_to(b[0], x0, reference)?,
+            self.solve_relative_to(b[1], x1, reference)?,
+            self.solve_relative_to(b[2], x2, reference)?,
         ])
     }
 
@@ -488,7 +531,8 @@ impl<const D: usize> PoissonOperator<D> {
 /// `dst = src` converted to `dst`'s precision, in parallel.
 fn convert<S: Real, T: Real>(src: &[S], dst: &mut [T]) {
     dst.par_chunks_mut(CHUNK)
-        .zip(src.par_chunks(CHUNK))
+        .with_min_len(SPLIT_MIN)
+        .zip(src.par_chunks(CHUNK).with_min_len(SPLIT_MIN))
         .for_each(|(d, s)| {
             for (d, &s) in d.iter_mut().zip(s) {
                 *d = T::from_f64(s.to_f64());
@@ -498,7 +542,9 @@ fn convert<S: Real, T: Real>(src: &[S], dst: &mut [T]) {
 
 /// `v = value`, in parallel.
 fn fill<T: Real>(v: &mut [T], value: T) {
-    v.par_chunks_mut(CHUNK).for_each(|c| c.fill(value));
+    v.par_chunks_mut(CHUNK)
+        .with_min_len(SPLIT_MIN)
+        .for_each(|c| c.fill(value));
 }
 
 /// The coarse operator of `fine` (see the module documentation), or `None` when it would have no unknowns.
@@ -872,6 +918,7 @@ fn restrict<T: Real, const D: usize>(
     };
     half[..fine_rows * crl]
         .par_chunks_mut(crl)
+        .with_min_len((SPLIT_MIN * CHUNK / crl).max(1))
         .enumerate()
         .for_each(|(row, h)| {
             let fr = &r[row * frl..(row + 1) * frl];
