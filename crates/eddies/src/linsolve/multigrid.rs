@@ -102,6 +102,8 @@ struct Level<const D: usize, T> {
     t: Vec<T>,
     /// Restriction's intermediate: coarse along x, fine across (empty on the finest level).
     half: Vec<T>,
+    /// `1 / A_ii` in units of `h²` for the unknowns, 0 elsewhere (the smoother multiplies by it).
+    inv: Vec<T>,
 }
 
 /// A geometric multigrid solver (see the module documentation): standalone via [`solve`](Self::solve) and
@@ -175,10 +177,27 @@ impl<const D: usize, T: Real> Multigrid<D, T> {
         let mut level = |op: PoissonOperator<D>, half: usize| {
             let n = op.layout().len();
             let ghost = ghost_coefficients(&op);
+            let inv = op
+                .diagonal_units()
+                .par_iter()
+                .map(|&d| {
+                    if d > 0.0 {
+                        T::from_f64(1.0 / d as f64)
+                    } else {
+                        T::ZERO
+                    }
+                })
+                .collect();
             match old.next() {
-                Some(l) if l.x.len() == n && l.half.len() == half => Level { op, ghost, ..l },
+                Some(l) if l.x.len() == n && l.half.len() == half => Level {
+                    op,
+                    ghost,
+                    inv,
+                    ..l
+                },
                 _ => Level {
                     ghost,
+                    inv,
                     op,
                     b: vec![T::ZERO; n],
                     x: vec![T::ZERO; n],
@@ -404,6 +423,7 @@ impl<const D: usize, T: Real> Multigrid<D, T> {
             let (fine, coarse) = (&mut lo[l], &mut hi[0]);
             smooth(
                 &fine.op,
+                &fine.inv,
                 &fine.b,
                 &mut fine.x,
                 &mut fine.t,
@@ -416,7 +436,7 @@ impl<const D: usize, T: Real> Multigrid<D, T> {
             fill(&mut coarse.x, T::ZERO);
         }
         let c = &mut self.levels[last];
-        solve_coarsest(&c.op, &c.b, &mut c.x, &mut c.t, p.coarsest_sweeps);
+        solve_coarsest(&c.op, &c.inv, &c.b, &mut c.x, &mut c.t, p.coarsest_sweeps);
         for l in (top..last).rev() {
             let (lo, hi) = self.levels.split_at_mut(l + 1);
             let (fine, coarse) = (&mut lo[l], &mut hi[0]);
@@ -430,6 +450,7 @@ impl<const D: usize, T: Real> Multigrid<D, T> {
             );
             smooth(
                 &fine.op,
+                &fine.inv,
                 &fine.b,
                 &mut fine.x,
                 &mut fine.t,
@@ -453,7 +474,7 @@ impl<const D: usize, T: Real> Multigrid<D, T> {
         }
         {
             let c = &mut self.levels[last];
-            solve_coarsest(&c.op, &c.b, &mut c.x, &mut c.t, p.coarsest_sweeps);
+            solve_coarsest(&c.op, &c.inv, &c.b, &mut c.x, &mut c.t, p.coarsest_sweeps);
         }
         let mode = Prolong::Replace {
             boundary_too: !p.preserve_boundary,
@@ -794,8 +815,10 @@ fn fold<T: Real, const D: usize>(op: &PoissonOperator<D>, ghost: &Ghosts, v: &[T
 
 /// `sweeps` smoothing sweeps of `A x = b` on the unknowns, using `t` as the ping-pong buffer. Red-black
 /// sweeps run red then black, or black then red when `reverse` (the adjoint order, after the correction).
+#[allow(clippy::too_many_arguments)]
 fn smooth<T: Real, const D: usize>(
     op: &PoissonOperator<D>,
+    inv: &[T],
     b: &[T],
     x: &mut [T],
     t: &mut [T],
@@ -809,16 +832,18 @@ fn smooth<T: Real, const D: usize>(
         Smoother::WeightedJacobi { weight } => (Half::All, Half::All, weight),
     };
     for _ in 0..sweeps {
-        relax(op, b, x, t, first, weight);
-        relax(op, b, t, x, second, weight);
+        relax(op, inv, b, x, t, first, weight);
+        relax(op, inv, b, t, x, second, weight);
     }
 }
 
 /// One out-of-place relaxation: `out = x` with the cells of `half` replaced by their (weighted) Jacobi update
-/// `(1 − ω) xᵢ + ω (h² bᵢ + Σⱼ xⱼ) / nᵢ`. Red-black halves read only cells of the other colour, so doing them
-/// out of place is exactly Gauss–Seidel.
+/// `(1 − ω) xᵢ + ω (h² bᵢ + Σⱼ xⱼ) / nᵢ`, with `1/nᵢ` from `inv` (0 outside the unknowns, whose values are
+/// kept). Red-black halves read only cells of the other colour, so doing them out of place is exactly
+/// Gauss–Seidel.
 fn relax<T: Real, const D: usize>(
     op: &PoissonOperator<D>,
+    inv: &[T],
     b: &[T],
     x: &[T],
     out: &mut [T],
@@ -829,8 +854,16 @@ fn relax<T: Real, const D: usize>(
     let n = l.dims[0];
     let rl = l.row_len();
     let h2 = T::from_f64(1.0 / op.scale());
-    let weight = T::from_f64(weight);
-    let diag = op.diagonal_units();
+    // The weight of the update per cell along a row: ω on the cells of the half being relaxed, 0 on the
+    // other colour; a row starting on colour 1 reads from offset 1.
+    let w = T::from_f64(weight);
+    let mask: Vec<T> = (0..=n)
+        .map(|i| match half {
+            Half::All => w,
+            Half::Red | Half::Black if i % 2 == 0 => w,
+            _ => T::ZERO,
+        })
+        .collect();
     l.for_rows(out, |row, o| {
         let start_row = row * rl;
         if !l.is_interior_row(row) {
@@ -842,30 +875,27 @@ fn relax<T: Real, const D: usize>(
         let start = start_row + 1;
         let oi = &mut o[1..=n];
         super::poisson::neighbour_sum(x, start, &l.strides, oi);
-        // Colour of the row's first interior cell: the parity of its coordinate sum.
+        // Colour of the row's first interior cell: the parity of its coordinate sum. Red cells have even
+        // parity; the mask's even entries carry the weight.
         let c = l.padded_coords(start_row);
         let row_parity = (1..D).map(|k| c[k] - 1).sum::<usize>() & 1;
-        let (cnt, xc, bc) = (
-            &diag[start..start + n],
+        let shift = match half {
+            Half::All | Half::Red => row_parity,
+            Half::Black => 1 - row_parity,
+        };
+        let (inv, xc, bc, m) = (
+            &inv[start..start + n],
             &x[start..start + n],
             &b[start..start + n],
+            &mask[shift..shift + n],
         );
-        for (((o, &cnt), &xv), &bv) in oi.iter_mut().zip(cnt).zip(xc).zip(bc) {
-            let jacobi = (h2 * bv + *o) / T::from_f64(cnt as f64);
-            *o = if cnt > 0.0 {
-                xv + weight * (jacobi - xv)
+        for i in 0..n {
+            let jacobi = inv[i] * (h2 * bc[i] + oi[i]);
+            oi[i] = if inv[i] > T::ZERO {
+                xc[i] + m[i] * (jacobi - xc[i])
             } else {
-                xv
+                xc[i]
             };
-        }
-        // Red-black: the other colour keeps its values.
-        let keep = match half {
-            Half::All => return,
-            Half::Red => 1 - row_parity,
-            Half::Black => row_parity,
-        };
-        for i in (keep..n).step_by(2) {
-            oi[i] = xc[i];
         }
     });
 }
@@ -874,14 +904,15 @@ fn relax<T: Real, const D: usize>(
 /// enough, and a fixed count keeps the V-cycle a fixed linear operator).
 fn solve_coarsest<T: Real, const D: usize>(
     op: &PoissonOperator<D>,
+    inv: &[T],
     b: &[T],
     x: &mut [T],
     t: &mut [T],
     sweeps: usize,
 ) {
     let half = sweeps.div_ceil(2);
-    smooth(op, b, x, t, Smoother::RedBlackGaussSeidel, half, false);
-    smooth(op, b, x, t, Smoother::RedBlackGaussSeidel, half, true);
+    smooth(op, inv, b, x, t, Smoother::RedBlackGaussSeidel, half, false);
+    smooth(op, inv, b, x, t, Smoother::RedBlackGaussSeidel, half, true);
     op.remove_null_space_unknowns(x);
 }
 
