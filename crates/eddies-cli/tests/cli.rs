@@ -175,8 +175,16 @@ fn vpm_poisson_buoyancy_and_panels_run() {
         "three square panels side by side"
     );
     let stats = fs::read_to_string(dir.path().join("p").join("stats.jsonl")).unwrap();
-    let last: serde_json::Value = serde_json::from_str(stats.lines().last().unwrap()).unwrap();
-    assert!(last["poisson_cycles"].as_u64().unwrap() > 0);
+    let records: Vec<serde_json::Value> = stats
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    // The ball starts at rest (no vorticity, nothing to solve) and buoyancy gives it some: a solve must
+    // then cycle, though a warm-started one may already meet the tolerance from the last step's solution.
+    assert!(records
+        .iter()
+        .any(|r| r["poisson_cycles"].as_u64().unwrap() > 0));
+    let last = records.last().unwrap();
     for stage in ["vector_potential", "poisson", "baroclinic", "heat"] {
         assert!(!last["stage_ms"][stage].is_null(), "no stage {stage}");
     }

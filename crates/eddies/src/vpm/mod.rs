@@ -75,6 +75,8 @@ pub struct VpmSim {
     /// Largest Frobenius norm of the velocity gradient at a vorton at the last evaluation (1/s).
     max_strain: f64,
     mean_jerk: f64,
+    /// Multigrid cycles of the last step's velocity evaluations (Poisson technique).
+    step_cycles: usize,
     history: JerkHistory,
     // Scratch, reused every step.
     solver: VelocitySolver,
@@ -167,6 +169,7 @@ impl VpmSim {
             max_speed: 0.0,
             max_strain: 0.0,
             mean_jerk: 0.0,
+            step_cycles: 0,
             history: JerkHistory::default(),
             solver: VelocitySolver::default(),
             buoyancy: Buoyancy::default(),
@@ -548,7 +551,7 @@ impl VpmSim {
         ];
         if self.params.velocity == VelocityMethod::Poisson {
             let info = self.solver.poisson.info;
-            q.push(("poisson_cycles", Quantity::Count(info.cycles as u64)));
+            q.push(("poisson_cycles", Quantity::Count(self.step_cycles as u64)));
             q.push(("poisson_residual", Quantity::Scalar(info.residual)));
         }
         q
@@ -653,6 +656,7 @@ impl Simulation for VpmSim {
             self.timer.add("vector_potential", p.boundary);
             self.timer.add("poisson", p.poisson);
             self.timer.add("curl", p.curl);
+            self.step_cycles = p.cycles;
         }
         if let Some(e) = self.solver.error.take() {
             return Err(SimError::Diverged {

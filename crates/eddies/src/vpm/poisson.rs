@@ -50,9 +50,12 @@ pub struct PoissonInfo {
     pub residual: f64,
 }
 
-/// Milliseconds spent in each stage since the last [`PoissonVelocity::take_timings`].
+/// Milliseconds spent in each stage, and the multigrid cycles, since the last
+/// [`PoissonVelocity::take_timings`] (a step's velocity evaluations together).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct PoissonTimings {
+    /// Multigrid cycles of every solve.
+    pub cycles: usize,
     /// Vorticity splatted to the grid.
     pub splat: f64,
     /// Boundary values of the vector potential.
@@ -378,6 +381,7 @@ impl PoissonVelocity {
             );
             let info = mg.solve_relative_to(&self.b, &mut self.x, reference)?;
             self.info.cycles += info.iterations;
+            self.timings.cycles += info.iterations;
             self.info.residual = self.info.residual.max(info.residual);
             layout.unpad(&self.x, &mut self.component);
             for (a, &v) in self.potential.iter_mut().zip(&self.component) {
