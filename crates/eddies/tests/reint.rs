@@ -5,26 +5,11 @@
 
 use eddies::par;
 use eddies::reint::{Boundary, Emitter, ReintConfig, ReintParams, ReintSim, Sink, Substance};
-use eddies::validation::Measurement;
 use eddies::{Shape, SimError, Simulation};
 use glam::DVec3;
 
-fn case(name: &str) -> Measurement {
-    let case = eddies::validation::cases()
-        .into_iter()
-        .find(|c| c.name == name)
-        .unwrap_or_else(|| panic!("no validation case {name}"));
-    (case.run)(false)
-}
-
-fn assert_passes(name: &str) {
-    let m = case(name);
-    assert!(
-        m.pass,
-        "{name}: measured {} {}, reference {} ± {}",
-        m.measured, m.unit, m.reference, m.tolerance
-    );
-}
+mod common;
+use common::assert_passes;
 
 /// Total and per-substance mass over 2000 violent 2D steps, walls and an obstacle included: drift ≤ 1e-5
 /// (the bound; masses are whole quanta, so the drift is in fact exactly zero).

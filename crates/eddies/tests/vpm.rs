@@ -6,18 +6,8 @@ use eddies::vpm::{self, Ring, VelocityMethod, VpmParams, VpmSim};
 use eddies::{SimError, Simulation};
 use glam::DVec3;
 
-fn assert_passes(name: &str) {
-    let case = eddies::validation::cases()
-        .into_iter()
-        .find(|c| c.name == name)
-        .unwrap_or_else(|| panic!("no validation case {name}"));
-    let m = (case.run)(false);
-    assert!(
-        m.pass,
-        "{name}: measured {} {}, reference {} ± {}",
-        m.measured, m.unit, m.reference, m.tolerance
-    );
-}
+mod common;
+use common::assert_passes;
 
 /// A lone vorton induces no velocity on itself (direct summation at vortons): exactly zero, because the
 /// kernel multiplies α × r with r = 0.

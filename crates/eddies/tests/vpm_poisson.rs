@@ -13,22 +13,8 @@ use eddies::vpm::{
 use eddies::Simulation;
 use glam::DVec3;
 
-fn assert_passes(name: &str) {
-    let case = eddies::validation::cases()
-        .into_iter()
-        .find(|c| c.name == name)
-        .unwrap_or_else(|| panic!("no validation case {name}"));
-    let m = (case.run)(false);
-    println!(
-        "{name}: measured {} {}, reference {} ± {}",
-        m.measured, m.unit, m.reference, m.tolerance
-    );
-    assert!(
-        m.pass,
-        "{name}: measured {} {}, reference {} ± {}",
-        m.measured, m.unit, m.reference, m.tolerance
-    );
-}
+mod common;
+use common::assert_passes;
 
 /// The vector Poisson solve with exact boundary values converges at second order: the max error falls by
 /// about 4 per halving of the spacing (at least 3.5 allows the pre-asymptotic 16³ grid).
