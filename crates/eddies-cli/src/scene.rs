@@ -81,18 +81,9 @@ impl Method {
     }
 }
 
-/// What vpm frames can show: tracers (or vortons where there are none) splatted and projected along z, or a
-/// grid field of `eddies::vpm::FIELDS` projected along z (`speed` needs a grid technique, `vector_potential`
-/// the Poisson technique).
-pub const VPM_FIELDS: &[&str] = &[
-    "tracers",
-    "vorticity_magnitude",
-    "density",
-    "density_deviation",
-    "temperature",
-    "speed",
-    "vector_potential",
-];
+/// What vpm frames show by default: tracers (or vortons where there are none) splatted and projected along
+/// z. The other choices are the grid fields of [`eddies::vpm::FIELDS`], projected along z.
+pub const VPM_TRACERS: &str = "tracers";
 
 /// Methods this build can run.
 pub const AVAILABLE_METHODS: &[Method] = &[Method::Reint, Method::Flip, Method::Vpm];
@@ -1424,7 +1415,10 @@ impl Scene {
     /// Names of the fields the method offers (what `output.field` accepts).
     pub fn field_names(&self) -> Vec<String> {
         if self.method == Method::Vpm {
-            return VPM_FIELDS.iter().map(|s| s.to_string()).collect();
+            return std::iter::once(VPM_TRACERS)
+                .chain(eddies::vpm::FIELDS.iter().copied())
+                .map(str::to_string)
+                .collect();
         }
         let dim = self.dim();
         if self.method == Method::Flip {
@@ -1468,7 +1462,7 @@ impl Scene {
         self.domain.gravity = Some(self.gravity());
         self.substance = self.substances();
         if self.method == Method::Vpm && self.output.field == Output::default().field {
-            self.output.field = VPM_FIELDS[0].to_string();
+            self.output.field = VPM_TRACERS.to_string();
         }
         let zero = || Some(vec![0.0; dim]);
         for r in &mut self.region {

@@ -192,6 +192,7 @@ fn vpm_poisson_buoyancy_and_panels_run() {
         "density_deviation",
         "temperature",
         "speed",
+        "velocity_y",
         "vector_potential",
         "vorticity_magnitude",
     ] {

@@ -263,6 +263,42 @@ fn no_baroclinic_generation_without_gravity_across_the_vortons() {
     assert!(sim.vortons().vorticity.iter().all(|w| *w == DVec3::ZERO));
 }
 
+/// The velocity components exposed as grid fields are those of the speed field: |u|² = u_x² + u_y² + u_z² at
+/// every grid point, to f32 rounding (1e-5 of the largest |u|²), and a falling ball's flow is mostly vertical.
+#[test]
+fn velocity_component_fields_make_up_the_speed() {
+    let mut sim = VpmSim::new(VpmParams {
+        velocity: VelocityMethod::Poisson,
+        ..Default::default()
+    })
+    .expect("valid parameters");
+    sim.add_ball(&Ball {
+        center: DVec3::ZERO,
+        radius: 0.1,
+        density_deviation: 20.0,
+        vortons: 2000,
+        ..Ball::default()
+    });
+    for _ in 0..3 {
+        sim.step(0.01).expect("runs");
+    }
+    let field = |name: &str| sim.field(name).expect(name).data;
+    let (speed, ux, uy, uz) = (
+        field("speed"),
+        field("velocity_x"),
+        field("velocity_y"),
+        field("velocity_z"),
+    );
+    let top = speed.iter().fold(0.0f32, |a, &s| a.max(s * s));
+    assert!(top > 0.0, "the ball must move");
+    for i in 0..speed.len() {
+        let sum = ux[i] * ux[i] + uy[i] * uy[i] + uz[i] * uz[i];
+        assert!((speed[i] * speed[i] - sum).abs() <= 1e-5 * top, "point {i}");
+    }
+    let energy = |u: &[f32]| u.iter().map(|v| (v * v) as f64).sum::<f64>();
+    assert!(energy(&uy) > energy(&ux) && energy(&uy) > energy(&uz));
+}
+
 /// The Poisson technique with each boundary option, buoyancy, heat diffusion and a heat source give the
 /// same bits with 1, 2 and 7 threads.
 #[test]

@@ -569,14 +569,17 @@ impl VpmSim {
 }
 
 /// The grid fields of a vorton simulation: |ω| (1/s), density ρ₀ + ρ' (kg/m³), the density deviation ρ'
-/// with thermal expansion (kg/m³), temperature deviation (K), speed |u| (m/s) and |A| (m²/s), each on the
-/// grid fitted to the vortons.
+/// with thermal expansion (kg/m³), temperature deviation (K), speed |u| and the velocity components (m/s),
+/// and |A| (m²/s), each on the grid fitted to the vortons.
 pub const FIELDS: &[&str] = &[
     "vorticity_magnitude",
     "density",
     "density_deviation",
     "temperature",
     "speed",
+    "velocity_x",
+    "velocity_y",
+    "velocity_z",
     "vector_potential",
 ];
 
@@ -720,8 +723,8 @@ impl Simulation for VpmSim {
         FIELDS.to_vec()
     }
 
-    /// See [`FIELDS`]. `speed` needs a technique that works on the grid and `vector_potential` the Poisson
-    /// technique; otherwise they are `None`.
+    /// See [`FIELDS`]. `speed` and the velocity components need a technique that works on the grid and
+    /// `vector_potential` the Poisson technique; otherwise they are `None`.
     fn field(&self, name: &str) -> Option<Field> {
         let g = self.solver.grid;
         let v = &self.vortons;
@@ -775,6 +778,18 @@ impl Simulation for VpmSim {
                         .collect(),
                     false,
                 )
+            }
+            "velocity_x" | "velocity_y" | "velocity_z" if self.params.velocity.on_grid() => {
+                let u = self.solver.grid_velocity();
+                if u.len() != g.len() {
+                    return None;
+                }
+                let axis = match name {
+                    "velocity_x" => 0,
+                    "velocity_y" => 1,
+                    _ => 2,
+                };
+                (u.iter().map(|u| u[axis] as f32).collect(), true)
             }
             "vector_potential" if self.params.velocity == VelocityMethod::Poisson => {
                 let a = &self.solver.poisson.potential;
