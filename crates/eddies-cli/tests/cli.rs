@@ -357,6 +357,32 @@ fn divergence_exits_3_naming_stage_and_step() {
     );
 }
 
+#[test]
+fn a_collapsing_time_step_exits_3_instead_of_stalling() {
+    // A ring of absurd circulation moves so fast that the CFL step is ~1e-15 s: the run must stop at once
+    // with a divergence, not take 10¹³ steps per frame.
+    let dir = tempfile::tempdir().unwrap();
+    let out = eddies(
+        &[
+            "run",
+            "vortex-ring",
+            "--set",
+            "vpm.ring.0.circulation=1e12",
+            "--frames",
+            "1",
+            "--out",
+            "o",
+        ],
+        dir.path(),
+    );
+    assert_eq!(out.status.code(), Some(3), "stderr:\n{}", stderr(&out));
+    let line = error_line(&out);
+    assert!(
+        line.contains("diverged in stage `max_dt`") && line.contains("blew up"),
+        "{line}"
+    );
+}
+
 fn frames_in(dir: &Path) -> Vec<PathBuf> {
     let mut v: Vec<PathBuf> = fs::read_dir(dir)
         .unwrap()
