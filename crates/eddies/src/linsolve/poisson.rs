@@ -18,7 +18,7 @@ use std::collections::VecDeque;
 
 use rayon::prelude::*;
 
-use super::vector::{lane_sum, CHUNK, SPLIT_MIN};
+use super::vector::{lane_sum, CHUNK};
 use super::{LinearOperator, SolveError};
 use crate::grid::{coords_of, strides_of, CellFlag, Grid, Real};
 
@@ -206,7 +206,6 @@ impl<const D: usize> Layout<D> {
         let rl = self.row_len();
         let per = self.rows_per_task();
         out.par_chunks_mut(per * rl)
-            .with_min_len(SPLIT_MIN)
             .enumerate()
             .for_each(|(t, chunk)| f(t * per, chunk));
     }
@@ -222,7 +221,6 @@ impl<const D: usize> Layout<D> {
         let per = self.rows_per_task();
         let partials: Vec<f64> = out
             .par_chunks_mut(per * rl)
-            .with_min_len(SPLIT_MIN)
             .enumerate()
             .map(|(t, chunk)| {
                 let mut s = 0.0;
@@ -510,17 +508,14 @@ impl<const D: usize> PoissonOperator<D> {
     /// Zeroes the entries of `v` that are not unknowns.
     pub fn mask(&self, v: &mut [f64]) {
         let kind = &self.kind;
-        v.par_chunks_mut(CHUNK)
-            .with_min_len(SPLIT_MIN)
-            .enumerate()
-            .for_each(|(t, chunk)| {
-                let k = &kind[t * CHUNK..t * CHUNK + chunk.len()];
-                for (v, &k) in chunk.iter_mut().zip(k) {
-                    if k != CellKind::Unknown {
-                        *v = 0.0;
-                    }
+        v.par_chunks_mut(CHUNK).enumerate().for_each(|(t, chunk)| {
+            let k = &kind[t * CHUNK..t * CHUNK + chunk.len()];
+            for (v, &k) in chunk.iter_mut().zip(k) {
+                if k != CellKind::Unknown {
+                    *v = 0.0;
                 }
-            });
+            }
+        });
     }
 
     /// [`LinearOperator::remove_null_space`] in any precision (means summed in f64).
@@ -532,7 +527,6 @@ impl<const D: usize> PoissonOperator<D> {
                 // The usual case, one closed container: a deterministic parallel mean.
                 let partials: Vec<f64> = v
                     .par_chunks(CHUNK)
-                    .with_min_len(SPLIT_MIN)
                     .enumerate()
                     .map(|(t, c)| {
                         let lab = &labels[t * CHUNK..t * CHUNK + c.len()];
@@ -541,17 +535,14 @@ impl<const D: usize> PoissonOperator<D> {
                     .collect();
                 let mean =
                     T::from_f64(partials.into_iter().fold(0.0, |a, b| a + b) / sizes[0] as f64);
-                v.par_chunks_mut(CHUNK)
-                    .with_min_len(SPLIT_MIN)
-                    .enumerate()
-                    .for_each(|(t, c)| {
-                        let lab = &labels[t * CHUNK..t * CHUNK + c.len()];
-                        for (v, &l) in c.iter_mut().zip(lab) {
-                            if l == 0 {
-                                *v = *v - mean;
-                            }
+                v.par_chunks_mut(CHUNK).enumerate().for_each(|(t, c)| {
+                    let lab = &labels[t * CHUNK..t * CHUNK + c.len()];
+                    for (v, &l) in c.iter_mut().zip(lab) {
+                        if l == 0 {
+                            *v = *v - mean;
                         }
-                    });
+                    }
+                });
             }
             _ => {
                 let mut sums = vec![0.0; sizes.len()];

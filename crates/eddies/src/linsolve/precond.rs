@@ -4,7 +4,7 @@
 use rayon::prelude::*;
 
 use super::poisson::{CellKind, PoissonOperator};
-use super::vector::{CHUNK, SPLIT_MIN};
+use super::vector::CHUNK;
 use super::Preconditioner;
 
 /// Jacobi (diagonal) preconditioning: `z = D⁻¹ r`.
@@ -29,13 +29,8 @@ impl Jacobi {
 impl Preconditioner for Jacobi {
     fn apply(&mut self, r: &[f64], z: &mut [f64]) {
         z.par_chunks_mut(CHUNK)
-            .with_min_len(SPLIT_MIN)
-            .zip(r.par_chunks(CHUNK).with_min_len(SPLIT_MIN))
-            .zip(
-                self.inverse_diagonal
-                    .par_chunks(CHUNK)
-                    .with_min_len(SPLIT_MIN),
-            )
+            .zip(r.par_chunks(CHUNK))
+            .zip(self.inverse_diagonal.par_chunks(CHUNK))
             .for_each(|((z, r), d)| {
                 for ((z, r), d) in z.iter_mut().zip(r).zip(d) {
                     *z = r * d;

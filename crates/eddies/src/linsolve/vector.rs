@@ -10,11 +10,6 @@ use rayon::prelude::*;
 /// 32³ grids.
 pub const CHUNK: usize = 1 << 14;
 
-/// Chunks per parallel job at the least: a vector of fewer than `SPLIT_MIN` chunks is one job, run on the
-/// calling thread. Waking the other worker costs more than it saves on the coarse multigrid levels and the
-/// 33³ grids of the vortex method. The chunks, and so every sum's order, stay the same.
-pub const SPLIT_MIN: usize = 4;
-
 /// Interleaved accumulators of a chunk sum (one 512-bit register of f64).
 pub const LANES: usize = 8;
 
@@ -60,8 +55,7 @@ pub fn dot(a: &[f64], b: &[f64]) -> f64 {
     assert_eq!(a.len(), b.len(), "dot of vectors of different lengths");
     let partials = a
         .par_chunks(CHUNK)
-        .with_min_len(SPLIT_MIN)
-        .zip(b.par_chunks(CHUNK).with_min_len(SPLIT_MIN))
+        .zip(b.par_chunks(CHUNK))
         .map(|(a, b)| lane_sum(a.len(), |i| a[i] * b[i]))
         .collect();
     ordered_sum(partials)
@@ -75,23 +69,19 @@ pub fn norm(a: &[f64]) -> f64 {
 /// `dst = src`, in parallel.
 pub fn copy(src: &[f64], dst: &mut [f64]) {
     dst.par_chunks_mut(CHUNK)
-        .with_min_len(SPLIT_MIN)
-        .zip(src.par_chunks(CHUNK).with_min_len(SPLIT_MIN))
+        .zip(src.par_chunks(CHUNK))
         .for_each(|(d, s)| d.copy_from_slice(s));
 }
 
 /// `v = 0`, in parallel.
 pub fn zero(v: &mut [f64]) {
-    v.par_chunks_mut(CHUNK)
-        .with_min_len(SPLIT_MIN)
-        .for_each(|c| c.fill(0.0));
+    v.par_chunks_mut(CHUNK).for_each(|c| c.fill(0.0));
 }
 
 /// `y += alpha · x`.
 pub fn axpy(alpha: f64, x: &[f64], y: &mut [f64]) {
     y.par_chunks_mut(CHUNK)
-        .with_min_len(SPLIT_MIN)
-        .zip(x.par_chunks(CHUNK).with_min_len(SPLIT_MIN))
+        .zip(x.par_chunks(CHUNK))
         .for_each(|(y, x)| {
             for (y, x) in y.iter_mut().zip(x) {
                 *y += alpha * x;
@@ -103,13 +93,8 @@ pub fn axpy(alpha: f64, x: &[f64], y: &mut [f64]) {
 pub fn cg_update(alpha: f64, p: &[f64], q: &[f64], x: &mut [f64], r: &mut [f64]) -> f64 {
     let partials = x
         .par_chunks_mut(CHUNK)
-        .with_min_len(SPLIT_MIN)
-        .zip(r.par_chunks_mut(CHUNK).with_min_len(SPLIT_MIN))
-        .zip(
-            p.par_chunks(CHUNK)
-                .with_min_len(SPLIT_MIN)
-                .zip(q.par_chunks(CHUNK).with_min_len(SPLIT_MIN)),
-        )
+        .zip(r.par_chunks_mut(CHUNK))
+        .zip(p.par_chunks(CHUNK).zip(q.par_chunks(CHUNK)))
         .map(|((x, r), (p, q))| {
             for (x, p) in x.iter_mut().zip(p) {
                 *x += alpha * p;
@@ -126,8 +111,7 @@ pub fn cg_update(alpha: f64, p: &[f64], q: &[f64], x: &mut [f64], r: &mut [f64])
 /// The search-direction update `p = z + β p`.
 pub fn xpby(z: &[f64], beta: f64, p: &mut [f64]) {
     p.par_chunks_mut(CHUNK)
-        .with_min_len(SPLIT_MIN)
-        .zip(z.par_chunks(CHUNK).with_min_len(SPLIT_MIN))
+        .zip(z.par_chunks(CHUNK))
         .for_each(|(p, z)| {
             for (p, z) in p.iter_mut().zip(z) {
                 *p = z + beta * *p;
@@ -139,7 +123,6 @@ pub fn xpby(z: &[f64], beta: f64, p: &mut [f64]) {
 pub fn first_non_finite(v: &[f64]) -> Option<usize> {
     let bad: Vec<Option<usize>> = v
         .par_chunks(CHUNK)
-        .with_min_len(SPLIT_MIN)
         .enumerate()
         .map(|(c, s)| s.iter().position(|x| !x.is_finite()).map(|i| c * CHUNK + i))
         .collect();

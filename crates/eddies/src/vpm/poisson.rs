@@ -29,7 +29,7 @@
 use super::mollify::FittedGrid;
 use super::params::PoissonParams;
 use crate::linsolve::{
-    CellKind, DomainBoundary, Layout, Multigrid, MultigridParams, PoissonOperator, SolveError,
+    CellKind, DomainBoundary, Multigrid, MultigridParams, PoissonOperator, SolveError,
 };
 use glam::DVec3;
 use std::time::Instant;
@@ -90,8 +90,8 @@ pub struct PoissonVelocity {
     computed_values: Vec<DVec3>,
     values: Vec<DVec3>,
     /// Per-component work vectors (padded layout of the operator).
-    b: Vec<f64>,
-    x: Vec<f64>,
+    b: [Vec<f64>; 3],
+    x: [Vec<f64>; 3],
     component: Vec<f64>,
     /// Statistics of the last solve.
     pub info: PoissonInfo,
@@ -114,7 +114,14 @@ impl PoissonVelocity {
             + self.boundary.capacity() * 8
             + self.source.capacity() * 8
             + (self.computed.capacity() + self.late.capacity() + self.slot.capacity()) * 4
-            + (self.b.capacity() + self.x.capacity() + self.component.capacity()) * 8
+            + (self
+                .b
+                .iter()
+                .chain(&self.x)
+                .map(Vec::capacity)
+                .sum::<usize>()
+                + self.component.capacity())
+                * 8
     }
 
     /// The stage times accumulated since the last call, and a reset.
@@ -328,62 +335,33 @@ impl PoissonVelocity {
         mg.set_full_multigrid(!warm);
         let layout = mg.operator().layout().clone();
         let h2 = grid.spacing * grid.spacing;
-        self.b.resize(layout.len(), 0.0);
-        self.x.resize(layout.len(), 0.0);
-        // Component c's right-hand side and initial guess, padded (with unit spacing in the operator,
+        // Each component's right-hand side and initial guess, padded (with unit spacing in the operator,
         // −∇²₁ A = h² ω).
-        #[allow(clippy::too_many_arguments)]
-        fn load(
-            layout: &Layout<3>,
-            vorticity: &[DVec3],
-            potential: &[DVec3],
-            h2: f64,
-            c: usize,
-            component: &mut Vec<f64>,
-            b: &mut [f64],
-            x: &mut [f64],
-        ) {
-            component.clear();
-            component.extend(vorticity.iter().map(|w| w[c] * h2));
-            layout.pad(component, b);
-            component.clear();
-            component.extend(potential.iter().map(|a| a[c]));
-            layout.pad(component, x);
+        for c in 0..3 {
+            let (b, x) = (&mut self.b[c], &mut self.x[c]);
+            b.resize(layout.len(), 0.0);
+            x.resize(layout.len(), 0.0);
+            self.component.clear();
+            self.component
+                .extend(self.vorticity.iter().map(|w| w[c] * h2));
+            layout.pad(&self.component, b);
+            self.component.clear();
+            self.component.extend(self.potential.iter().map(|a| a[c]));
+            layout.pad(&self.component, x);
         }
         // One accuracy for the vector field: every component stops at the tolerance relative to the whole
         // vector's reference residual, so a component with almost no vorticity (ω_y of a ring in the
         // x-z plane) is not solved to a needlessly small error of its own.
-        let mut squares = 0.0;
-        for c in 0..3 {
-            load(
-                &layout,
-                &self.vorticity,
-                &self.potential,
-                h2,
-                c,
-                &mut self.component,
-                &mut self.b,
-                &mut self.x,
-            );
-            squares += mg.reference_residual(&self.b, &self.x)?.powi(2);
-        }
-        let reference = squares.sqrt();
-        for c in 0..3 {
-            load(
-                &layout,
-                &self.vorticity,
-                &self.potential,
-                h2,
-                c,
-                &mut self.component,
-                &mut self.b,
-                &mut self.x,
-            );
-            let info = mg.solve_relative_to(&self.b, &mut self.x, reference)?;
+        let [x0, x1, x2] = &mut self.x;
+        let infos = mg.solve_vector(
+            [&self.b[0], &self.b[1], &self.b[2]],
+            [x0.as_mut_slice(), x1, x2],
+        )?;
+        for (c, info) in infos.iter().enumerate() {
             self.info.cycles += info.iterations;
             self.timings.cycles += info.iterations;
             self.info.residual = self.info.residual.max(info.residual);
-            layout.unpad(&self.x, &mut self.component);
+            layout.unpad(&self.x[c], &mut self.component);
             for (a, &v) in self.potential.iter_mut().zip(&self.component) {
                 a[c] = v;
             }
