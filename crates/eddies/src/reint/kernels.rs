@@ -10,6 +10,7 @@
 #![allow(clippy::needless_range_loop)]
 
 use super::state::{Layout, State};
+use super::{MAX_SUBSTANCES, QUANTA_PER_REST_CELL};
 use crate::par::SharedSlice;
 use rayon::prelude::*;
 
@@ -254,6 +255,31 @@ impl Tree {
         if ro % 3 == 2 {
             let plane = &mut self.plane[ro / 3];
             for l in 0..w {
+                plane[l] = (self.row[0][l] + self.row[2][l]) + self.row[1][l];
+            }
+        }
+    }
+
+    /// Adds one x-offset's values to neighbour row `ro`, in the order left, right, centre (`first` for the
+    /// left one): the same sums as [`Tree::add_row`] without storing the three parts.
+    #[inline(always)]
+    fn put(&mut self, ro: usize, first: bool, values: &[f32; LANES]) {
+        let row = &mut self.row[ro % 3];
+        if first {
+            *row = *values;
+        } else {
+            for l in 0..LANES {
+                row[l] += values[l];
+            }
+        }
+    }
+
+    /// Folds the plane's three rows `(row₀ + row₂) + row₁` once row `ro` completes it (after [`Tree::put`]).
+    #[inline(always)]
+    fn end_row(&mut self, ro: usize) {
+        if ro % 3 == 2 {
+            let plane = &mut self.plane[ro / 3];
+            for l in 0..LANES {
                 plane[l] = (self.row[0][l] + self.row[2][l]) + self.row[1][l];
             }
         }
@@ -519,14 +545,16 @@ fn part(frac_scaled: f32, quanta: f32) -> f32 {
 }
 
 /// Bookkeeping pass before the gather, per source particle. Masses are whole numbers of quanta held in f32
-/// (exact below 2²⁴); the gather hands each target `round(frac · scale · m)` quanta, and this pass makes the
-/// parts add up to exactly `m`:
+/// (exact below 2²⁴); the gather hands each target `round(lenₓ · (Πₐ₌₁ lenₐ · scale) · m)` quanta, the
+/// overlap along x times the overlaps across x (which the gather computes once for the three x-offsets of
+/// a neighbour row), and this pass makes the parts add up to exactly `m`:
 ///
-/// * `scale = 1 / Σ frac` over the fluid cells of the neighbourhood (`fluid[t] = 1`, solid cells 0), computed
-///   with the gather's arithmetic, so the parts are the box's overlaps renormalised to the fluid cells (the
-///   parts that fall on solid cells are discarded by the caller, having been paid for by the others);
-/// * `deficit = m − Σ parts`, the few quanta lost or gained by rounding, which the gather adds to the target
-///   that holds the box centre.
+/// * `scale = 1 / Σ frac` over the fluid cells of the neighbourhood (`fluid[t] = 1`, solid cells 0), so the
+///   parts are the box's overlaps renormalised to the fluid cells (the parts that fall on solid cells are
+///   discarded by the gather, having been paid for by the others);
+/// * `deficit = m − Σ parts` over the fluid cells, with the parts computed exactly as the gather computes
+///   them: the few quanta lost or gained by rounding, which the gather adds to the target that holds the
+///   box centre.
 ///
 /// Mass is then conserved exactly, in integer arithmetic, step after step: there is no float rounding in the
 /// totals to accumulate into a drift.
@@ -547,9 +575,9 @@ pub(crate) fn normalise<const D: usize, const S: usize>(
     let rows = layout.neighbours.len() / 3;
     let init = || {
         Box::new((
-            [[[0.0f32; LANES]; 3]; 9],
             Tree::new(),
             [Tree::new(), Tree::new(), Tree::new(), Tree::new()],
+            [[0.0f32; LANES]; 9],
         ))
     };
     for_each_chunk(layout, init, |sc, i0, w| {
@@ -563,60 +591,97 @@ pub(crate) fn normalise<const D: usize, const S: usize>(
             }
             return;
         }
-        let (fracs, total, handed) = &mut **sc;
-        let x: [&[f32]; D] = std::array::from_fn(|a| &pos[a][i0..i0 + w]);
-        let m: [&[f32]; S] = std::array::from_fn(|k| &mass[k][i0..i0 + w]);
+        let (total, handed, sc_across) = &mut **sc;
+        // The chunk's inputs in fixed-size arrays, zero past `w`: every lane loop below then runs over all
+        // LANES lanes and compiles to whole vectors, with no remainder or aliasing checks. Lanes past `w`
+        // hold no mass and are not written out.
+        let mut x = [[0.0f32; LANES]; D];
+        for a in 0..D {
+            x[a][..w].copy_from_slice(&pos[a][i0..i0 + w]);
+        }
+        let mut m = [[0.0f32; LANES]; S];
+        for k in 0..S {
+            m[k][..w].copy_from_slice(&mass[k][i0..i0 + w]);
+        }
         // The overlap of this source's box with each target. The gather of target t = j − delta sees this
-        // source at centre offset `off` and computes `overlap(off + x)` per axis and their product in axis
-        // order; the per-axis overlaps depend only on the offset along that axis, so they are computed once
-        // here (for −1, 0, +1) and multiplied in the same order, giving the gather's bits.
+        // source at centre offset `off` and computes `overlap(off + x)` per axis; the per-axis overlaps
+        // depend only on the offset along that axis, so they are computed once here (for −1, 0, +1) and
+        // multiplied as the gather multiplies them, giving the gather's bits.
         let mut lens = [[[0.0f32; LANES]; 3]; D];
         for a in 0..D {
             for (o, len) in lens[a].iter_mut().enumerate() {
                 let off = o as f32 - 1.0;
-                for l in 0..w {
+                for l in 0..LANES {
                     len[l] = overlap(off + x[a][l], r).0;
                 }
             }
         }
+        // Per neighbour row, the product of the overlaps along the axes after x, in axis order.
+        let across = &mut sc_across[..rows];
+        for (ro, acr) in across.iter_mut().enumerate() {
+            let roff = layout.neighbours[3 * ro + 1].1;
+            acr.fill(1.0);
+            for a in 1..D {
+                let len = &lens[a][(roff[a] + 1.0) as usize];
+                for l in 0..LANES {
+                    acr[l] *= len[l];
+                }
+            }
+        }
+        // Whether the target of a row and x-offset is fluid (only with solids about; zero past the chunk).
+        let wet = |t0: usize, shift: usize, into: &mut [f32; LANES]| {
+            if let Some(f) = fluid {
+                // The target that sees this source at x-offset −1 lies at +1 from it, and so on.
+                let t = t0 + 1 - shift;
+                into[..w].copy_from_slice(&f[t..t + w]);
+                into[w..].fill(0.0);
+            }
+        };
+        let mut frac = [0.0f32; LANES];
+        let mut fluid_here = [1.0f32; LANES];
         for ro in 0..rows {
             let (delta, roff) = layout.neighbours[3 * ro + 1];
             let t0 = (i0 as isize - delta) as usize;
             for (slot, shift, off) in row_members(roff) {
-                let frac = &mut fracs[ro][slot];
-                frac[..w].fill(1.0);
-                for a in 0..D {
-                    let len = &lens[a][(off[a] + 1.0) as usize];
-                    for l in 0..w {
-                        frac[l] *= len[l];
-                    }
+                let len = &lens[0][(off[0] + 1.0) as usize];
+                wet(t0, shift, &mut fluid_here);
+                for l in 0..LANES {
+                    frac[l] = (len[l] * across[ro][l]) * fluid_here[l];
                 }
-                if let Some(f) = fluid {
-                    // The target that sees this source at x-offset −1 lies at +1 from it, and so on.
-                    let t = t0 + 1 - shift;
-                    let f = &f[t..t + w];
-                    for l in 0..w {
-                        frac[l] *= f[l];
-                    }
-                }
+                total.put(ro, slot == 0, &frac);
             }
-            let [left, right, centre] = &fracs[ro];
-            total.add_row(ro, w, left, right, centre);
+            total.end_row(ro);
         }
         let mut inv = [0.0f32; LANES];
-        for l in 0..w {
+        for l in 0..LANES {
             let t = total.total::<D>(l);
             inv[l] = if t > 0.0 { 1.0 / t } else { 0.0 };
         }
-        for (k, tree) in handed.iter_mut().enumerate().take(S) {
-            for ro in 0..rows {
-                let mut parts = [[0.0f32; LANES]; 3];
-                for slot in 0..3 {
-                    for l in 0..w {
-                        parts[slot][l] = part(fracs[ro][slot][l] * inv[l], m[k][l]);
-                    }
+        // The parts with the gather's arithmetic: x-overlap times (overlaps across x times scale); a part
+        // that lands on a solid cell is not handed out (the fluid cells' parts cover it through `scale`).
+        let mut parts = [0.0f32; LANES];
+        for ro in 0..rows {
+            let (delta, roff) = layout.neighbours[3 * ro + 1];
+            let t0 = (i0 as isize - delta) as usize;
+            let mut scaled = [0.0f32; LANES];
+            for l in 0..LANES {
+                scaled[l] = across[ro][l] * inv[l];
+            }
+            for (slot, shift, off) in row_members(roff) {
+                let len = &lens[0][(off[0] + 1.0) as usize];
+                wet(t0, shift, &mut fluid_here);
+                for l in 0..LANES {
+                    frac[l] = (len[l] * scaled[l]) * fluid_here[l];
                 }
-                tree.add_row(ro, w, &parts[0], &parts[1], &parts[2]);
+                for (k, tree) in handed.iter_mut().enumerate().take(S) {
+                    for l in 0..LANES {
+                        parts[l] = part(frac[l], m[k][l]);
+                    }
+                    tree.put(ro, slot == 0, &parts);
+                }
+            }
+            for tree in handed.iter_mut().take(S) {
+                tree.end_row(ro);
             }
         }
         // SAFETY: chunks of distinct rows are disjoint.
@@ -630,27 +695,132 @@ pub(crate) fn normalise<const D: usize, const S: usize>(
     });
 }
 
-/// What one x-offset of a neighbour row hands a chunk of cells, per lane.
+/// Sums over one chunk of the new state, for the step's diagnostics: quanta per substance, kinetic energy
+/// (kg·cells²/s²), momentum (kg·cells/s) and the largest squared speed (cells²/s²) among cells holding at
+/// least [`SPECK`] quanta. The gather computes them while the chunk's new particles are still in cache;
+/// added chunk by chunk in index order they give totals that do not depend on the thread count.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub(crate) struct Totals {
+    pub quanta: [f64; MAX_SUBSTANCES],
+    pub kinetic: f64,
+    pub momentum: [f64; 3],
+    pub max_speed2: f64,
+}
+
+impl Totals {
+    /// Adds `other`'s sums and keeps the larger squared speed.
+    pub(crate) fn add(&mut self, other: &Totals) {
+        for (a, b) in self.quanta.iter_mut().zip(&other.quanta) {
+            *a += b;
+        }
+        self.kinetic += other.kinetic;
+        for (a, b) in self.momentum.iter_mut().zip(&other.momentum) {
+            *a += b;
+        }
+        self.max_speed2 = self.max_speed2.max(other.max_speed2);
+    }
+}
+
+/// Cells with fewer quanta than this (1% of a cell at rest density) are specks whose speed does not set the
+/// time step: their velocities carry no weight.
+pub(crate) const SPECK: f32 = 0.01 * QUANTA_PER_REST_CELL;
+
+/// The largest of the first `w` lanes (nonnegative), eight running maxima at a time so that it vectorises.
+#[inline(always)]
+fn lane_max(x: &[f64; LANES], w: usize) -> f64 {
+    let mut acc = [0.0f64; 8];
+    let full = w / 8 * 8;
+    for c in x[..full].chunks_exact(8) {
+        for j in 0..8 {
+            acc[j] = if c[j] > acc[j] { c[j] } else { acc[j] };
+        }
+    }
+    for (j, &v) in x[full..w].iter().enumerate() {
+        acc[j] = if v > acc[j] { v } else { acc[j] };
+    }
+    acc.iter().fold(0.0, |m, &v| if v > m { v } else { m })
+}
+
+/// The sum of the first `w` lanes, in a fixed order (eight running sums, then pairwise), so that it
+/// vectorises and depends on nothing but the values.
+#[inline(always)]
+fn lane_sum(x: &[f64; LANES], w: usize) -> f64 {
+    let mut acc = [0.0f64; 8];
+    let full = w / 8 * 8;
+    for c in x[..full].chunks_exact(8) {
+        for j in 0..8 {
+            acc[j] += c[j];
+        }
+    }
+    for (j, v) in x[full..w].iter().enumerate() {
+        acc[j] += v;
+    }
+    ((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7]))
+}
+
+/// Sources of one neighbour row of a chunk: its cells and one more on each side.
+const SPAN: usize = LANES + 2;
+
+/// The sources of a neighbour row, copied from the state (zero past the row's end).
 #[derive(Clone)]
-struct Handed<const D: usize, const S: usize> {
-    /// Quanta per substance.
-    mass: [[f32; LANES]; S],
-    /// The part's mass (kg).
-    total: [f32; LANES],
-    /// Mass times overlap centre.
-    centre: [[f32; LANES]; D],
-    /// Mass times velocity.
-    momentum: [[f32; LANES]; D],
+struct Sources<const D: usize, const S: usize> {
+    pos: [[f32; SPAN]; D],
+    vel: [[f32; SPAN]; D],
+    mass: [[f32; SPAN]; S],
+    deficit: [[f32; SPAN]; S],
+    scale: [f32; SPAN],
+}
+
+impl<const D: usize, const S: usize> Sources<D, S> {
+    const fn new() -> Self {
+        Self {
+            pos: [[0.0; SPAN]; D],
+            vel: [[0.0; SPAN]; D],
+            mass: [[0.0; SPAN]; S],
+            deficit: [[0.0; SPAN]; S],
+            scale: [0.0; SPAN],
+        }
+    }
+
+    fn clear(&mut self) {
+        *self = Self::new();
+    }
+}
+
+/// The factors of a neighbour row's parts that do not depend on the x-offset, per source of the row.
+#[derive(Clone)]
+struct Across<const D: usize> {
+    /// Product of the overlaps along the axes after x, times the source's scale.
+    frac: [f32; SPAN],
+    /// Overlap centres along those axes (index 0 unused).
+    centre: [[f32; SPAN]; D],
+    /// 1 where the box centre lies in the cell along every axis after x, else 0.
+    owns: [f32; SPAN],
+}
+
+/// Per-lane terms of a chunk's [`Totals`].
+#[derive(Clone)]
+struct LaneSums {
+    /// The term being summed.
+    lane: [f64; LANES],
+    /// Quanta of all substances.
+    quanta: [f32; LANES],
+    /// Mass (kg).
+    mass: [f64; LANES],
+    /// Squared speed.
+    speed2: [f64; LANES],
 }
 
 /// Scratch of the gather.
 #[derive(Clone)]
 struct GatherScratch<const D: usize, const S: usize> {
-    rows: [Handed<D, S>; 3],
     mass: [Tree; S],
     total: Tree,
     centre: [Tree; D],
     momentum: [Tree; D],
+    src: Sources<D, S>,
+    cross: Across<D>,
+    sums: LaneSums,
 }
 
 /// Stage "reintegrate" (seed 000, "Using particle distributions"): every cell gathers, from the 3^D
@@ -660,18 +830,25 @@ struct GatherScratch<const D: usize, const S: usize> {
 /// sums are normalised into the cell's new particle. A cell that receives nothing stays vacuum.
 ///
 /// Expects `src.pos` to hold the advanced positions X' from [`advance`], and `scale`/`deficit` from
-/// [`normalise`]; `unit[k]` is the mass of one quantum of substance k (kg). Writes the new state into `dst`.
+/// [`normalise`]; `unit[k]` is the mass of one quantum of substance k (kg). Writes the new state into `dst`
+/// (solid cells, `fluid[i] = 0`, left empty) and each chunk's [`Totals`] into `totals`, indexed like the
+/// occupancy map.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn reintegrate<const D: usize, const S: usize>(
     layout: &Layout<D>,
     src: &State<D>,
+    fluid: Option<&[f32]>,
     scale: &[f32],
     deficit: &[Vec<f32>],
-    unit: [f32; S],
+    unit: [f64; S],
     occupied: &[bool],
     dst: &mut State<D>,
+    totals: &mut [Totals],
     r: f32,
 ) {
+    let unit64 = unit;
+    let unit: [f32; S] = unit.map(|u| u as f32);
+    let totals_out = SharedSlice::new(totals);
     let pos: [&[f32]; D] = std::array::from_fn(|a| src.pos[a].as_slice());
     let vel: [&[f32]; D] = std::array::from_fn(|a| src.vel[a].as_slice());
     let mass: [&[f32]; S] = std::array::from_fn(|k| src.mass[k].as_slice());
@@ -682,18 +859,23 @@ pub(crate) fn reintegrate<const D: usize, const S: usize>(
         dst.mass.iter_mut().map(|v| SharedSlice::new(v)).collect();
     let rows = layout.neighbours.len() / 3;
     let init = || {
-        let handed = Handed::<D, S> {
-            mass: [[0.0; LANES]; S],
-            total: [0.0; LANES],
-            centre: [[0.0; LANES]; D],
-            momentum: [[0.0; LANES]; D],
-        };
         Box::new(GatherScratch::<D, S> {
-            rows: std::array::from_fn(|_| handed.clone()),
             mass: std::array::from_fn(|_| Tree::new()),
             total: Tree::new(),
             centre: std::array::from_fn(|_| Tree::new()),
             momentum: std::array::from_fn(|_| Tree::new()),
+            src: Sources::new(),
+            cross: Across {
+                frac: [0.0; SPAN],
+                centre: [[0.0; SPAN]; D],
+                owns: [0.0; SPAN],
+            },
+            sums: LaneSums {
+                lane: [0.0; LANES],
+                quanta: [0.0; LANES],
+                mass: [0.0; LANES],
+                speed2: [0.0; LANES],
+            },
         })
     };
     for_each_chunk(layout, init, |sc, i0, w| {
@@ -704,77 +886,147 @@ pub(crate) fn reintegrate<const D: usize, const S: usize>(
             for o in out_mass.iter().chain(&out_pos).chain(&out_vel) {
                 unsafe { o.slice_mut(i0..i0 + w) }.fill(0.0);
             }
+            let c = chunk_index(layout, i0);
+            unsafe { totals_out.slice_mut(c..c + 1) }.fill(Totals::default());
             return;
         }
         for ro in 0..rows {
             let (delta, roff) = layout.neighbours[3 * ro + 1];
-            let j0 = (i0 as isize + delta) as usize;
+            // The row's sources j0 − 1 ..= j0 + w; its three x-offsets see them shifted by 0, 1 and 2 lanes.
+            // They are copied into fixed-size arrays (zero past the chunk, whose lanes are computed but
+            // not written out), so that every lane loop below compiles to whole vectors.
+            let jm = (i0 as isize + delta) as usize - 1;
+            let span = w + 2;
+            let src = &mut sc.src;
+            if span < SPAN {
+                src.clear();
+            }
+            for a in 0..D {
+                src.pos[a][..span].copy_from_slice(&pos[a][jm..jm + span]);
+                src.vel[a][..span].copy_from_slice(&vel[a][jm..jm + span]);
+            }
+            for k in 0..S {
+                src.mass[k][..span].copy_from_slice(&mass[k][jm..jm + span]);
+                src.deficit[k][..span].copy_from_slice(&deficit[k][jm..jm + span]);
+            }
+            src.scale[..span].copy_from_slice(&scale[jm..jm + span]);
+            // What does not depend on the x-offset is computed once per source: the overlaps across x
+            // times the source's scale, their centres, and whether the box centre lies in the cell
+            // across x.
+            let cross = &mut sc.cross;
+            cross.frac.fill(1.0);
+            cross.owns.fill(1.0);
+            for a in 1..D {
+                for l in 0..SPAN {
+                    let x = roff[a] + src.pos[a][l];
+                    let (len, c) = overlap(x, r);
+                    cross.frac[l] *= len;
+                    cross.centre[a][l] = c;
+                    cross.owns[l] = if centre_in_cell(x) {
+                        cross.owns[l]
+                    } else {
+                        0.0
+                    };
+                }
+            }
+            for l in 0..SPAN {
+                cross.frac[l] *= src.scale[l];
+            }
+            // Each x-offset's parts go straight into the neighbourhood sums, left, right, centre.
             for (slot, shift, off) in row_members(roff) {
-                let j = j0 - 1 + shift;
-                let out = &mut sc.rows[slot];
-                let mut frac = [1.0f32; LANES];
-                let mut owns = [1.0f32; LANES];
-                for a in 0..D {
-                    let xj = &pos[a][j..j + w];
-                    for l in 0..w {
-                        let x = off[a] + xj[l];
-                        let (len, c) = overlap(x, r);
-                        frac[l] *= len;
-                        out.centre[a][l] = c;
-                        owns[l] = if centre_in_cell(x) { owns[l] } else { 0.0 };
-                    }
+                let first = slot == 0;
+                let lanes = shift..shift + LANES;
+                let mut frac = [0.0f32; LANES];
+                let mut owns = [0.0f32; LANES];
+                let mut centre = [0.0f32; LANES];
+                let (across, owns_across) =
+                    (&cross.frac[lanes.clone()], &cross.owns[lanes.clone()]);
+                let xj = &src.pos[0][lanes.clone()];
+                for l in 0..LANES {
+                    let x = off[0] + xj[l];
+                    let (len, c) = overlap(x, r);
+                    frac[l] = len * across[l];
+                    centre[l] = c;
+                    owns[l] = if centre_in_cell(x) {
+                        owns_across[l]
+                    } else {
+                        0.0
+                    };
                 }
-                let sj = &scale[j..j + w];
-                for l in 0..w {
-                    frac[l] *= sj[l];
-                }
-                out.total[..w].fill(0.0);
+                let mut total = [0.0f32; LANES];
+                let mut part_of = [0.0f32; LANES];
                 for k in 0..S {
-                    let (mj, dj) = (&mass[k][j..j + w], &deficit[k][j..j + w]);
-                    for l in 0..w {
+                    let (mj, dj) = (&src.mass[k][lanes.clone()], &src.deficit[k][lanes.clone()]);
+                    for l in 0..LANES {
                         // The deficit only where this cell holds the box centre: owns is 1 or 0.
                         let p = part(frac[l], mj[l]) + owns[l] * dj[l];
-                        out.mass[k][l] = p;
-                        out.total[l] += p * unit[k];
+                        part_of[l] = p;
+                        total[l] += p * unit[k];
                     }
+                    sc.mass[k].put(ro, first, &part_of);
                 }
+                sc.total.put(ro, first, &total);
                 for a in 0..D {
-                    let vj = &vel[a][j..j + w];
-                    for l in 0..w {
-                        out.centre[a][l] *= out.total[l];
-                        out.momentum[a][l] = out.total[l] * vj[l];
+                    if a > 0 {
+                        centre.copy_from_slice(&cross.centre[a][lanes.clone()]);
                     }
+                    for l in 0..LANES {
+                        part_of[l] = centre[l] * total[l];
+                    }
+                    sc.centre[a].put(ro, first, &part_of);
+                    let vj = &src.vel[a][lanes.clone()];
+                    for l in 0..LANES {
+                        part_of[l] = total[l] * vj[l];
+                    }
+                    sc.momentum[a].put(ro, first, &part_of);
                 }
             }
-            let [left, right, centre] = &sc.rows;
-            for k in 0..S {
-                sc.mass[k].add_row(ro, w, &left.mass[k], &right.mass[k], &centre.mass[k]);
+            for tree in sc
+                .mass
+                .iter_mut()
+                .chain([&mut sc.total])
+                .chain(&mut sc.centre)
+                .chain(&mut sc.momentum)
+            {
+                tree.end_row(ro);
             }
-            sc.total
-                .add_row(ro, w, &left.total, &right.total, &centre.total);
-            for a in 0..D {
-                sc.centre[a].add_row(ro, w, &left.centre[a], &right.centre[a], &centre.centre[a]);
-                sc.momentum[a].add_row(
-                    ro,
-                    w,
-                    &left.momentum[a],
-                    &right.momentum[a],
-                    &centre.momentum[a],
-                );
-            }
+        }
+        // Solid cells keep nothing: what the parts brought them was paid for by the fluid cells' parts.
+        let mut keep = [1.0f32; LANES];
+        if let Some(f) = fluid {
+            keep[..w].copy_from_slice(&f[i0..i0 + w]);
         }
         let mut inv = [0.0f32; LANES];
         for l in 0..w {
             let t = sc.total.total::<D>(l);
-            inv[l] = if t > 0.0 { 1.0 / t } else { 0.0 };
+            inv[l] = if t > 0.0 && keep[l] > 0.0 {
+                1.0 / t
+            } else {
+                0.0
+            };
         }
+        let sums = &mut sc.sums;
+        sums.mass.fill(0.0);
+        sums.quanta.fill(0.0);
         // SAFETY (all writes below): chunks of distinct rows are disjoint.
+        let mut chunk = Totals::default();
         for k in 0..S {
             let o = unsafe { out_mass[k].slice_mut(i0..i0 + w) };
+            let u = unit64[k];
             for l in 0..w {
-                o[l] = sc.mass[k].total::<D>(l);
+                let q = if keep[l] > 0.0 {
+                    sc.mass[k].total::<D>(l)
+                } else {
+                    0.0
+                };
+                o[l] = q;
+                sums.lane[l] = q as f64;
+                sums.quanta[l] += q;
+                sums.mass[l] += q as f64 * u;
             }
+            chunk.quanta[k] = lane_sum(&sums.lane, w);
         }
+        sums.speed2.fill(0.0);
         for a in 0..D {
             let (x, v) = unsafe {
                 (
@@ -787,8 +1039,26 @@ pub(crate) fn reintegrate<const D: usize, const S: usize>(
                 // removes rounding.
                 x[l] = (sc.centre[a].total::<D>(l) * inv[l]).clamp(-0.5, 0.5);
                 v[l] = sc.momentum[a].total::<D>(l) * inv[l];
+                let v64 = v[l] as f64;
+                sums.speed2[l] += v64 * v64;
+                sums.lane[l] = sums.mass[l] * v64;
             }
+            chunk.momentum[a] = lane_sum(&sums.lane, w);
         }
+        for l in 0..w {
+            sums.lane[l] = 0.5 * sums.mass[l] * sums.speed2[l];
+        }
+        chunk.kinetic = lane_sum(&sums.lane, w);
+        for l in 0..w {
+            sums.lane[l] = if sums.quanta[l] >= SPECK {
+                sums.speed2[l]
+            } else {
+                0.0
+            };
+        }
+        chunk.max_speed2 = lane_max(&sums.lane, w);
+        let c = chunk_index(layout, i0);
+        unsafe { totals_out.slice_mut(c..c + 1) }.fill(chunk);
     });
 }
 
@@ -821,19 +1091,25 @@ mod tests {
             &mut scale,
             &mut deficit,
         );
+        let mut totals = vec![Totals::default(); occupancy_len(&layout)];
         reintegrate::<2, 1>(
             &layout,
             &src,
+            None,
             &scale,
             &deficit,
             [1.0],
             &occupied,
             &mut dst,
+            &mut totals,
             0.5,
         );
         // Exactly conserved: the parts are whole quanta and the rounding remainder goes to the box centre.
         let total: f32 = dst.mass[0].iter().sum();
         assert_eq!(total, Q);
+        // The chunk totals count the same quanta.
+        let counted: f64 = totals.iter().map(|t| t.quanta[0]).sum();
+        assert_eq!(counted, Q as f64);
         // Box [−0.25, 0.75] × [−0.6, 0.4]: x splits 0.75/0.25, y splits 0.1/0.9.
         let right = dst.mass[0][layout.index([3, 2])];
         let below = dst.mass[0][layout.index([2, 1])];
@@ -870,17 +1146,20 @@ mod tests {
             let mut scale = vec![0.0; layout.len()];
             let mut deficit = vec![vec![0.0; layout.len()]; 2];
             normalise::<2, 2>(&layout, &src, None, 0.5, occupied, &mut scale, &mut deficit);
+            let mut totals = vec![Totals::default(); occupancy_len(&layout)];
             reintegrate::<2, 2>(
                 &layout,
                 &src,
+                None,
                 &scale,
                 &deficit,
                 [1.0, 2.0],
                 occupied,
                 &mut dst,
+                &mut totals,
                 0.5,
             );
-            dst
+            (dst, totals)
         };
         let mut occupied = vec![false; occupancy_len(&layout)];
         occupancy(&layout, &src, &mut occupied);
@@ -888,8 +1167,9 @@ mod tests {
             occupied.iter().filter(|&&o| !o).count() > 10,
             "the test must skip chunks"
         );
-        let skipped = gather(&occupied);
-        let computed = gather(&vec![true; occupancy_len(&layout)]);
+        let (skipped, skipped_totals) = gather(&occupied);
+        let (computed, computed_totals) = gather(&vec![true; occupancy_len(&layout)]);
+        assert_eq!(skipped_totals, computed_totals);
         for (a, b) in skipped
             .mass
             .iter()

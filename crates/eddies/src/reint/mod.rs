@@ -114,8 +114,10 @@ pub struct ReintSim<const D: usize> {
     acc: [Vec<f32>; D],
     scale: Vec<f32>,
     deficit: Vec<Vec<f32>>,
-    /// Which padded rows hold mass, refreshed at the start of every step (see [`kernels::occupancy`]).
+    /// Which chunks hold mass, refreshed at the start of every step (see [`kernels::occupancy`]).
     occupied: Vec<bool>,
+    /// Each chunk's diagnostic sums from the last gather, indexed like `occupied`.
+    totals: Vec<kernels::Totals>,
     /// Mass of one quantum of each substance (kg).
     unit: Vec<f64>,
     // Obstacles.
@@ -178,6 +180,7 @@ impl<const D: usize> ReintSim<D> {
             acc: std::array::from_fn(|_| vec![0.0; len]),
             scale: vec![0.0; len],
             occupied: vec![true; kernels::occupancy_len(&layout)],
+            totals: vec![kernels::Totals::default(); kernels::occupancy_len(&layout)],
             deficit: (0..substances).map(|_| vec![0.0; len]).collect(),
             unit: cfg
                 .substances
@@ -722,19 +725,22 @@ impl<const D: usize> ReintSim<D> {
             &self.scale,
             &self.deficit,
         );
+        let fluid = (!self.solid_cells.is_empty()).then_some(self.fluid.as_slice());
         with_substances!(cur.mass.len(), S => {
-            let unit: [f32; S] = std::array::from_fn(|k| self.unit[k] as f32);
-            kernels::reintegrate::<D, S>(layout, cur, scale, deficit, unit, &self.occupied, next, r)
+            let unit: [f64; S] = std::array::from_fn(|k| self.unit[k]);
+            kernels::reintegrate::<D, S>(
+                layout,
+                cur,
+                fluid,
+                scale,
+                deficit,
+                unit,
+                &self.occupied,
+                next,
+                &mut self.totals,
+                r,
+            )
         });
-        for &i in &self.solid_cells {
-            for m in &mut self.next.mass {
-                m[i] = 0.0;
-            }
-            for a in 0..D {
-                self.next.pos[a][i] = 0.0;
-                self.next.vel[a][i] = 0.0;
-            }
-        }
         std::mem::swap(&mut self.cur, &mut self.next);
         if closed {
             // The halo of the new state still holds the ghosts of two steps ago: make it vacuum again.
@@ -746,66 +752,27 @@ impl<const D: usize> ReintSim<D> {
         }
     }
 
-    /// Sums of the diagnostics in one deterministic pass: mass per substance (kg), kinetic energy (kg·cells²/s²),
-    /// momentum (kg·cells/s), and the largest speed (cells/s).
+    /// The diagnostics of the state the last gather built, from its per-chunk sums added in chunk order
+    /// (so the same for any thread count): mass per substance (kg), kinetic energy (kg·cells²/s²), momentum
+    /// (kg·cells/s), and the largest speed (cells/s).
     fn measure(&self) -> ([f64; MAX_SUBSTANCES], f64, [f64; D], f64) {
-        const K: usize = MAX_SUBSTANCES + 5;
-        let s = &self.cur;
-        let unit = &self.unit;
-        let n = s.mass[0].len();
-        let sums = par::reduce(
-            n,
-            par::REDUCE_CHUNK,
-            [0.0f64; K],
-            |range| {
-                let mut acc = [0.0f64; K];
-                for i in range {
-                    let (mut m, mut quanta) = (0.0, 0.0);
-                    for (k, mk) in s.mass.iter().enumerate() {
-                        acc[k] += mk[i] as f64;
-                        quanta += mk[i] as f64;
-                        m += mk[i] as f64 * unit[k];
-                    }
-                    let mut v2 = 0.0;
-                    for a in 0..D {
-                        let v = s.vel[a][i] as f64;
-                        v2 += v * v;
-                        acc[MAX_SUBSTANCES + 1 + a] += m * v;
-                    }
-                    acc[MAX_SUBSTANCES] += 0.5 * m * v2;
-                    // Specks below 1% of a cell do not set the time step: their velocities carry no weight.
-                    if quanta >= 0.01 * QUANTA_PER_REST_CELL as f64 {
-                        let speed = v2.sqrt();
-                        acc[K - 1] = if speed.is_nan() {
-                            f64::NAN
-                        } else {
-                            acc[K - 1].max(speed)
-                        };
-                    }
-                }
-                acc
-            },
-            |mut a, b| {
-                for k in 0..K - 1 {
-                    a[k] += b[k];
-                }
-                a[K - 1] = if b[K - 1].is_nan() {
-                    f64::NAN
-                } else {
-                    a[K - 1].max(b[K - 1])
-                };
-                a
-            },
-        );
+        let mut sum = kernels::Totals::default();
+        for t in &self.totals {
+            sum.add(t);
+        }
         let masses = std::array::from_fn(|k| {
-            if k < unit.len() {
-                sums[k] * unit[k]
+            if k < self.unit.len() {
+                sum.quanta[k] * self.unit[k]
             } else {
                 0.0
             }
         });
-        let momentum = std::array::from_fn(|a| sums[MAX_SUBSTANCES + 1 + a]);
-        (masses, sums[MAX_SUBSTANCES], momentum, sums[K - 1])
+        (
+            masses,
+            sum.kinetic,
+            std::array::from_fn(|a| sum.momentum[a]),
+            sum.max_speed2.sqrt(),
+        )
     }
 
     /// The stage where non-finite values first appear, for the divergence report.
