@@ -260,16 +260,19 @@ impl Tree {
         }
     }
 
-    /// Adds one x-offset's values to neighbour row `ro`, in the order left, right, centre (`first` for the
-    /// left one): the same sums as [`Tree::add_row`] without storing the three parts.
+    /// Adds one x-offset's values `value(lane)` to neighbour row `ro`, in the order left, right, centre
+    /// (`first` for the left one): the same sums as [`Tree::add_row`] without storing the three parts.
     #[inline(always)]
-    fn put(&mut self, ro: usize, first: bool, values: &[f32; LANES]) {
+    fn put(&mut self, ro: usize, first: bool, mut value: impl FnMut(usize) -> f32) {
+        // Values are computed in place (not copied from a scratch array, which compiles to a memcpy call).
         let row = &mut self.row[ro % 3];
         if first {
-            *row = *values;
+            for l in 0..LANES {
+                row[l] = value(l);
+            }
         } else {
             for l in 0..LANES {
-                row[l] += values[l];
+                row[l] += value(l);
             }
         }
     }
@@ -645,10 +648,8 @@ pub(crate) fn normalise<const D: usize, const S: usize>(
             for (slot, shift, off) in row_members(roff) {
                 let len = &lens[0][(off[0] + 1.0) as usize];
                 wet(t0, shift, &mut fluid_here);
-                for l in 0..LANES {
-                    frac[l] = (len[l] * across[ro][l]) * fluid_here[l];
-                }
-                total.put(ro, slot == 0, &frac);
+                let acr = &across[ro];
+                total.put(ro, slot == 0, |l| (len[l] * acr[l]) * fluid_here[l]);
             }
             total.end_row(ro);
         }
@@ -659,7 +660,6 @@ pub(crate) fn normalise<const D: usize, const S: usize>(
         }
         // The parts with the gather's arithmetic: x-overlap times (overlaps across x times scale); a part
         // that lands on a solid cell is not handed out (the fluid cells' parts cover it through `scale`).
-        let mut parts = [0.0f32; LANES];
         for ro in 0..rows {
             let (delta, roff) = layout.neighbours[3 * ro + 1];
             let t0 = (i0 as isize - delta) as usize;
@@ -674,10 +674,8 @@ pub(crate) fn normalise<const D: usize, const S: usize>(
                     frac[l] = (len[l] * scaled[l]) * fluid_here[l];
                 }
                 for (k, tree) in handed.iter_mut().enumerate().take(S) {
-                    for l in 0..LANES {
-                        parts[l] = part(frac[l], m[k][l]);
-                    }
-                    tree.put(ro, slot == 0, &parts);
+                    let mk = &m[k];
+                    tree.put(ro, slot == 0, |l| part(frac[l], mk[l]));
                 }
             }
             for tree in handed.iter_mut().take(S) {
@@ -687,10 +685,11 @@ pub(crate) fn normalise<const D: usize, const S: usize>(
         // SAFETY: chunks of distinct rows are disjoint.
         unsafe { scale_out.slice_mut(i0..i0 + w) }.copy_from_slice(&inv[..w]);
         for k in 0..S {
-            let d = unsafe { deficit_out[k].slice_mut(i0..i0 + w) };
-            for l in 0..w {
+            let mut d = [0.0f32; LANES];
+            for l in 0..LANES {
                 d[l] = m[k][l] - handed[k].total::<D>(l);
             }
+            unsafe { deficit_out[k].slice_mut(i0..i0 + w) }.copy_from_slice(&d[..w]);
         }
     });
 }
@@ -761,17 +760,18 @@ fn lane_sum(x: &[f64; LANES], w: usize) -> f64 {
 /// Sources of one neighbour row of a chunk: its cells and one more on each side.
 const SPAN: usize = LANES + 2;
 
-/// The sources of a neighbour row, copied from the state (zero past the row's end).
+/// The inputs of a neighbour row's sources, as fixed-size windows: the state itself for a full chunk,
+/// or (`P = [f32; SPAN]`) a zero-padded copy of a shorter one.
 #[derive(Clone)]
-struct Sources<const D: usize, const S: usize> {
-    pos: [[f32; SPAN]; D],
-    vel: [[f32; SPAN]; D],
-    mass: [[f32; SPAN]; S],
-    deficit: [[f32; SPAN]; S],
-    scale: [f32; SPAN],
+struct Sources<P, const D: usize, const S: usize> {
+    pos: [P; D],
+    vel: [P; D],
+    mass: [P; S],
+    deficit: [P; S],
+    scale: P,
 }
 
-impl<const D: usize, const S: usize> Sources<D, S> {
+impl<const D: usize, const S: usize> Sources<[f32; SPAN], D, S> {
     const fn new() -> Self {
         Self {
             pos: [[0.0; SPAN]; D],
@@ -784,6 +784,17 @@ impl<const D: usize, const S: usize> Sources<D, S> {
 
     fn clear(&mut self) {
         *self = Self::new();
+    }
+}
+
+/// The `SPAN` values of `data` from `start` when the chunk is `full`, else the padded copy `pad`. Fixed-size
+/// windows let the lane loops compile to whole vectors without copying the state.
+#[inline(always)]
+fn window<'a>(data: &'a [f32], start: usize, full: bool, pad: &'a [f32; SPAN]) -> &'a [f32; SPAN] {
+    if full {
+        data[start..start + SPAN].try_into().unwrap()
+    } else {
+        pad
     }
 }
 
@@ -818,8 +829,7 @@ struct GatherScratch<const D: usize, const S: usize> {
     total: Tree,
     centre: [Tree; D],
     momentum: [Tree; D],
-    src: Sources<D, S>,
-    cross: Across<D>,
+    src: Sources<[f32; SPAN], D, S>,
     sums: LaneSums,
 }
 
@@ -865,11 +875,6 @@ pub(crate) fn reintegrate<const D: usize, const S: usize>(
             centre: std::array::from_fn(|_| Tree::new()),
             momentum: std::array::from_fn(|_| Tree::new()),
             src: Sources::new(),
-            cross: Across {
-                frac: [0.0; SPAN],
-                centre: [[0.0; SPAN]; D],
-                owns: [0.0; SPAN],
-            },
             sums: LaneSums {
                 lane: [0.0; LANES],
                 quanta: [0.0; LANES],
@@ -897,27 +902,39 @@ pub(crate) fn reintegrate<const D: usize, const S: usize>(
             // not written out), so that every lane loop below compiles to whole vectors.
             let jm = (i0 as isize + delta) as usize - 1;
             let span = w + 2;
-            let src = &mut sc.src;
-            if span < SPAN {
-                src.clear();
+            let full = span == SPAN;
+            if !full {
+                let pad = &mut sc.src;
+                pad.clear();
+                for a in 0..D {
+                    pad.pos[a][..span].copy_from_slice(&pos[a][jm..jm + span]);
+                    pad.vel[a][..span].copy_from_slice(&vel[a][jm..jm + span]);
+                }
+                for k in 0..S {
+                    pad.mass[k][..span].copy_from_slice(&mass[k][jm..jm + span]);
+                    pad.deficit[k][..span].copy_from_slice(&deficit[k][jm..jm + span]);
+                }
+                pad.scale[..span].copy_from_slice(&scale[jm..jm + span]);
             }
-            for a in 0..D {
-                src.pos[a][..span].copy_from_slice(&pos[a][jm..jm + span]);
-                src.vel[a][..span].copy_from_slice(&vel[a][jm..jm + span]);
-            }
-            for k in 0..S {
-                src.mass[k][..span].copy_from_slice(&mass[k][jm..jm + span]);
-                src.deficit[k][..span].copy_from_slice(&deficit[k][jm..jm + span]);
-            }
-            src.scale[..span].copy_from_slice(&scale[jm..jm + span]);
+            let pad = &sc.src;
+            let src = Sources::<&[f32; SPAN], D, S> {
+                pos: std::array::from_fn(|a| window(pos[a], jm, full, &pad.pos[a])),
+                vel: std::array::from_fn(|a| window(vel[a], jm, full, &pad.vel[a])),
+                mass: std::array::from_fn(|k| window(mass[k], jm, full, &pad.mass[k])),
+                deficit: std::array::from_fn(|k| window(deficit[k], jm, full, &pad.deficit[k])),
+                scale: window(scale, jm, full, &pad.scale),
+            };
             // What does not depend on the x-offset is computed once per source: the overlaps across x
             // times the source's scale, their centres, and whether the box centre lies in the cell
             // across x.
-            let cross = &mut sc.cross;
-            cross.frac.fill(1.0);
-            cross.owns.fill(1.0);
+            // A local, not scratch: the compiler then knows it aliases nothing and vectorises its loops.
+            let mut cross = Across::<D> {
+                frac: [1.0; SPAN],
+                centre: [[0.0; SPAN]; D],
+                owns: [1.0; SPAN],
+            };
             for a in 1..D {
-                for l in 0..SPAN {
+                let mut lane = |l: usize| {
                     let x = roff[a] + src.pos[a][l];
                     let (len, c) = overlap(x, r);
                     cross.frac[l] *= len;
@@ -927,6 +944,14 @@ pub(crate) fn reintegrate<const D: usize, const S: usize>(
                     } else {
                         0.0
                     };
+                };
+                // The first LANES as one loop (which vectorises; a loop over all SPAN did not), then the
+                // two past the chunk.
+                for l in 0..LANES {
+                    lane(l);
+                }
+                for l in LANES..SPAN {
+                    lane(l);
                 }
             }
             for l in 0..SPAN {
@@ -954,31 +979,27 @@ pub(crate) fn reintegrate<const D: usize, const S: usize>(
                     };
                 }
                 let mut total = [0.0f32; LANES];
-                let mut part_of = [0.0f32; LANES];
                 for k in 0..S {
-                    let (mj, dj) = (&src.mass[k][lanes.clone()], &src.deficit[k][lanes.clone()]);
-                    for l in 0..LANES {
+                    let mj: &[f32; LANES] = src.mass[k][lanes.clone()].try_into().unwrap();
+                    let dj: &[f32; LANES] = src.deficit[k][lanes.clone()].try_into().unwrap();
+                    let u = unit[k];
+                    sc.mass[k].put(ro, first, |l| {
                         // The deficit only where this cell holds the box centre: owns is 1 or 0.
                         let p = part(frac[l], mj[l]) + owns[l] * dj[l];
-                        part_of[l] = p;
-                        total[l] += p * unit[k];
-                    }
-                    sc.mass[k].put(ro, first, &part_of);
+                        total[l] += p * u;
+                        p
+                    });
                 }
-                sc.total.put(ro, first, &total);
+                sc.total.put(ro, first, |l| total[l]);
                 for a in 0..D {
-                    if a > 0 {
-                        centre.copy_from_slice(&cross.centre[a][lanes.clone()]);
-                    }
-                    for l in 0..LANES {
-                        part_of[l] = centre[l] * total[l];
-                    }
-                    sc.centre[a].put(ro, first, &part_of);
-                    let vj = &src.vel[a][lanes.clone()];
-                    for l in 0..LANES {
-                        part_of[l] = total[l] * vj[l];
-                    }
-                    sc.momentum[a].put(ro, first, &part_of);
+                    let c: &[f32; LANES] = if a == 0 {
+                        &centre
+                    } else {
+                        cross.centre[a][lanes.clone()].try_into().unwrap()
+                    };
+                    sc.centre[a].put(ro, first, |l| c[l] * total[l]);
+                    let vj: &[f32; LANES] = src.vel[a][lanes.clone()].try_into().unwrap();
+                    sc.momentum[a].put(ro, first, |l| total[l] * vj[l]);
                 }
             }
             for tree in sc
