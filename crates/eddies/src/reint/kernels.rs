@@ -324,19 +324,13 @@ pub(crate) struct ForceConsts {
     pub viscosity: f32,
 }
 
-/// Pair terms of one x-offset of a neighbour row, per lane and axis.
-#[derive(Clone)]
-struct PairRow<const D: usize> {
-    pressure: [[f32; LANES]; D],
-    viscous: [[f32; LANES]; D],
-}
-
 /// Scratch of the force stage.
 #[derive(Clone)]
 struct ForceScratch<const D: usize> {
-    rows: [PairRow<D>; 3],
     pressure: [Tree; D],
     viscous: [Tree; D],
+    /// Padded source windows of a short chunk: positions, velocities, and ρ with q.
+    pads: ([[f32; SPAN]; D], [[f32; SPAN]; D], [[f32; SPAN]; 2]),
 }
 
 /// Stage "forces": SPH pressure and viscous accelerations (cells/s²) of every particle from its 3^D
@@ -363,14 +357,10 @@ pub(crate) fn sph_forces<const D: usize>(
     let (h, eps2, viscous) = (k.h, 0.01 * k.h * k.h, k.viscosity > 0.0);
     let rows = layout.neighbours.len() / 3;
     let init = || {
-        let pair = PairRow {
-            pressure: [[0.0; LANES]; D],
-            viscous: [[0.0; LANES]; D],
-        };
         Box::new(ForceScratch {
-            rows: std::array::from_fn(|_| pair.clone()),
             pressure: std::array::from_fn(|_| Tree::new()),
             viscous: std::array::from_fn(|_| Tree::new()),
+            pads: ([[0.0; SPAN]; D], [[0.0; SPAN]; D], [[0.0; SPAN]; 2]),
         })
     };
     for_each_chunk(layout, init, |sc, i0, w| {
@@ -383,35 +373,48 @@ pub(crate) fn sph_forces<const D: usize>(
             }
             return;
         }
-        let xi: [&[f32]; D] = std::array::from_fn(|a| &pos[a][i0..i0 + w]);
-        let vi: [&[f32]; D] = std::array::from_fn(|a| &vel[a][i0..i0 + w]);
-        let rho_i = &rho[i0..i0 + w];
-        let q_i = &q[i0..i0 + w];
+        // This chunk's particles, in fixed-size arrays (zero past `w`) so that the lane loops vectorise.
+        let mut xi = [[0.0f32; LANES]; D];
+        let mut vi = [[0.0f32; LANES]; D];
+        for a in 0..D {
+            xi[a][..w].copy_from_slice(&pos[a][i0..i0 + w]);
+            vi[a][..w].copy_from_slice(&vel[a][i0..i0 + w]);
+        }
+        let (mut rho_i, mut q_i) = ([0.0f32; LANES], [0.0f32; LANES]);
+        rho_i[..w].copy_from_slice(&rho[i0..i0 + w]);
+        q_i[..w].copy_from_slice(&q[i0..i0 + w]);
         let mut inv_rho_i = [0.0f32; LANES];
-        for l in 0..w {
+        for l in 0..LANES {
             inv_rho_i[l] = if rho_i[l] > 0.0 { 1.0 / rho_i[l] } else { 0.0 };
         }
         for ro in 0..rows {
             let (delta, roff) = layout.neighbours[3 * ro + 1];
-            let j0 = (i0 as isize + delta) as usize;
+            // The row's sources j0 − 1 ..= j0 + w, seen by its three x-offsets shifted by 0, 1 and 2 lanes.
+            let jm = (i0 as isize + delta) as usize - 1;
+            let span = w + 2;
+            let (pad_x, pad_v, pad_rq) = &mut sc.pads;
+            let px = windows(pos, jm, span, pad_x);
+            let pv = windows(vel, jm, span, pad_v);
+            let [prho, pq] = windows([rho, q], jm, span, pad_rq);
             for (slot, shift, off) in row_members(roff) {
-                let j = j0 - 1 + shift;
-                let xj: [&[f32]; D] = std::array::from_fn(|a| &pos[a][j..j + w]);
-                let vj: [&[f32]; D] = std::array::from_fn(|a| &vel[a][j..j + w]);
-                let (rho_j, q_j) = (&rho[j..j + w], &q[j..j + w]);
-                let out = &mut sc.rows[slot];
+                let first = slot == 0;
+                let lanes = shift..shift + LANES;
+                let xj: [&[f32; LANES]; D] =
+                    std::array::from_fn(|a| px[a][lanes.clone()].try_into().unwrap());
+                let rho_j: &[f32; LANES] = prho[lanes.clone()].try_into().unwrap();
+                let q_j: &[f32; LANES] = pq[lanes.clone()].try_into().unwrap();
                 // d = Xᵢ − Xⱼ, with Xⱼ measured from cell i's centre.
                 let mut d = [[0.0f32; LANES]; D];
                 let mut r2 = [0.0f32; LANES];
                 for a in 0..D {
-                    for l in 0..w {
+                    for l in 0..LANES {
                         d[a][l] = xi[a][l] - (off[a] + xj[a][l]);
                         r2[l] += d[a][l] * d[a][l];
                     }
                 }
                 let mut fp = [0.0f32; LANES];
                 let mut fv = [0.0f32; LANES];
-                for l in 0..w {
+                for l in 0..LANES {
                     let r = r2[l].sqrt();
                     let t = pos_part(h - r);
                     let t2 = t * t;
@@ -422,40 +425,25 @@ pub(crate) fn sph_forces<const D: usize>(
                     fv[l] = present * (1.0 + ratio) * t2 * r / (r2[l] + eps2);
                 }
                 for a in 0..D {
-                    for l in 0..w {
-                        out.pressure[a][l] = fp[l] * d[a][l];
-                    }
+                    let da = &d[a];
+                    sc.pressure[a].put(ro, first, |l| fp[l] * da[l]);
                     if viscous {
-                        for l in 0..w {
-                            out.viscous[a][l] = fv[l] * (vi[a][l] - vj[a][l]);
-                        }
+                        let (via, vja): (&[f32; LANES], &[f32; LANES]) =
+                            (&vi[a], pv[a][lanes.clone()].try_into().unwrap());
+                        sc.viscous[a].put(ro, first, |l| fv[l] * (via[l] - vja[l]));
                     }
                 }
             }
-            let [left, right, centre] = &sc.rows;
             for a in 0..D {
-                sc.pressure[a].add_row(
-                    ro,
-                    w,
-                    &left.pressure[a],
-                    &right.pressure[a],
-                    &centre.pressure[a],
-                );
+                sc.pressure[a].end_row(ro);
                 if viscous {
-                    sc.viscous[a].add_row(
-                        ro,
-                        w,
-                        &left.viscous[a],
-                        &right.viscous[a],
-                        &centre.viscous[a],
-                    );
+                    sc.viscous[a].end_row(ro);
                 }
             }
         }
         for a in 0..D {
-            // SAFETY: chunks of distinct rows are disjoint.
-            let o = unsafe { out[a].slice_mut(i0..i0 + w) };
-            for l in 0..w {
+            let mut o = [0.0f32; LANES];
+            for l in 0..LANES {
                 let viscous_part = if viscous {
                     sc.viscous[a].total::<D>(l)
                 } else {
@@ -463,6 +451,8 @@ pub(crate) fn sph_forces<const D: usize>(
                 };
                 o[l] = k.pressure * sc.pressure[a].total::<D>(l) - k.viscosity * viscous_part;
             }
+            // SAFETY: chunks of distinct rows are disjoint.
+            unsafe { out[a].slice_mut(i0..i0 + w) }.copy_from_slice(&o[..w]);
         }
     });
 }
@@ -760,15 +750,15 @@ fn lane_sum(x: &[f64; LANES], w: usize) -> f64 {
 /// Sources of one neighbour row of a chunk: its cells and one more on each side.
 const SPAN: usize = LANES + 2;
 
-/// The inputs of a neighbour row's sources, as fixed-size windows: the state itself for a full chunk,
-/// or (`P = [f32; SPAN]`) a zero-padded copy of a shorter one.
+/// The inputs of a neighbour row's sources as fixed-size windows (`P = &[f32; SPAN]`), or the scratch
+/// (`P = [f32; SPAN]`) that holds zero-padded copies of them for a chunk shorter than [`LANES`].
 #[derive(Clone)]
 struct Sources<P, const D: usize, const S: usize> {
     pos: [P; D],
     vel: [P; D],
     mass: [P; S],
     deficit: [P; S],
-    scale: P,
+    scale: [P; 1],
 }
 
 impl<const D: usize, const S: usize> Sources<[f32; SPAN], D, S> {
@@ -778,23 +768,30 @@ impl<const D: usize, const S: usize> Sources<[f32; SPAN], D, S> {
             vel: [[0.0; SPAN]; D],
             mass: [[0.0; SPAN]; S],
             deficit: [[0.0; SPAN]; S],
-            scale: [0.0; SPAN],
+            scale: [[0.0; SPAN]; 1],
         }
-    }
-
-    fn clear(&mut self) {
-        *self = Self::new();
     }
 }
 
-/// The `SPAN` values of `data` from `start` when the chunk is `full`, else the padded copy `pad`. Fixed-size
-/// windows let the lane loops compile to whole vectors without copying the state.
+/// The values `start..start + SPAN` of each of `inputs` as fixed-size windows, so that lane loops over
+/// them compile to whole vectors. A full chunk (`span == SPAN`) reads the inputs in place; a shorter one
+/// gets zero-padded copies in `pads`.
 #[inline(always)]
-fn window<'a>(data: &'a [f32], start: usize, full: bool, pad: &'a [f32; SPAN]) -> &'a [f32; SPAN] {
-    if full {
-        data[start..start + SPAN].try_into().unwrap()
+fn windows<'a, const K: usize>(
+    inputs: [&'a [f32]; K],
+    start: usize,
+    span: usize,
+    pads: &'a mut [[f32; SPAN]; K],
+) -> [&'a [f32; SPAN]; K] {
+    if span == SPAN {
+        inputs.map(|x| x[start..start + SPAN].try_into().unwrap())
     } else {
-        pad
+        for (pad, x) in pads.iter_mut().zip(inputs) {
+            pad[..span].copy_from_slice(&x[start..start + span]);
+            pad[span..].fill(0.0);
+        }
+        let pads: &'a [[f32; SPAN]; K] = pads;
+        std::array::from_fn(|k| &pads[k])
     }
 }
 
@@ -902,27 +899,13 @@ pub(crate) fn reintegrate<const D: usize, const S: usize>(
             // not written out), so that every lane loop below compiles to whole vectors.
             let jm = (i0 as isize + delta) as usize - 1;
             let span = w + 2;
-            let full = span == SPAN;
-            if !full {
-                let pad = &mut sc.src;
-                pad.clear();
-                for a in 0..D {
-                    pad.pos[a][..span].copy_from_slice(&pos[a][jm..jm + span]);
-                    pad.vel[a][..span].copy_from_slice(&vel[a][jm..jm + span]);
-                }
-                for k in 0..S {
-                    pad.mass[k][..span].copy_from_slice(&mass[k][jm..jm + span]);
-                    pad.deficit[k][..span].copy_from_slice(&deficit[k][jm..jm + span]);
-                }
-                pad.scale[..span].copy_from_slice(&scale[jm..jm + span]);
-            }
-            let pad = &sc.src;
+            let pad = &mut sc.src;
             let src = Sources::<&[f32; SPAN], D, S> {
-                pos: std::array::from_fn(|a| window(pos[a], jm, full, &pad.pos[a])),
-                vel: std::array::from_fn(|a| window(vel[a], jm, full, &pad.vel[a])),
-                mass: std::array::from_fn(|k| window(mass[k], jm, full, &pad.mass[k])),
-                deficit: std::array::from_fn(|k| window(deficit[k], jm, full, &pad.deficit[k])),
-                scale: window(scale, jm, full, &pad.scale),
+                pos: windows(pos, jm, span, &mut pad.pos),
+                vel: windows(vel, jm, span, &mut pad.vel),
+                mass: windows(mass, jm, span, &mut pad.mass),
+                deficit: windows(deficit, jm, span, &mut pad.deficit),
+                scale: windows([scale], jm, span, &mut pad.scale),
             };
             // What does not depend on the x-offset is computed once per source: the overlaps across x
             // times the source's scale, their centres, and whether the box centre lies in the cell
@@ -955,7 +938,7 @@ pub(crate) fn reintegrate<const D: usize, const S: usize>(
                 }
             }
             for l in 0..SPAN {
-                cross.frac[l] *= src.scale[l];
+                cross.frac[l] *= src.scale[0][l];
             }
             // Each x-offset's parts go straight into the neighbourhood sums, left, right, centre.
             for (slot, shift, off) in row_members(roff) {
