@@ -195,27 +195,59 @@ pub(crate) fn density<const D: usize, const S: usize>(
             // SAFETY: chunks of distinct rows are disjoint.
             let (rho, q) = unsafe { (rho_out.slice_mut(i0..i0 + w), q_out.slice_mut(i0..i0 + w)) };
             let m: [&[f32]; S] = std::array::from_fn(|k| &mass[k][i0..i0 + w]);
-            for l in 0..w {
-                let mut total = 0.0;
-                let mut s = 0.0;
-                for k in 0..S {
-                    total += m[k][l] * unit[k];
-                    s += m[k][l];
-                }
-                let s = s * inv_quanta_per_rest;
-                // Specks thinner than rho_min take no part in the forces.
-                let r = total * inv_cell_volume;
-                let present = r > rho_min;
-                rho[l] = if present { r } else { 0.0 };
-                // ρ₀ = ρ/s for the mix, so q = (q·ρ₀)·s/ρ.
-                q[l] = if present {
-                    eos.q_times_rest(s, tension) * s / r
-                } else {
-                    0.0
-                };
+            let mut chunk = |law: EosTerm| {
+                density_chunk(
+                    rho,
+                    q,
+                    m,
+                    unit,
+                    inv_cell_volume,
+                    inv_quanta_per_rest,
+                    rho_min,
+                    |s| law.q_times_rest(s, tension),
+                )
+            };
+            // One loop per law (each arm rebuilds the law, so its variant is known in the loop): the
+            // choice is not made per cell.
+            match eos {
+                EosTerm::IdealGas { c2 } => chunk(EosTerm::IdealGas { c2 }),
+                EosTerm::Tait { c2, gamma } => chunk(EosTerm::Tait { c2, gamma }),
+                EosTerm::Quadratic { c2 } => chunk(EosTerm::Quadratic { c2 }),
             }
         },
     );
+}
+
+/// [`density`] over one chunk, with `q·ρ₀` from `q_rest(s)`. A function of its own so that the compiler
+/// knows `rho` and `q` (from shared slices) do not overlap, and vectorises the loop.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn density_chunk<const S: usize>(
+    rho: &mut [f32],
+    q: &mut [f32],
+    m: [&[f32]; S],
+    unit: [f32; S],
+    inv_cell_volume: f32,
+    inv_quanta_per_rest: f32,
+    rho_min: f32,
+    q_rest: impl Fn(f32) -> f32,
+) {
+    let w = rho.len().min(q.len());
+    for l in 0..w {
+        let mut total = 0.0;
+        let mut s = 0.0;
+        for k in 0..S {
+            total += m[k][l] * unit[k];
+            s += m[k][l];
+        }
+        let s = s * inv_quanta_per_rest;
+        // Specks thinner than rho_min take no part in the forces.
+        let r = total * inv_cell_volume;
+        let present = r > rho_min;
+        rho[l] = if present { r } else { 0.0 };
+        // ρ₀ = ρ/s for the mix, so q = (q·ρ₀)·s/ρ.
+        q[l] = if present { q_rest(s) * s / r } else { 0.0 };
+    }
 }
 
 /// Per-lane sums of one quantity over the 3^D neighbourhood, added in mirror-symmetric order: within a row
@@ -236,32 +268,8 @@ impl Tree {
         }
     }
 
-    /// Stores the sums `(left + right) + centre` of neighbour row `ro`, and folds the plane's three rows
-    /// `(row₀ + row₂) + row₁` once `ro` completes it.
-    #[inline(always)]
-    fn add_row(
-        &mut self,
-        ro: usize,
-        w: usize,
-        left: &[f32; LANES],
-        right: &[f32; LANES],
-        centre: &[f32; LANES],
-    ) {
-        let w = w.min(LANES);
-        let row = &mut self.row[ro % 3];
-        for l in 0..w {
-            row[l] = (left[l] + right[l]) + centre[l];
-        }
-        if ro % 3 == 2 {
-            let plane = &mut self.plane[ro / 3];
-            for l in 0..w {
-                plane[l] = (self.row[0][l] + self.row[2][l]) + self.row[1][l];
-            }
-        }
-    }
-
     /// Adds one x-offset's values `value(lane)` to neighbour row `ro`, in the order left, right, centre
-    /// (`first` for the left one): the same sums as [`Tree::add_row`] without storing the three parts.
+    /// (`first` for the left one), giving the row sum `(left + right) + centre`.
     #[inline(always)]
     fn put(&mut self, ro: usize, first: bool, mut value: impl FnMut(usize) -> f32) {
         // Values are computed in place (not copied from a scratch array, which compiles to a memcpy call).
@@ -481,26 +489,42 @@ pub(crate) fn advance<const D: usize>(
                 // SAFETY: chunks of distinct rows are disjoint.
                 let (x, v) =
                     unsafe { (pos[a].slice_mut(i0..i0 + w), vel[a].slice_mut(i0..i0 + w)) };
-                let g = gravity[a];
-                match acc {
-                    Some(acc) => {
-                        let f = &acc[a][i0..i0 + w];
-                        for l in 0..w {
-                            v[l] = (v[l] + dt * (f[l] + g)).clamp(-vmax, vmax);
-                        }
-                    }
-                    None => {
-                        for l in 0..w {
-                            v[l] = (v[l] + dt * g).clamp(-vmax, vmax);
-                        }
-                    }
-                }
-                for l in 0..w {
-                    x[l] = (x[l] + dt * v[l]).clamp(-reach, reach);
-                }
+                let f = acc.map(|acc| &acc[a][i0..i0 + w]);
+                advance_axis(x, v, f, gravity[a], dt, vmax, reach);
             }
         },
     );
+}
+
+/// [`advance`] along one axis of a chunk. A function of its own so that the compiler knows `x`, `v` and `f`
+/// do not overlap (they come from shared slices) and vectorises the loops.
+#[inline(always)]
+fn advance_axis(
+    x: &mut [f32],
+    v: &mut [f32],
+    f: Option<&[f32]>,
+    g: f32,
+    dt: f32,
+    vmax: f32,
+    reach: f32,
+) {
+    let w = x.len().min(v.len());
+    match f {
+        Some(f) => {
+            let f = &f[..w];
+            for l in 0..w {
+                v[l] = (v[l] + dt * (f[l] + g)).clamp(-vmax, vmax);
+            }
+        }
+        None => {
+            for l in 0..w {
+                v[l] = (v[l] + dt * g).clamp(-vmax, vmax);
+            }
+        }
+    }
+    for l in 0..w {
+        x[l] = (x[l] + dt * v[l]).clamp(-reach, reach);
+    }
 }
 
 /// Overlap of a box of half-size `r` centred at `x` with the cell [−½, ½] (one axis): length and centre.
@@ -807,7 +831,6 @@ struct Across<const D: usize> {
 }
 
 /// Per-lane terms of a chunk's [`Totals`].
-#[derive(Clone)]
 struct LaneSums {
     /// The term being summed.
     lane: [f64; LANES],
@@ -827,7 +850,6 @@ struct GatherScratch<const D: usize, const S: usize> {
     centre: [Tree; D],
     momentum: [Tree; D],
     src: Sources<[f32; SPAN], D, S>,
-    sums: LaneSums,
 }
 
 /// Stage "reintegrate" (seed 000, "Using particle distributions"): every cell gathers, from the 3^D
@@ -872,12 +894,6 @@ pub(crate) fn reintegrate<const D: usize, const S: usize>(
             centre: std::array::from_fn(|_| Tree::new()),
             momentum: std::array::from_fn(|_| Tree::new()),
             src: Sources::new(),
-            sums: LaneSums {
-                lane: [0.0; LANES],
-                quanta: [0.0; LANES],
-                mass: [0.0; LANES],
-                speed2: [0.0; LANES],
-            },
         })
     };
     for_each_chunk(layout, init, |sc, i0, w| {
@@ -1001,7 +1017,7 @@ pub(crate) fn reintegrate<const D: usize, const S: usize>(
             keep[..w].copy_from_slice(&f[i0..i0 + w]);
         }
         let mut inv = [0.0f32; LANES];
-        for l in 0..w {
+        for l in 0..LANES {
             let t = sc.total.total::<D>(l);
             inv[l] = if t > 0.0 && keep[l] > 0.0 {
                 1.0 / t
@@ -1009,51 +1025,53 @@ pub(crate) fn reintegrate<const D: usize, const S: usize>(
                 0.0
             };
         }
-        let sums = &mut sc.sums;
-        sums.mass.fill(0.0);
-        sums.quanta.fill(0.0);
-        // SAFETY (all writes below): chunks of distinct rows are disjoint.
+        // The new particles and their diagnostic terms are built in local arrays (which the compiler
+        // knows alias nothing, so the loops vectorise), then copied out.
+        let mut sums = LaneSums {
+            lane: [0.0; LANES],
+            quanta: [0.0; LANES],
+            mass: [0.0; LANES],
+            speed2: [0.0; LANES],
+        };
+        let mut new = [0.0f32; LANES];
         let mut chunk = Totals::default();
+        // SAFETY (all writes below): chunks of distinct rows are disjoint.
         for k in 0..S {
-            let o = unsafe { out_mass[k].slice_mut(i0..i0 + w) };
             let u = unit64[k];
-            for l in 0..w {
+            for l in 0..LANES {
                 let q = if keep[l] > 0.0 {
                     sc.mass[k].total::<D>(l)
                 } else {
                     0.0
                 };
-                o[l] = q;
+                new[l] = q;
                 sums.lane[l] = q as f64;
                 sums.quanta[l] += q;
                 sums.mass[l] += q as f64 * u;
             }
             chunk.quanta[k] = lane_sum(&sums.lane, w);
+            unsafe { out_mass[k].slice_mut(i0..i0 + w) }.copy_from_slice(&new[..w]);
         }
-        sums.speed2.fill(0.0);
+        let mut new_v = [0.0f32; LANES];
         for a in 0..D {
-            let (x, v) = unsafe {
-                (
-                    out_pos[a].slice_mut(i0..i0 + w),
-                    out_vel[a].slice_mut(i0..i0 + w),
-                )
-            };
-            for l in 0..w {
+            for l in 0..LANES {
                 // The centre of mass of parts that all lie in the cell lies in the cell; the clamp only
                 // removes rounding.
-                x[l] = (sc.centre[a].total::<D>(l) * inv[l]).clamp(-0.5, 0.5);
-                v[l] = sc.momentum[a].total::<D>(l) * inv[l];
-                let v64 = v[l] as f64;
+                new[l] = (sc.centre[a].total::<D>(l) * inv[l]).clamp(-0.5, 0.5);
+                new_v[l] = sc.momentum[a].total::<D>(l) * inv[l];
+                let v64 = new_v[l] as f64;
                 sums.speed2[l] += v64 * v64;
                 sums.lane[l] = sums.mass[l] * v64;
             }
             chunk.momentum[a] = lane_sum(&sums.lane, w);
+            unsafe { out_pos[a].slice_mut(i0..i0 + w) }.copy_from_slice(&new[..w]);
+            unsafe { out_vel[a].slice_mut(i0..i0 + w) }.copy_from_slice(&new_v[..w]);
         }
-        for l in 0..w {
+        for l in 0..LANES {
             sums.lane[l] = 0.5 * sums.mass[l] * sums.speed2[l];
         }
         chunk.kinetic = lane_sum(&sums.lane, w);
-        for l in 0..w {
+        for l in 0..LANES {
             sums.lane[l] = if sums.quanta[l] >= SPECK {
                 sums.speed2[l]
             } else {
