@@ -332,13 +332,15 @@ pub(crate) struct ForceConsts {
     pub viscosity: f32,
 }
 
+/// Padded source windows of a short chunk in the force stage: positions, velocities, and ρ with q.
+type ForcePads<const D: usize> = ([[f32; SPAN]; D], [[f32; SPAN]; D], [[f32; SPAN]; 2]);
+
 /// Scratch of the force stage.
 #[derive(Clone)]
 struct ForceScratch<const D: usize> {
     pressure: [Tree; D],
     viscous: [Tree; D],
-    /// Padded source windows of a short chunk: positions, velocities, and ρ with q.
-    pads: ([[f32; SPAN]; D], [[f32; SPAN]; D], [[f32; SPAN]; 2]),
+    pads: ForcePads<D>,
 }
 
 /// Stage "forces": SPH pressure and viscous accelerations (cells/s²) of every particle from its 3^D
