@@ -32,6 +32,25 @@ fn pos_part(x: f32) -> f32 {
     }
 }
 
+/// Copies a chunk's `dst.len()` (at most [`LANES`]) values out of a lane array. A full chunk copies a
+/// fixed-size block, which compiles to a few vector moves rather than a call to `memcpy`.
+#[inline(always)]
+fn store(dst: &mut [f32], src: &[f32; LANES]) {
+    match <&mut [f32; LANES]>::try_from(&mut *dst) {
+        Ok(full) => *full = *src,
+        Err(_) => dst.copy_from_slice(&src[..dst.len()]),
+    }
+}
+
+/// Copies a chunk's `src.len()` (at most [`LANES`]) values into the front of a lane array, as [`store`].
+#[inline(always)]
+fn load(dst: &mut [f32; LANES], src: &[f32]) {
+    match <&[f32; LANES]>::try_from(src) {
+        Ok(full) => *dst = *full,
+        Err(_) => dst[..src.len()].copy_from_slice(src),
+    }
+}
+
 /// Runs `f(scratch, first_index, len)` over the chunks of every interior row, rows in parallel. Each worker
 /// job builds its scratch once with `init`; kernels overwrite every scratch value they read, so results do
 /// not depend on which job ran which row.
@@ -387,12 +406,12 @@ pub(crate) fn sph_forces<const D: usize>(
         let mut xi = [[0.0f32; LANES]; D];
         let mut vi = [[0.0f32; LANES]; D];
         for a in 0..D {
-            xi[a][..w].copy_from_slice(&pos[a][i0..i0 + w]);
-            vi[a][..w].copy_from_slice(&vel[a][i0..i0 + w]);
+            load(&mut xi[a], &pos[a][i0..i0 + w]);
+            load(&mut vi[a], &vel[a][i0..i0 + w]);
         }
         let (mut rho_i, mut q_i) = ([0.0f32; LANES], [0.0f32; LANES]);
-        rho_i[..w].copy_from_slice(&rho[i0..i0 + w]);
-        q_i[..w].copy_from_slice(&q[i0..i0 + w]);
+        load(&mut rho_i, &rho[i0..i0 + w]);
+        load(&mut q_i, &q[i0..i0 + w]);
         let mut inv_rho_i = [0.0f32; LANES];
         for l in 0..LANES {
             inv_rho_i[l] = if rho_i[l] > 0.0 { 1.0 / rho_i[l] } else { 0.0 };
@@ -462,7 +481,7 @@ pub(crate) fn sph_forces<const D: usize>(
                 o[l] = k.pressure * sc.pressure[a].total::<D>(l) - k.viscosity * viscous_part;
             }
             // SAFETY: chunks of distinct rows are disjoint.
-            unsafe { out[a].slice_mut(i0..i0 + w) }.copy_from_slice(&o[..w]);
+            store(unsafe { out[a].slice_mut(i0..i0 + w) }, &o);
         }
     });
 }
@@ -616,11 +635,11 @@ pub(crate) fn normalise<const D: usize, const S: usize>(
         // hold no mass and are not written out.
         let mut x = [[0.0f32; LANES]; D];
         for a in 0..D {
-            x[a][..w].copy_from_slice(&pos[a][i0..i0 + w]);
+            load(&mut x[a], &pos[a][i0..i0 + w]);
         }
         let mut m = [[0.0f32; LANES]; S];
         for k in 0..S {
-            m[k][..w].copy_from_slice(&mass[k][i0..i0 + w]);
+            load(&mut m[k], &mass[k][i0..i0 + w]);
         }
         // The overlap of this source's box with each target. The gather of target t = j − delta sees this
         // source at centre offset `off` and computes `overlap(off + x)` per axis; the per-axis overlaps
@@ -652,7 +671,7 @@ pub(crate) fn normalise<const D: usize, const S: usize>(
             if let Some(f) = fluid {
                 // The target that sees this source at x-offset −1 lies at +1 from it, and so on.
                 let t = t0 + 1 - shift;
-                into[..w].copy_from_slice(&f[t..t + w]);
+                load(into, &f[t..t + w]);
                 into[w..].fill(0.0);
             }
         };
@@ -699,13 +718,13 @@ pub(crate) fn normalise<const D: usize, const S: usize>(
             }
         }
         // SAFETY: chunks of distinct rows are disjoint.
-        unsafe { scale_out.slice_mut(i0..i0 + w) }.copy_from_slice(&inv[..w]);
+        store(unsafe { scale_out.slice_mut(i0..i0 + w) }, &inv);
         for k in 0..S {
             let mut d = [0.0f32; LANES];
             for l in 0..LANES {
                 d[l] = m[k][l] - handed[k].total::<D>(l);
             }
-            unsafe { deficit_out[k].slice_mut(i0..i0 + w) }.copy_from_slice(&d[..w]);
+            store(unsafe { deficit_out[k].slice_mut(i0..i0 + w) }, &d);
         }
     });
 }
@@ -1016,7 +1035,7 @@ pub(crate) fn reintegrate<const D: usize, const S: usize>(
         // Solid cells keep nothing: what the parts brought them was paid for by the fluid cells' parts.
         let mut keep = [1.0f32; LANES];
         if let Some(f) = fluid {
-            keep[..w].copy_from_slice(&f[i0..i0 + w]);
+            load(&mut keep, &f[i0..i0 + w]);
         }
         let mut inv = [0.0f32; LANES];
         for l in 0..LANES {
@@ -1052,7 +1071,7 @@ pub(crate) fn reintegrate<const D: usize, const S: usize>(
                 sums.mass[l] += q as f64 * u;
             }
             chunk.quanta[k] = lane_sum(&sums.lane, w);
-            unsafe { out_mass[k].slice_mut(i0..i0 + w) }.copy_from_slice(&new[..w]);
+            store(unsafe { out_mass[k].slice_mut(i0..i0 + w) }, &new);
         }
         let mut new_v = [0.0f32; LANES];
         for a in 0..D {
@@ -1066,8 +1085,8 @@ pub(crate) fn reintegrate<const D: usize, const S: usize>(
                 sums.lane[l] = sums.mass[l] * v64;
             }
             chunk.momentum[a] = lane_sum(&sums.lane, w);
-            unsafe { out_pos[a].slice_mut(i0..i0 + w) }.copy_from_slice(&new[..w]);
-            unsafe { out_vel[a].slice_mut(i0..i0 + w) }.copy_from_slice(&new_v[..w]);
+            store(unsafe { out_pos[a].slice_mut(i0..i0 + w) }, &new);
+            store(unsafe { out_vel[a].slice_mut(i0..i0 + w) }, &new_v);
         }
         for l in 0..LANES {
             sums.lane[l] = 0.5 * sums.mass[l] * sums.speed2[l];
