@@ -677,21 +677,37 @@ pub(crate) fn normalise<const D: usize, const S: usize>(
         };
         let mut frac = [0.0f32; LANES];
         let mut fluid_here = [1.0f32; LANES];
-        for ro in 0..rows {
-            let (delta, roff) = layout.neighbours[3 * ro + 1];
-            let t0 = (i0 as isize - delta) as usize;
-            for (slot, shift, off) in row_members(roff) {
-                let len = &lens[0][(off[0] + 1.0) as usize];
-                wet(t0, shift, &mut fluid_here);
-                let acr = &across[ro];
-                total.put(ro, slot == 0, |l| (len[l] * acr[l]) * fluid_here[l]);
+        // Σ frac over the fluid targets. Without solids every target counts and the sum factors into the
+        // product of the per-axis sums (the scale need only be the same number in this pass and the
+        // gather, which reads it; the rounding remainder corrects the rest). Each axis adds
+        // `(len₋₁ + len₊₁) + len₀`, so mirror images get the same bits.
+        let mut t = [1.0f32; LANES];
+        if fluid.is_none() {
+            for a in 0..D {
+                let [minus, zero, plus] = &lens[a];
+                for l in 0..LANES {
+                    t[l] *= (minus[l] + plus[l]) + zero[l];
+                }
             }
-            total.end_row(ro);
+        } else {
+            for ro in 0..rows {
+                let (delta, roff) = layout.neighbours[3 * ro + 1];
+                let t0 = (i0 as isize - delta) as usize;
+                for (slot, shift, off) in row_members(roff) {
+                    let len = &lens[0][(off[0] + 1.0) as usize];
+                    wet(t0, shift, &mut fluid_here);
+                    let acr = &across[ro];
+                    total.put(ro, slot == 0, |l| (len[l] * acr[l]) * fluid_here[l]);
+                }
+                total.end_row(ro);
+            }
+            for l in 0..LANES {
+                t[l] = total.total::<D>(l);
+            }
         }
         let mut inv = [0.0f32; LANES];
         for l in 0..LANES {
-            let t = total.total::<D>(l);
-            inv[l] = if t > 0.0 { 1.0 / t } else { 0.0 };
+            inv[l] = if t[l] > 0.0 { 1.0 / t[l] } else { 0.0 };
         }
         // The parts with the gather's arithmetic: x-overlap times (overlaps across x times scale); a part
         // that lands on a solid cell is not handed out (the fluid cells' parts cover it through `scale`).
