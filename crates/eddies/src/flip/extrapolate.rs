@@ -2,8 +2,9 @@
 //! surface interpolate faces outside the liquid, which hold no projected velocity, so the known velocities are
 //! spread outwards layer by layer.
 
-use super::project::face_cells;
-use crate::grid::{CellFlag, Grid, MacGrid};
+use super::project::for_faces_mut;
+use crate::grid::{coords_of, CellFlag, Grid, MacGrid, GRID_CHUNK};
+use rayon::prelude::*;
 
 /// Marks the known faces of every component: those with a fluid cell on either side (projected, or held at a
 /// solid's velocity). `valid[k]` is resized to the face count of component `k`.
@@ -17,77 +18,203 @@ pub(crate) fn mark_valid<const D: usize>(
         let mut data = std::mem::take(&mut valid[k]);
         data.resize(u.u[k].data.len(), 0);
         let mut g = Grid::from_data(u.u[k].dims, u.u[k].origin, u.spacing, data);
-        g.par_for_each_mut(|_, f, m| {
-            let (a, b) = face_cells(dims, k, f);
+        for_faces_mut(&mut g, dims, k, |_, a, b, m| {
             *m = [a, b]
                 .into_iter()
                 .flatten()
-                .any(|c| flags[c] == CellFlag::Fluid) as u8;
+                .any(|c| flags.data[c] == CellFlag::Fluid) as u8;
         });
         valid[k] = g.data;
     }
 }
 
+/// Scratch of [`extrapolate`]: the faces of the layer being added and their values. It holds a band around
+/// the liquid's surface, not a copy of the grid.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Front {
+    faces: Vec<usize>,
+    values: Vec<f64>,
+}
+
+impl Front {
+    pub(crate) fn bytes(&self) -> usize {
+        self.faces.capacity() * std::mem::size_of::<usize>() + self.values.capacity() * 8
+    }
+}
+
+/// The mean of the known neighbours of face `i` at coordinates `c` (same component, along every axis, lower
+/// then upper), and how many there are.
+#[inline(always)]
+fn known_mean<const D: usize>(
+    values: &[f64],
+    known: &[u8],
+    dims: [usize; D],
+    strides: [usize; D],
+    i: usize,
+    c: [usize; D],
+) -> (f64, u32) {
+    let mut sum = 0.0;
+    let mut n = 0u32;
+    for a in 0..D {
+        if c[a] > 0 && known[i - strides[a]] != 0 {
+            sum += values[i - strides[a]];
+            n += 1;
+        }
+        if c[a] + 1 < dims[a] && known[i + strides[a]] != 0 {
+            sum += values[i + strides[a]];
+            n += 1;
+        }
+    }
+    (sum, n)
+}
+
 /// Extends the known faces `layers` times: each unknown face next to a known one (along any axis, same
 /// component) takes the mean of its known neighbours and becomes known. Each layer reads only the previous
 /// one (Jacobi order), so the result does not depend on the traversal. Faces never reached keep their value.
+///
+/// Only the first layer looks at every face (in fixed chunks, in parallel); each later layer looks at the
+/// unknown neighbours of the faces the layer before added, a band around the liquid, sorted by index.
 pub(crate) fn extrapolate<const D: usize>(
     u: &mut MacGrid<D>,
     valid: &mut [Vec<u8>; D],
     layers: usize,
-    next_valid: &mut Vec<u8>,
-    next_value: &mut Vec<f64>,
+    front: &mut Front,
 ) {
+    if layers == 0 {
+        return;
+    }
     for k in 0..D {
         let g = &mut u.u[k];
         let dims = g.dims;
         let strides = g.strides();
-        for _ in 0..layers {
-            next_valid.clear();
-            next_valid.extend_from_slice(&valid[k]);
-            next_value.clear();
-            next_value.extend_from_slice(&g.data);
-            let known = &valid[k];
-            let mut changed = false;
-            {
-                let mut out =
-                    Grid::from_data(dims, g.origin, g.spacing, std::mem::take(next_value));
-                let mut mask =
-                    Grid::from_data(dims, g.origin, g.spacing, std::mem::take(next_valid));
-                let values = &g.data;
-                let mask_ptr = crate::par::SharedSlice::new(&mut mask.data);
-                out.par_for_each_mut(|i, c, v| {
-                    if known[i] != 0 {
-                        return;
-                    }
-                    let mut sum = 0.0;
-                    let mut n = 0u32;
-                    for a in 0..D {
-                        if c[a] > 0 && known[i - strides[a]] != 0 {
-                            sum += values[i - strides[a]];
-                            n += 1;
-                        }
-                        if c[a] + 1 < dims[a] && known[i + strides[a]] != 0 {
-                            sum += values[i + strides[a]];
-                            n += 1;
+        let known = &mut valid[k];
+        // The first layer: unknown faces with a known neighbour, row by row, rows in fixed groups.
+        let nx = dims[0];
+        let rows = g.data.len().checked_div(nx).unwrap_or(0);
+        let per = (GRID_CHUNK / nx.max(1)).max(1);
+        let groups: Vec<Vec<usize>> = (0..rows.div_ceil(per))
+            .into_par_iter()
+            .map(|t| {
+                let mut found = Vec::new();
+                for row in t * per..((t + 1) * per).min(rows) {
+                    let first = row * nx;
+                    let mut c = coords_of(dims, first);
+                    for x in 0..nx {
+                        c[0] = x;
+                        let i = first + x;
+                        if known[i] == 0 && known_mean(&g.data, known, dims, strides, i, c).1 > 0 {
+                            found.push(i);
                         }
                     }
-                    if n > 0 {
-                        *v = sum / n as f64;
-                        // SAFETY: index i is written by the task that owns cell i only.
-                        unsafe { mask_ptr.slice_mut(i..i + 1)[0] = 1 };
+                }
+                found
+            })
+            .collect();
+        front.faces.clear();
+        for f in groups {
+            front.faces.extend_from_slice(&f);
+        }
+        for layer in 0..layers {
+            if front.faces.is_empty() {
+                break;
+            }
+            // Every value of the layer from the known values before it, then all of them committed.
+            let (values, known_now) = (&g.data, &*known);
+            front.values.clear();
+            front
+                .faces
+                .par_iter()
+                .map(|&i| {
+                    let (sum, n) =
+                        known_mean(values, known_now, dims, strides, i, coords_of(dims, i));
+                    sum / n as f64
+                })
+                .collect_into_vec(&mut front.values);
+            for (&i, &v) in front.faces.iter().zip(&front.values) {
+                g.data[i] = v;
+                known[i] = 1;
+            }
+            if layer + 1 == layers {
+                break;
+            }
+            // The next layer: the unknown neighbours of the faces just added.
+            let mut next = Vec::with_capacity(front.faces.len());
+            for &i in &front.faces {
+                let c = coords_of(dims, i);
+                for a in 0..D {
+                    if c[a] > 0 && known[i - strides[a]] == 0 {
+                        next.push(i - strides[a]);
                     }
-                });
-                *next_value = out.data;
-                *next_valid = mask.data;
-                if next_valid != &valid[k] {
-                    changed = true;
+                    if c[a] + 1 < dims[a] && known[i + strides[a]] == 0 {
+                        next.push(i + strides[a]);
+                    }
                 }
             }
-            std::mem::swap(&mut g.data, next_value);
-            std::mem::swap(&mut valid[k], next_valid);
-            if !changed {
-                break;
+            next.sort_unstable();
+            next.dedup();
+            front.faces = next;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::grid::strides_of;
+
+    /// The definition, one full sweep of the grid per layer: every unknown face with a known neighbour takes
+    /// the mean of its known neighbours (lower then upper, axis by axis), all from the previous layer.
+    fn reference<const D: usize>(g: &mut Grid<f64, D>, known: &mut [u8], layers: usize) {
+        let dims = g.dims;
+        let strides = strides_of(dims);
+        for _ in 0..layers {
+            let (old, was) = (g.data.clone(), known.to_vec());
+            for i in 0..old.len() {
+                let c = coords_of(dims, i);
+                if was[i] == 0 {
+                    let (sum, n) = known_mean(&old, &was, dims, strides, i, c);
+                    if n > 0 {
+                        g.data[i] = sum / n as f64;
+                        known[i] = 1;
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn band_layers_equal_full_sweeps() {
+        // A liquid blob (known faces) in an irregular shape, values that differ face by face, and a layer count
+        // that reaches the domain's walls on some sides and not on others.
+        let dims = [13usize, 9, 11];
+        let mut u = MacGrid::<3>::new(dims, [0.0; 3], 0.1);
+        let mut valid: [Vec<u8>; 3] = std::array::from_fn(|_| Vec::new());
+        for k in 0..3 {
+            let fd = u.u[k].dims;
+            let n = u.u[k].data.len();
+            valid[k] = (0..n)
+                .map(|i| {
+                    let c = coords_of(fd, i);
+                    let r2 = (c[0] as f64 - 4.0).powi(2)
+                        + 2.0 * (c[1] as f64 - 3.0).powi(2)
+                        + (c[2] as f64 - 6.0).powi(2);
+                    (r2 < 9.0 || (c[0] + 2 * c[1] + c[2]) % 17 == 0) as u8
+                })
+                .collect();
+            for (i, v) in u.u[k].data.iter_mut().enumerate() {
+                *v = ((i * 7919 + k * 31) % 1000) as f64 / 37.0 - 9.0;
+            }
+        }
+        for layers in [1, 3, 6, 40] {
+            let (mut a, mut va) = (u.clone(), valid.clone());
+            let mut front = Front::default();
+            extrapolate(&mut a, &mut va, layers, &mut front);
+            for k in 0..3 {
+                let (mut g, mut vk) = (u.u[k].clone(), valid[k].clone());
+                reference(&mut g, &mut vk, layers);
+                // Bitwise: the band visits the same faces with the same sums in the same order.
+                assert_eq!(a.u[k].data, g.data, "component {k}, {layers} layers");
+                assert_eq!(va[k], vk, "component {k}, {layers} layers");
             }
         }
     }

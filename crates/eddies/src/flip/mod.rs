@@ -107,8 +107,7 @@ pub struct FlipSim<const D: usize> {
     closed_solver: Option<PoissonSolver<D>>,
     bins: Bins<D>,
     valid: [Vec<u8>; D],
-    next_valid: Vec<u8>,
-    next_value: Vec<f64>,
+    front: extrapolate::Front,
     shapes_now: Vec<Shape>,
     last_iterations: usize,
     last_residual: f64,
@@ -168,8 +167,7 @@ impl<const D: usize> FlipSim<D> {
             closed_solver: None,
             bins: Bins::new(dims),
             valid: std::array::from_fn(|_| Vec::new()),
-            next_valid: Vec::new(),
-            next_value: Vec::new(),
+            front: extrapolate::Front::default(),
             shapes_now: Vec::new(),
             last_iterations: 0,
             last_residual: 0.0,
@@ -257,11 +255,12 @@ impl<const D: usize> FlipSim<D> {
 
     /// Bytes per cell: velocity, saved velocity and weights (3 × D f64), flags, obstacle id and particle
     /// count, pressure, right-hand side, two divergences, the volume excess and its potential (6 f64), the
-    /// volume correction's displacement (D f64) and flags, the half-cell bins (2ᴰ u32), extrapolation masks
-    /// and buffer, and two pressure solvers, the projection's and the volume correction's (each about 8
-    /// padded f64 vectors plus the multigrid levels, ≈ 1/7 more).
+    /// volume correction's displacement (D f64) and flags, the half-cell bins (2ᴰ u32), the extrapolation's
+    /// known-face masks (its layer buffers hold a band around the surface, not the grid), and two pressure
+    /// solvers, the projection's and the volume correction's (each about 8 padded f64 vectors plus the
+    /// multigrid levels, ≈ 1/7 more).
     pub fn bytes_per_cell() -> usize {
-        4 * D * 8 + 1 + 2 + 4 + 6 * 8 + 1 + (1 << D) * 4 + D + 1 + 8 + 2 * 80
+        4 * D * 8 + 1 + 2 + 4 + 6 * 8 + 1 + (1 << D) * 4 + D + 2 * 80
     }
 
     /// The configuration.
@@ -698,8 +697,7 @@ impl<const D: usize> FlipSim<D> {
             &mut self.u,
             &mut self.valid,
             p.extrapolation_layers,
-            &mut self.next_valid,
-            &mut self.next_value,
+            &mut self.front,
         );
         project::enforce_boundary(
             &mut self.u,
@@ -1054,8 +1052,7 @@ impl<const D: usize> Simulation for FlipSim<D> {
             + g
             + n * (1 + 2 + 4 + 6 * 8 + 1)
             + self.valid.iter().map(Vec::capacity).sum::<usize>()
-            + self.next_valid.capacity()
-            + self.next_value.capacity() * 8
+            + self.front.bytes()
             + n * 80 * (self.solver.is_some() as usize + self.closed_solver.is_some() as usize)
     }
 }

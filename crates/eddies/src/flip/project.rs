@@ -1,10 +1,11 @@
 //! Body forces, solid boundary conditions and the pressure projection on the MAC grid (Bridson, ch. 5).
 
 use super::params::{Boundary, Obstacle};
-use crate::grid::{CellFlag, Grid, MacGrid};
+use crate::grid::{coords_of, strides_of, CellFlag, Grid, MacGrid, GRID_CHUNK};
 use crate::linsolve::{
     DomainBoundary, Info, PcgParams, PoissonSolver, PreconditionerKind, SolveError,
 };
+use rayon::prelude::*;
 
 /// Adds gravity, `u += Δt g`, to every face (seed 001 "Gravity-Update").
 pub(crate) fn apply_forces<const D: usize>(u: &mut MacGrid<D>, gravity: [f64; D], dt: f64) {
@@ -22,20 +23,62 @@ fn on_domain_boundary<const D: usize>(dims: [usize; D], k: usize, f: [usize; D])
     f[k] == 0 || f[k] == dims[k]
 }
 
-/// The cells on either side of face `f` of component `k` (`None` outside the domain).
-#[inline]
-pub(crate) fn face_cells<const D: usize>(
+/// Calls `f(face, below, above, value)` for every face of component `k` of `faces`, a face grid of a MAC grid
+/// with `dims` cells: `face` are the face's coordinates, `below` and `above` the linear indices of the cells
+/// on either side of it along `k` (`None` outside the domain). Rows of faces run in parallel; along a row the
+/// cell indices are counted up rather than computed from coordinates (each face is independent, so the
+/// result does not depend on the split).
+pub(crate) fn for_faces_mut<T: Send, const D: usize>(
+    faces: &mut Grid<T, D>,
     dims: [usize; D],
     k: usize,
-    f: [usize; D],
-) -> (Option<[usize; D]>, Option<[usize; D]>) {
-    let below = (f[k] > 0).then(|| {
-        let mut c = f;
-        c[k] -= 1;
-        c
-    });
-    let above = (f[k] < dims[k]).then_some(f);
-    (below, above)
+    f: impl Fn([usize; D], Option<usize>, Option<usize>, &mut T) + Sync + Send,
+) {
+    let fd = faces.dims;
+    let nx = fd[0];
+    if nx == 0 {
+        return;
+    }
+    let cs = strides_of(dims);
+    let per = (GRID_CHUNK / nx).max(1);
+    faces
+        .data
+        .par_chunks_mut(per * nx)
+        .enumerate()
+        .for_each(|(t, chunk)| {
+            for (r, row) in chunk.chunks_mut(nx).enumerate() {
+                let mut c = coords_of(fd, (t * per + r) * nx);
+                // The linear index the face's coordinates have as a cell, at x = 0.
+                let base: usize = (1..D).map(|a| c[a] * cs[a]).sum();
+                for (x, v) in row.iter_mut().enumerate() {
+                    c[0] = x;
+                    let below = (c[k] > 0).then(|| base + x - cs[k]);
+                    let above = (c[k] < dims[k]).then_some(base + x);
+                    f(c, below, above, v);
+                }
+            }
+        });
+}
+
+/// Sets the faces of component `k` on the domain's walls across `k` to 0 (row by row: the first and last
+/// face of every row when `k` is x, the whole rows on the two wall planes otherwise).
+fn zero_walls<const D: usize>(faces: &mut Grid<f64, D>, dims: [usize; D], k: usize) {
+    let fd = faces.dims;
+    let nx = fd[0];
+    if nx == 0 {
+        return;
+    }
+    for (r, row) in faces.data.chunks_mut(nx).enumerate() {
+        if k == 0 {
+            row[0] = 0.0;
+            row[nx - 1] = 0.0;
+        } else {
+            let c = coords_of(fd, r * nx);
+            if on_domain_boundary(dims, k, c) {
+                row.fill(0.0);
+            }
+        }
+    }
 }
 
 /// Enforces `u·n = u_solid·n` on every face touching a solid (Bridson, §5.1): faces of closed domain walls
@@ -50,17 +93,25 @@ pub(crate) fn enforce_boundary<const D: usize>(
 ) {
     let dims = u.dims;
     let (o, h) = (u.origin, u.spacing);
+    if obstacles.is_empty() {
+        // Cells are marked solid by obstacles only: without any, only the domain walls remain.
+        if boundary == Boundary::Closed {
+            for k in 0..D {
+                zero_walls(&mut u.u[k], dims, k);
+            }
+        }
+        return;
+    }
     for k in 0..D {
-        u.u[k].par_for_each_mut(|_, f, v| {
+        for_faces_mut(&mut u.u[k], dims, k, |f, a, b, v| {
             if boundary == Boundary::Closed && on_domain_boundary(dims, k, f) {
                 *v = 0.0;
                 return;
             }
-            let (a, b) = face_cells(dims, k, f);
             let id = [a, b]
                 .into_iter()
                 .flatten()
-                .map(|c| solid_id[c])
+                .map(|c| solid_id.data[c])
                 .find(|&id| id != 0);
             if let Some(id) = id {
                 let x: [f64; D] = std::array::from_fn(|a| {
@@ -134,10 +185,9 @@ fn subtract_gradient<const D: usize>(
     let dims = u.dims;
     let coef = c / u.spacing;
     for k in 0..D {
-        u.u[k].par_for_each_mut(|_, f, v| {
-            let (a, b) = face_cells(dims, k, f);
-            let fa = a.map(|c| flags[c]);
-            let fb = b.map(|c| flags[c]);
+        for_faces_mut(&mut u.u[k], dims, k, |_, a, b, v| {
+            let fa = a.map(|c| flags.data[c]);
+            let fb = b.map(|c| flags.data[c]);
             let solid = |x: Option<CellFlag>| match x {
                 Some(f) => f == CellFlag::Solid,
                 None => boundary == Boundary::Closed,
@@ -148,8 +198,8 @@ fn subtract_gradient<const D: usize>(
             if fa != Some(CellFlag::Fluid) && fb != Some(CellFlag::Fluid) {
                 return;
             }
-            let pa = a.map_or(0.0, |c| p[c]);
-            let pb = b.map_or(0.0, |c| p[c]);
+            let pa = a.map_or(0.0, |c| p.data[c]);
+            let pb = b.map_or(0.0, |c| p.data[c]);
             *v -= coef * (pb - pa);
         });
     }
@@ -180,4 +230,39 @@ pub(crate) fn volume_displacement<const D: usize>(
     disp.clear();
     subtract_gradient(disp, flags, Boundary::Closed, 1.0, q);
     Ok(info)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn faces_see_the_cells_on_either_side() {
+        for dims in [[5usize, 4, 3], [1, 6, 2]] {
+            let mac = MacGrid::<3>::new(dims, [0.0; 3], 1.0);
+            let cells = Grid::new(dims, [0.0; 3], 1.0, 0u8);
+            for k in 0..3 {
+                let mut g = mac.u[k].clone();
+                let seen = std::sync::Mutex::new(Vec::new());
+                for_faces_mut(&mut g, dims, k, |f, below, above, _| {
+                    seen.lock().unwrap().push((f, below, above));
+                });
+                let seen = seen.into_inner().unwrap();
+                assert_eq!(seen.len(), g.data.len(), "every face once");
+                for (f, below, above) in seen {
+                    let mut b = f;
+                    let want_below = (f[k] > 0).then(|| {
+                        b[k] -= 1;
+                        cells.index(b)
+                    });
+                    let want_above = (f[k] < dims[k]).then(|| cells.index(f));
+                    assert_eq!(
+                        (below, above),
+                        (want_below, want_above),
+                        "face {f:?} of component {k}"
+                    );
+                }
+            }
+        }
+    }
 }
