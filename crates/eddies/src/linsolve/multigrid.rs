@@ -739,7 +739,7 @@ fn ghost_coefficients<const D: usize>(op: &PoissonOperator<D>) -> Ghosts {
     Ghosts {
         index: found.iter().map(|f| f.0).collect(),
         dirichlet: found.iter().map(|f| f.1).collect(),
-        coef: found.iter().flat_map(|f| f.2[..2 * D].to_vec()).collect(),
+        coef: found.iter().flat_map(|f| f.2.into_iter().take(2 * D)).collect(),
     }
 }
 
