@@ -10,6 +10,7 @@ use super::params::Transfer;
 use super::particles::Particles;
 use crate::grid::{strides_of, Grid, MacGrid};
 use crate::par::{self, SharedSlice};
+use rayon::prelude::*;
 
 /// Particles per task in particle loops: fixed, so that work splitting never depends on the thread count.
 pub(crate) const PARTICLE_CHUNK: usize = 8192;
@@ -28,6 +29,10 @@ pub(crate) struct Bins<const D: usize> {
     keys: Vec<u32>,
     order: Vec<u32>,
     tmp: Vec<f32>,
+    /// Per chunk of particles, its count (then its first slot) in each bucket of the sort.
+    counts: Vec<u32>,
+    /// Particle indices grouped by bucket.
+    grouped: Vec<u32>,
 }
 
 impl<const D: usize> Bins<D> {
@@ -39,6 +44,8 @@ impl<const D: usize> Bins<D> {
             keys: Vec::new(),
             order: Vec::new(),
             tmp: Vec::new(),
+            counts: Vec::new(),
+            grouped: Vec::new(),
         }
     }
 
@@ -70,7 +77,12 @@ impl<const D: usize> Bins<D> {
     }
 
     pub fn bytes(&self) -> usize {
-        (self.start.capacity() + self.keys.capacity() + self.order.capacity() + self.tmp.capacity())
+        (self.start.capacity()
+            + self.keys.capacity()
+            + self.order.capacity()
+            + self.tmp.capacity()
+            + self.counts.capacity()
+            + self.grouped.capacity())
             * 4
     }
 }
@@ -95,46 +107,116 @@ pub(crate) fn sort_particles<const D: usize>(
         par::for_each_chunk(n, PARTICLE_CHUNK, |r| {
             // SAFETY: chunks are disjoint.
             let out = unsafe { keys.slice_mut(r.clone()) };
-            for (o, i) in out.iter_mut().zip(r) {
+            let x: [&[f32]; D] = std::array::from_fn(|k| &pos[k][r.clone()]);
+            // Branch-free, so that the loop vectorises.
+            for (j, o) in out.iter_mut().enumerate() {
                 let mut key = 0usize;
                 let mut alive = true;
                 for k in 0..D {
-                    let s = (pos[k][i] as f64 - origin[k]) * inv;
-                    if !(s >= 0.0 && s < sub[k] as f64) {
-                        alive = false;
-                        break;
-                    }
-                    key += (s as usize).min(sub[k] - 1) * strides[k];
+                    let s = (x[k][j] as f64 - origin[k]) * inv;
+                    let inside = s >= 0.0 && s < sub[k] as f64;
+                    alive &= inside;
+                    let s = if inside { s } else { 0.0 };
+                    // SAFETY: `s` is in [0, sub[k]), so its truncation fits a usize (`as` would saturate,
+                    // which does not vectorise).
+                    key += unsafe { s.to_int_unchecked::<usize>() }.min(sub[k] - 1) * strides[k];
                 }
                 *o = if alive { key as u32 } else { DEAD };
             }
         });
     }
-    let start = &mut bins.start;
-    start.fill(0);
-    for &k in &bins.keys {
-        if k != DEAD {
-            start[k as usize + 1] += 1;
+    // A stable counting sort, in parallel: the keys are cut into buckets, one slab of half cells along the
+    // slowest axis each. Each chunk of particles counts its particles per bucket; the chunks then copy their
+    // particle indices into the buckets, chunk after chunk (so each bucket holds its particles in index
+    // order); each bucket then sorts its own particles by key, in its own range of `start` and `order`. The
+    // result is the serial sort's: by key, ties in index order, for any thread count.
+    let slab = strides[D - 1];
+    let buckets = sub[D - 1];
+    let chunks = par::chunk_count(n, PARTICLE_CHUNK);
+    let keys = &bins.keys;
+    bins.counts.clear();
+    bins.counts.resize(chunks * buckets, 0);
+    bins.counts
+        .par_chunks_mut(buckets)
+        .enumerate()
+        .for_each(|(c, count)| {
+            for &k in &keys[par::chunk_range(n, PARTICLE_CHUNK, c)] {
+                if k != DEAD {
+                    count[k as usize / slab] += 1;
+                }
+            }
+        });
+    // Each (bucket, chunk) pair's first slot: buckets in order, chunks in order within a bucket.
+    let mut bucket_start = vec![0u32; buckets + 1];
+    let mut next = 0u32;
+    for b in 0..buckets {
+        bucket_start[b] = next;
+        for c in 0..chunks {
+            let slot = &mut bins.counts[c * buckets + b];
+            let m = *slot;
+            *slot = next;
+            next += m;
         }
     }
-    for s in 1..start.len() {
-        start[s] += start[s - 1];
+    bucket_start[buckets] = next;
+    let alive = next as usize;
+    bins.grouped.resize(alive, 0);
+    {
+        let grouped = SharedSlice::new(&mut bins.grouped);
+        bins.counts
+            .par_chunks_mut(buckets)
+            .enumerate()
+            .for_each(|(c, cursor)| {
+                for i in par::chunk_range(n, PARTICLE_CHUNK, c) {
+                    let k = keys[i];
+                    if k != DEAD {
+                        let b = k as usize / slab;
+                        let at = cursor[b] as usize;
+                        cursor[b] += 1;
+                        // SAFETY: slot `at` lies in the range of pair (b, c), which only this task writes,
+                        // and the cursor visits each slot of it once.
+                        unsafe { grouped.slice_mut(at..at + 1)[0] = i as u32 };
+                    }
+                }
+            });
     }
-    let alive = *start.last().unwrap_or(&0) as usize;
     bins.order.resize(alive, 0);
-    // The cursor of each half cell is its start, advanced as particles are placed; `start` is restored below.
-    for (i, &k) in bins.keys.iter().enumerate() {
-        if k != DEAD {
-            let c = &mut start[k as usize];
-            bins.order[*c as usize] = i as u32;
-            *c += 1;
-        }
+    let total = bins.start.len() - 1;
+    bins.start[total] = next;
+    {
+        let order = SharedSlice::new(&mut bins.order);
+        let grouped = &bins.grouped;
+        bins.start[..total]
+            .par_chunks_mut(slab)
+            .enumerate()
+            .for_each_init(Vec::new, |cursor, (b, start)| {
+                let (first, end) = (bucket_start[b], bucket_start[b + 1]);
+                let base = (b * slab) as u32;
+                // Counts, then cursors, in a bucket-sized scratch (which stays in cache) rather than in
+                // `start` (one write pass over it instead of three).
+                cursor.clear();
+                cursor.resize(start.len(), 0u32);
+                let members = &grouped[first as usize..end as usize];
+                for &i in members {
+                    cursor[(keys[i as usize] - base) as usize] += 1;
+                }
+                // Exclusive prefix sums from the bucket's first slot: each key's start and cursor.
+                let mut at = first;
+                for (s, c) in start.iter_mut().zip(cursor.iter_mut()) {
+                    let m = *c;
+                    *s = at;
+                    *c = at - first;
+                    at += m;
+                }
+                // SAFETY: the bucket's slots `first..end` are written by this task only.
+                let out = unsafe { order.slice_mut(first as usize..end as usize) };
+                for &i in members {
+                    let c = &mut cursor[(keys[i as usize] - base) as usize];
+                    out[*c as usize] = i;
+                    *c += 1;
+                }
+            });
     }
-    // After placement start[s] holds the end of half cell s, i.e. the start of s + 1: shift back by one.
-    for s in (1..start.len()).rev() {
-        start[s] = start[s - 1];
-    }
-    start[0] = 0;
     p.permute(&bins.order, &mut bins.tmp);
     n - alive
 }
@@ -433,4 +515,66 @@ pub(crate) fn grid_to_particle<const D: usize>(
         out[k] = un;
     }
     (out, stencils)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sort_is_stable_by_half_cell_and_drops_the_outside() {
+        // Enough particles for several chunks, many sharing a half cell (ties keep their index order), some
+        // outside the domain or not finite (dropped).
+        let dims = [6usize, 5, 7];
+        let (origin, h) = ([0.5, -1.0, 0.0], 0.25);
+        let mut p = Particles::<3>::new();
+        let n = 3 * PARTICLE_CHUNK + 123;
+        let mut state = 12345u64;
+        let mut next = || {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (state >> 11) as f64 / (1u64 << 53) as f64
+        };
+        for i in 0..n {
+            let mut x: [f64; 3] =
+                std::array::from_fn(|k| origin[k] + (1.1 * next() - 0.05) * dims[k] as f64 * h);
+            if i % 997 == 0 {
+                x[1] = f64::NAN;
+            }
+            // The velocity records the particle's original index.
+            p.push(x, [i as f64, 0.0, 0.0], false);
+        }
+        let before = p.clone();
+        let mut bins = Bins::new(dims);
+        let dropped = sort_particles(&mut p, &mut bins, origin, h);
+
+        // The definition: a stable sort of the particles inside the domain by half-cell index.
+        let sub = bins.sub_dims;
+        let strides = strides_of(sub);
+        let key = |x: [f64; 3]| -> Option<usize> {
+            let mut key = 0;
+            for k in 0..3 {
+                let s = (x[k] - origin[k]) * 2.0 / h;
+                if !(s >= 0.0 && s < sub[k] as f64) {
+                    return None;
+                }
+                key += (s as usize).min(sub[k] - 1) * strides[k];
+            }
+            Some(key)
+        };
+        let mut want: Vec<(usize, usize)> = (0..n)
+            .filter_map(|i| key(before.position(i)).map(|k| (k, i)))
+            .collect();
+        want.sort_by_key(|&(k, _)| k);
+        assert!(dropped > n / 20, "the case drops particles ({dropped})");
+        assert_eq!(p.len(), want.len());
+        assert_eq!(dropped, n - want.len());
+        for (j, &(k, i)) in want.iter().enumerate() {
+            assert_eq!(p.velocity(j)[0], i as f64, "particle {j}");
+            assert!(bins.start[k] as usize <= j && j < bins.start[k + 1] as usize);
+        }
+        assert_eq!(*bins.start.last().unwrap() as usize, want.len());
+        assert!(bins.start.windows(2).all(|w| w[0] <= w[1]));
+    }
 }

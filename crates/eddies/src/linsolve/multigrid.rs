@@ -739,7 +739,10 @@ fn ghost_coefficients<const D: usize>(op: &PoissonOperator<D>) -> Ghosts {
     Ghosts {
         index: found.iter().map(|f| f.0).collect(),
         dirichlet: found.iter().map(|f| f.1).collect(),
-        coef: found.iter().flat_map(|f| f.2.into_iter().take(2 * D)).collect(),
+        coef: found
+            .iter()
+            .flat_map(|f| f.2.into_iter().take(2 * D))
+            .collect(),
     }
 }
 
