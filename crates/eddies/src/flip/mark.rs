@@ -1,7 +1,6 @@
 //! Cell classification (seed 001 "Mark-Cells"; Bridson, §4.3): solid where an obstacle covers the cell
 //! centre, fluid where a particle lies, air elsewhere.
 
-use super::transfer::Bins;
 use crate::grid::{to_dvec3, CellFlag, Grid};
 use crate::shape::Shape;
 
@@ -19,15 +18,14 @@ pub(crate) fn mark_solids<const D: usize>(shapes: &[Shape], solid_id: &mut Grid<
     });
 }
 
-/// Marks every cell: [`CellFlag::Solid`] where `solid_id` is set, [`CellFlag::Fluid`] where the sorted
-/// particles hold at least one particle, [`CellFlag::Air`] elsewhere. `count` receives the particles per cell.
+/// Marks every cell: [`CellFlag::Solid`] where `solid_id` is set, [`CellFlag::Fluid`] where the cell holds at
+/// least one particle (`count`, the particles per cell of the last sort, [`super::transfer::Bins::counts_into`]),
+/// [`CellFlag::Air`] elsewhere.
 pub(crate) fn mark_cells<const D: usize>(
-    bins: &Bins<D>,
     solid_id: &Grid<u16, D>,
     flags: &mut Grid<CellFlag, D>,
-    count: &mut Grid<u32, D>,
+    count: &Grid<u32, D>,
 ) {
-    count.par_for_each_mut(|_, c, n| *n = bins.cell_count(c));
     flags.par_for_each_mut(|i, _, f| {
         *f = if solid_id.data[i] != 0 {
             CellFlag::Solid

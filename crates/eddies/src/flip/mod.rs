@@ -396,9 +396,7 @@ impl<const D: usize> FlipSim<D> {
             self.u.origin,
             self.cfg.cell_size,
         );
-        let bins = &self.bins;
-        self.count
-            .par_for_each_mut(|_, c, n| *n = bins.cell_count(c));
+        self.bins.counts_into(&mut self.count);
     }
 
     /// Total particle kinetic energy (J, or J/m in 2D), momentum and largest speed (m/s).
@@ -636,7 +634,8 @@ impl<const D: usize> FlipSim<D> {
             .add("save_velocities", t.elapsed().as_secs_f64() * 1e3);
 
         let t = Instant::now();
-        mark::mark_cells(&self.bins, &self.solid_id, &mut self.flags, &mut self.count);
+        // `count` is the last sort's (`resort`); nothing has moved the particles since.
+        mark::mark_cells(&self.solid_id, &mut self.flags, &self.count);
         mark::fill_fraction(
             &self.weight,
             self.cfg.boundary == Boundary::Closed,

@@ -8,7 +8,7 @@
 
 use super::params::Transfer;
 use super::particles::Particles;
-use crate::grid::{strides_of, Grid, MacGrid};
+use crate::grid::{coords_of, strides_of, Grid, MacGrid, GRID_CHUNK};
 use crate::par::{self, SharedSlice};
 use rayon::prelude::*;
 
@@ -49,8 +49,9 @@ impl<const D: usize> Bins<D> {
         }
     }
 
-    /// Particles in cell `c` (the sum over its 2ᴰ half cells).
-    #[inline]
+    /// Particles in cell `c` (the sum over its 2ᴰ half cells): the definition that
+    /// [`counts_into`](Self::counts_into) computes row by row.
+    #[cfg(test)]
     pub fn cell_count(&self, c: [usize; D]) -> u32 {
         let strides = strides_of(self.sub_dims);
         let mut n = 0;
@@ -62,6 +63,39 @@ impl<const D: usize> Bins<D> {
             n += self.start[s + 1] - self.start[s];
         }
         n
+    }
+
+    /// Particles per cell into `count` (a grid of the cells the bins halve), row by row: the half cells of a
+    /// cell pair up along x, so each cell sums `start[s + 2] − start[s]` over its 2ᴰ⁻¹ pairs.
+    pub fn counts_into(&self, count: &mut Grid<u32, D>) {
+        let dims = count.dims;
+        let nx = dims[0];
+        if nx == 0 {
+            return;
+        }
+        let sub_strides = strides_of(self.sub_dims);
+        let start = &self.start;
+        let per = (GRID_CHUNK / nx).max(1);
+        count
+            .data
+            .par_chunks_mut(per * nx)
+            .enumerate()
+            .for_each(|(t, rows)| {
+                for (r, row) in rows.chunks_mut(nx).enumerate() {
+                    let c = coords_of(dims, (t * per + r) * nx);
+                    row.fill(0);
+                    for pair in 0..(1usize << (D - 1)) {
+                        let mut base = 0;
+                        for k in 1..D {
+                            base += (2 * c[k] + ((pair >> (k - 1)) & 1)) * sub_strides[k];
+                        }
+                        for (x, n) in row.iter_mut().enumerate() {
+                            let s = base + 2 * x;
+                            *n += start[s + 2] - start[s];
+                        }
+                    }
+                }
+            });
     }
 
     /// Indices of the particles of cell `c`, half cell by half cell.
@@ -576,5 +610,11 @@ mod tests {
         }
         assert_eq!(*bins.start.last().unwrap() as usize, want.len());
         assert!(bins.start.windows(2).all(|w| w[0] <= w[1]));
+        let mut count = Grid::new(dims, origin, h, u32::MAX);
+        bins.counts_into(&mut count);
+        for (i, &m) in count.data.iter().enumerate() {
+            assert_eq!(m, bins.cell_count(coords_of(dims, i)), "cell {i}");
+        }
+        assert_eq!(count.data.iter().sum::<u32>() as usize, want.len());
     }
 }
