@@ -248,9 +248,9 @@ impl<const D: usize> FlipSim<D> {
     }
 
     /// Bytes per particle: position and velocity (f32 × 2D), the APIC matrix (f32 × D²), and the sort's key,
-    /// order and permutation buffer (4 bytes each).
+    /// bucket list, order and permutation buffer (4 bytes each).
     pub fn bytes_per_particle(apic: bool) -> usize {
-        4 * 2 * D + (if apic { 4 * D * D } else { 0 }) + 12
+        4 * 2 * D + (if apic { 4 * D * D } else { 0 }) + 16
     }
 
     /// Bytes per cell: velocity, saved velocity and weights (3 × D f64), flags, obstacle id and particle
