@@ -1,11 +1,10 @@
 //! Body forces, solid boundary conditions and the pressure projection on the MAC grid (Bridson, ch. 5).
 
 use super::params::{Boundary, Obstacle};
-use crate::grid::{coords_of, strides_of, CellFlag, Grid, MacGrid, GRID_CHUNK};
+use crate::grid::{coords_of, strides_of, CellFlag, Grid, MacGrid};
 use crate::linsolve::{
     DomainBoundary, Info, PcgParams, PoissonSolver, PreconditionerKind, SolveError,
 };
-use rayon::prelude::*;
 
 /// Adds gravity, `u += Δt g`, to every face (seed 001 "Gravity-Update").
 pub(crate) fn apply_forces<const D: usize>(u: &mut MacGrid<D>, gravity: [f64; D], dt: f64) {
@@ -34,30 +33,17 @@ pub(crate) fn for_faces_mut<T: Send, const D: usize>(
     k: usize,
     f: impl Fn([usize; D], Option<usize>, Option<usize>, &mut T) + Sync + Send,
 ) {
-    let fd = faces.dims;
-    let nx = fd[0];
-    if nx == 0 {
-        return;
-    }
     let cs = strides_of(dims);
-    let per = (GRID_CHUNK / nx).max(1);
-    faces
-        .data
-        .par_chunks_mut(per * nx)
-        .enumerate()
-        .for_each(|(t, chunk)| {
-            for (r, row) in chunk.chunks_mut(nx).enumerate() {
-                let mut c = coords_of(fd, (t * per + r) * nx);
-                // The linear index the face's coordinates have as a cell, at x = 0.
-                let base: usize = (1..D).map(|a| c[a] * cs[a]).sum();
-                for (x, v) in row.iter_mut().enumerate() {
-                    c[0] = x;
-                    let below = (c[k] > 0).then(|| base + x - cs[k]);
-                    let above = (c[k] < dims[k]).then_some(base + x);
-                    f(c, below, above, v);
-                }
-            }
-        });
+    faces.par_for_rows_mut(|mut c, row| {
+        // The linear index the face's coordinates have as a cell, at x = 0.
+        let base: usize = (1..D).map(|a| c[a] * cs[a]).sum();
+        for (x, v) in row.iter_mut().enumerate() {
+            c[0] = x;
+            let below = (c[k] > 0).then(|| base + x - cs[k]);
+            let above = (c[k] < dims[k]).then_some(base + x);
+            f(c, below, above, v);
+        }
+    });
 }
 
 /// Sets the faces of component `k` on the domain's walls across `k` to 0 (row by row: the first and last

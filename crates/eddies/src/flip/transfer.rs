@@ -8,7 +8,7 @@
 
 use super::params::Transfer;
 use super::particles::Particles;
-use crate::grid::{coords_of, strides_of, Grid, MacGrid, GRID_CHUNK};
+use crate::grid::{strides_of, Grid, MacGrid};
 use crate::par::{self, SharedSlice};
 use rayon::prelude::*;
 
@@ -68,34 +68,21 @@ impl<const D: usize> Bins<D> {
     /// Particles per cell into `count` (a grid of the cells the bins halve), row by row: the half cells of a
     /// cell pair up along x, so each cell sums `start[s + 2] − start[s]` over its 2ᴰ⁻¹ pairs.
     pub fn counts_into(&self, count: &mut Grid<u32, D>) {
-        let dims = count.dims;
-        let nx = dims[0];
-        if nx == 0 {
-            return;
-        }
         let sub_strides = strides_of(self.sub_dims);
         let start = &self.start;
-        let per = (GRID_CHUNK / nx).max(1);
-        count
-            .data
-            .par_chunks_mut(per * nx)
-            .enumerate()
-            .for_each(|(t, rows)| {
-                for (r, row) in rows.chunks_mut(nx).enumerate() {
-                    let c = coords_of(dims, (t * per + r) * nx);
-                    row.fill(0);
-                    for pair in 0..(1usize << (D - 1)) {
-                        let mut base = 0;
-                        for k in 1..D {
-                            base += (2 * c[k] + ((pair >> (k - 1)) & 1)) * sub_strides[k];
-                        }
-                        for (x, n) in row.iter_mut().enumerate() {
-                            let s = base + 2 * x;
-                            *n += start[s + 2] - start[s];
-                        }
-                    }
+        count.par_for_rows_mut(|c, row| {
+            row.fill(0);
+            for pair in 0..(1usize << (D - 1)) {
+                let mut base = 0;
+                for k in 1..D {
+                    base += (2 * c[k] + ((pair >> (k - 1)) & 1)) * sub_strides[k];
                 }
-            });
+                for (x, n) in row.iter_mut().enumerate() {
+                    let s = base + 2 * x;
+                    *n += start[s + 2] - start[s];
+                }
+            }
+        });
     }
 
     /// Indices of the particles of cell `c`, half cell by half cell.
@@ -554,6 +541,7 @@ pub(crate) fn grid_to_particle<const D: usize>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::grid::coords_of;
 
     #[test]
     fn sort_is_stable_by_half_cell_and_drops_the_outside() {

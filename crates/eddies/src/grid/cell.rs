@@ -261,6 +261,29 @@ impl<T, const D: usize> Grid<T, D> {
         Grid::from_data(self.dims, self.origin, self.spacing, data)
     }
 
+    /// Calls `f(c, row)` for every row of cells along x, in parallel (groups of rows of about [`GRID_CHUNK`]
+    /// values), with `c` the coordinates of the row's first cell (`c[0] = 0`). For kernels that walk a row
+    /// with indices counted along it rather than computed from coordinates per cell.
+    pub fn par_for_rows_mut(&mut self, f: impl Fn([usize; D], &mut [T]) + Sync + Send)
+    where
+        T: Send,
+    {
+        let dims = self.dims;
+        let nx = dims[0];
+        if nx == 0 {
+            return;
+        }
+        let per = (GRID_CHUNK / nx).max(1);
+        self.data
+            .par_chunks_mut(per * nx)
+            .enumerate()
+            .for_each(|(t, rows)| {
+                for (r, row) in rows.chunks_mut(nx).enumerate() {
+                    f(coords_of(dims, (t * per + r) * nx), row);
+                }
+            });
+    }
+
     /// Calls `f(index, coords, &mut value)` for every cell, in parallel over fixed chunks of [`GRID_CHUNK`]
     /// cells. Each cell is visited once by one task, so the result does not depend on the thread count as
     /// long as `f` only reads shared data besides its own cell.

@@ -775,36 +775,34 @@ impl Totals {
 /// time step: their velocities carry no weight.
 pub(crate) const SPECK: f32 = 0.01 * QUANTA_PER_REST_CELL;
 
-/// The largest of the first `w` lanes (nonnegative), eight running maxima at a time so that it vectorises.
+/// Eight running accumulators over the first `w` lanes, `acc[j] = op(acc[j], x[8i + j])` from 0, so that the
+/// loop vectorises and the result depends on nothing but the values.
 #[inline(always)]
-fn lane_max(x: &[f64; LANES], w: usize) -> f64 {
+fn lanes8(x: &[f64; LANES], w: usize, op: impl Fn(f64, f64) -> f64) -> [f64; 8] {
     let mut acc = [0.0f64; 8];
     let full = w / 8 * 8;
     for c in x[..full].chunks_exact(8) {
         for j in 0..8 {
-            acc[j] = if c[j] > acc[j] { c[j] } else { acc[j] };
+            acc[j] = op(acc[j], c[j]);
         }
     }
     for (j, &v) in x[full..w].iter().enumerate() {
-        acc[j] = if v > acc[j] { v } else { acc[j] };
+        acc[j] = op(acc[j], v);
     }
-    acc.iter().fold(0.0, |m, &v| if v > m { v } else { m })
+    acc
 }
 
-/// The sum of the first `w` lanes, in a fixed order (eight running sums, then pairwise), so that it
-/// vectorises and depends on nothing but the values.
+/// The largest of the first `w` lanes (nonnegative).
+#[inline(always)]
+fn lane_max(x: &[f64; LANES], w: usize) -> f64 {
+    let max = |a: f64, v: f64| if v > a { v } else { a };
+    lanes8(x, w, max).into_iter().fold(0.0, max)
+}
+
+/// The sum of the first `w` lanes, in a fixed order (eight running sums, then pairwise).
 #[inline(always)]
 fn lane_sum(x: &[f64; LANES], w: usize) -> f64 {
-    let mut acc = [0.0f64; 8];
-    let full = w / 8 * 8;
-    for c in x[..full].chunks_exact(8) {
-        for j in 0..8 {
-            acc[j] += c[j];
-        }
-    }
-    for (j, v) in x[full..w].iter().enumerate() {
-        acc[j] += v;
-    }
+    let acc = lanes8(x, w, |a, v| a + v);
     ((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7]))
 }
 
