@@ -34,11 +34,14 @@ pub(crate) fn mark_valid<const D: usize>(
 pub(crate) struct Front {
     faces: Vec<usize>,
     values: Vec<f64>,
+    /// The next layer's faces, being gathered.
+    next: Vec<usize>,
 }
 
 impl Front {
     pub(crate) fn bytes(&self) -> usize {
-        self.faces.capacity() * std::mem::size_of::<usize>() + self.values.capacity() * 8
+        (self.faces.capacity() + self.next.capacity()) * std::mem::size_of::<usize>()
+            + self.values.capacity() * 8
     }
 }
 
@@ -138,7 +141,8 @@ pub(crate) fn extrapolate<const D: usize>(
                 break;
             }
             // The next layer: the unknown neighbours of the faces just added.
-            let mut next = Vec::with_capacity(front.faces.len());
+            let next = &mut front.next;
+            next.clear();
             for &i in &front.faces {
                 let c = coords_of(dims, i);
                 for a in 0..D {
@@ -152,7 +156,7 @@ pub(crate) fn extrapolate<const D: usize>(
             }
             next.sort_unstable();
             next.dedup();
-            front.faces = next;
+            std::mem::swap(&mut front.faces, next);
         }
     }
 }

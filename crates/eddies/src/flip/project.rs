@@ -1,7 +1,7 @@
 //! Body forces, solid boundary conditions and the pressure projection on the MAC grid (Bridson, ch. 5).
 
 use super::params::{Boundary, Obstacle};
-use crate::grid::{coords_of, strides_of, CellFlag, Grid, MacGrid};
+use crate::grid::{strides_of, CellFlag, Grid, MacGrid};
 use crate::linsolve::{
     DomainBoundary, Info, PcgParams, PoissonSolver, PreconditionerKind, SolveError,
 };
@@ -46,25 +46,18 @@ pub(crate) fn for_faces_mut<T: Send, const D: usize>(
     });
 }
 
-/// Sets the faces of component `k` on the domain's walls across `k` to 0 (row by row: the first and last
-/// face of every row when `k` is x, the whole rows on the two wall planes otherwise).
+/// Sets the faces of component `k` on the domain's walls across `k` to 0: the first and last face of every
+/// row when `k` is x, the whole rows on the two wall planes otherwise.
 fn zero_walls<const D: usize>(faces: &mut Grid<f64, D>, dims: [usize; D], k: usize) {
-    let fd = faces.dims;
-    let nx = fd[0];
-    if nx == 0 {
-        return;
-    }
-    for (r, row) in faces.data.chunks_mut(nx).enumerate() {
+    faces.par_for_rows_mut(|c, row| {
         if k == 0 {
+            let last = row.len() - 1;
             row[0] = 0.0;
-            row[nx - 1] = 0.0;
-        } else {
-            let c = coords_of(fd, r * nx);
-            if on_domain_boundary(dims, k, c) {
-                row.fill(0.0);
-            }
+            row[last] = 0.0;
+        } else if on_domain_boundary(dims, k, c) {
+            row.fill(0.0);
         }
-    }
+    });
 }
 
 /// Enforces `u·n = u_solid·n` on every face touching a solid (Bridson, §5.1): faces of closed domain walls
@@ -79,19 +72,17 @@ pub(crate) fn enforce_boundary<const D: usize>(
 ) {
     let dims = u.dims;
     let (o, h) = (u.origin, u.spacing);
-    if obstacles.is_empty() {
-        // Cells are marked solid by obstacles only: without any, only the domain walls remain.
-        if boundary == Boundary::Closed {
-            for k in 0..D {
-                zero_walls(&mut u.u[k], dims, k);
-            }
-        }
-        return;
-    }
     for k in 0..D {
+        if boundary == Boundary::Closed {
+            zero_walls(&mut u.u[k], dims, k);
+        }
+        // Cells are marked solid by obstacles only: without any, the walls were all.
+        if obstacles.is_empty() {
+            continue;
+        }
         for_faces_mut(&mut u.u[k], dims, k, |f, a, b, v| {
             if boundary == Boundary::Closed && on_domain_boundary(dims, k, f) {
-                *v = 0.0;
+                // A wall face, set above.
                 return;
             }
             let id = [a, b]

@@ -33,6 +33,8 @@ pub(crate) struct Bins<const D: usize> {
     counts: Vec<u32>,
     /// Particle indices grouped by bucket.
     grouped: Vec<u32>,
+    /// First slot of each bucket in `grouped` and `order`, plus the total.
+    bucket_start: Vec<u32>,
 }
 
 impl<const D: usize> Bins<D> {
@@ -46,6 +48,7 @@ impl<const D: usize> Bins<D> {
             tmp: Vec::new(),
             counts: Vec::new(),
             grouped: Vec::new(),
+            bucket_start: Vec::new(),
         }
     }
 
@@ -103,7 +106,8 @@ impl<const D: usize> Bins<D> {
             + self.order.capacity()
             + self.tmp.capacity()
             + self.counts.capacity()
-            + self.grouped.capacity())
+            + self.grouped.capacity()
+            + self.bucket_start.capacity())
             * 4
     }
 }
@@ -168,7 +172,8 @@ pub(crate) fn sort_particles<const D: usize>(
             }
         });
     // Each (bucket, chunk) pair's first slot: buckets in order, chunks in order within a bucket.
-    let mut bucket_start = vec![0u32; buckets + 1];
+    let bucket_start = &mut bins.bucket_start;
+    bucket_start.resize(buckets + 1, 0);
     let mut next = 0u32;
     for b in 0..buckets {
         bucket_start[b] = next;
