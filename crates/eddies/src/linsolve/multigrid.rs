@@ -17,7 +17,7 @@
 //! 20, seed 003, warns against). Restriction is full weighting (the transpose of prolongation, weights
 //! (1, 3, 3, 1)/8 per axis) or nearest (the mean of the `2^D` children: "faster, less accurate", seed 003).
 
-use super::poisson::{CellKind, Layout, PoissonOperator};
+use super::poisson::{CellKind, Layout, PoissonOperator, Row};
 use rayon::prelude::*;
 
 use super::poisson::residual;
@@ -866,8 +866,8 @@ fn relax<T: Real, const D: usize>(
         })
         .collect();
     l.for_rows(out, |row, o| {
-        let start_row = row * rl;
-        if !l.is_interior_row(row) {
+        let start_row = row.index * rl;
+        if !row.interior {
             o.copy_from_slice(&x[start_row..start_row + rl]);
             return;
         }
@@ -878,7 +878,7 @@ fn relax<T: Real, const D: usize>(
         super::poisson::neighbour_sum(x, start, &l.strides, oi);
         // Colour of the row's first interior cell: the parity of its coordinate sum. Red cells have even
         // parity; the mask's even entries carry the weight.
-        let c = l.padded_coords(start_row);
+        let c = row.coords;
         let row_parity = (1..D).map(|k| c[k] - 1).sum::<usize>() & 1;
         let shift = match half {
             Half::All | Half::Red => row_parity,
@@ -993,7 +993,7 @@ fn restrict<T: Real, const D: usize>(
     let half = &half[..fine_rows * crl];
     cl.for_rows(out, |row, o| {
         o.fill(T::ZERO);
-        let c = cl.padded_coords(row * crl);
+        let c = row.coords;
         let combos = offsets.len().pow(D as u32 - 1);
         for combo in 0..combos {
             let mut w = 1.0;
@@ -1033,11 +1033,11 @@ fn restrict_boundary<T: Real, const D: usize>(
     let crl = cl.row_len();
     cl.for_rows(out, |row, o| {
         o.fill(T::ZERO);
-        if !cl.is_interior_row(row) {
+        if !row.interior {
             return;
         }
         for (px, o) in o.iter_mut().enumerate().take(cl.dims[0] + 1).skip(1) {
-            let i = row * crl + px;
+            let i = row.index * crl + px;
             if ck[i] != CellKind::Dirichlet {
                 continue;
             }
@@ -1085,15 +1085,17 @@ fn prolong<T: Real, const D: usize>(
     let (fk, frl, crl) = (fine.kinds(), fl.row_len(), cl.row_len());
     fl.for_row_groups(x, |first, group| {
         let (mut blended, mut values) = (vec![T::ZERO; crl], vec![T::ZERO; frl]);
-        for (k, o) in group.chunks_mut(frl).enumerate() {
+        let mut row = fl.row(first);
+        for o in group.chunks_mut(frl) {
             prolong_row(
                 (cl, xc),
                 (fl, fk),
-                first + k,
+                row,
                 o,
                 (&mut blended, &mut values),
                 mode,
             );
+            fl.next_row(&mut row);
         }
     });
 }
@@ -1103,7 +1105,7 @@ fn prolong<T: Real, const D: usize>(
 fn prolong_row<T: Real, const D: usize>(
     (cl, xc): (&Layout<D>, &[T]),
     (fl, fk): (&Layout<D>, &[CellKind]),
-    row: usize,
+    row: Row<D>,
     o: &mut [T],
     buffers: (&mut [T], &mut [T]),
     mode: Prolong,
@@ -1111,10 +1113,10 @@ fn prolong_row<T: Real, const D: usize>(
     let (blended, values) = buffers;
     let (nf, frl, crl) = (fl.dims[0], fl.row_len(), cl.row_len());
     {
-        if !fl.is_interior_row(row) {
+        if !row.interior {
             return;
         }
-        let f = fl.padded_coords(row * frl);
+        let f = row.coords;
         // The 2^(D−1) coarse rows around this fine row, blended into one.
         blended.fill(T::ZERO);
         for combo in 0..1usize << (D - 1) {
@@ -1147,7 +1149,7 @@ fn prolong_row<T: Real, const D: usize>(
             let other = if fi % 2 == 0 { parent - 1 } else { parent + 1 };
             *v = near * blended[parent] + far * blended[other];
         }
-        let start = row * frl + 1;
+        let start = row.index * frl + 1;
         let (o, values, kinds) = (&mut o[1..=nf], &values[..nf], &fk[start..start + nf]);
         match mode {
             Prolong::AddCorrection => {

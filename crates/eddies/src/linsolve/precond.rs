@@ -194,10 +194,10 @@ impl<const D: usize> Preconditioner for IncompletePoisson<D> {
         // t = Kᵀ r: tᵢ = rᵢ + (1/nᵢ) Σ_{upper j} rⱼ.
         l.for_rows(&mut self.scratch, |row, out| {
             out.fill(0.0);
-            if !l.is_interior_row(row) {
+            if !row.interior {
                 return;
             }
-            let start = row * rl + 1;
+            let start = row.index * rl + 1;
             let o = &mut out[1..=n];
             for (d, &s) in strides.iter().enumerate() {
                 let up = &r[start + s..start + s + n];
@@ -221,10 +221,10 @@ impl<const D: usize> Preconditioner for IncompletePoisson<D> {
         let t = &self.scratch;
         l.for_rows(z, |row, out| {
             out.fill(0.0);
-            if !l.is_interior_row(row) {
+            if !row.interior {
                 return;
             }
-            let start = row * rl + 1;
+            let start = row.index * rl + 1;
             let o = &mut out[1..=n];
             for &s in &strides {
                 let (lo, w) = (&t[start - s..start - s + n], &inv[start - s..start - s + n]);

@@ -59,6 +59,121 @@ struct Moments {
     s: DVec3,
     q: [f64; 18],
     s2: f64,
+    /// Σ |αⱼ|, the weight of the centre.
+    weight: f64,
+}
+
+impl Node {
+    /// The centre of the cell.
+    fn centre(&self) -> DVec3 {
+        self.corner + DVec3::splat(self.width * 0.5)
+    }
+}
+
+impl Moments {
+    /// The moments of `vortons` (position, strength, core radius) about their circulation-weighted centre, or
+    /// about `fallback` when they carry no circulation.
+    fn of_vortons(vortons: &[(DVec3, DVec3, f64)], fallback: DVec3) -> Self {
+        let mut w = 0.0;
+        let mut c = DVec3::ZERO;
+        let mut a = DVec3::ZERO;
+        let mut s2 = 0.0;
+        for &(p, al, r) in vortons {
+            let m = al.length();
+            w += m;
+            c += p * m;
+            a += al;
+            s2 += m * r * r;
+        }
+        let (centre, s2) = if w > 0.0 {
+            (c / w, s2 / w)
+        } else {
+            (fallback, 0.0)
+        };
+        let mut m = Moments {
+            centre,
+            a,
+            s2,
+            weight: w,
+            ..Default::default()
+        };
+        for &(x, al, _) in vortons {
+            let d = x - centre;
+            let ad = al.cross(d);
+            m.b += ad;
+            m.s += al * d.length_squared();
+            let (al, d, ad) = (al.to_array(), d.to_array(), ad.to_array());
+            for r in 0..3 {
+                for c in 0..3 {
+                    m.p[3 * r + c] += al[r] * d[c];
+                    m.m2[3 * r + c] += ad[r] * d[c];
+                }
+                for (k, &(i, j)) in PAIRS.iter().enumerate() {
+                    m.q[6 * r + k] += al[r] * d[i] * d[j];
+                }
+            }
+        }
+        m
+    }
+
+    /// The moments of the union of `children` about its circulation-weighted centre (or `fallback`), each
+    /// child's moments shifted by `t = c_child − c`: with `dⱼ = eⱼ + t`,
+    /// `B += A × t`, `P += A tᵀ`, `S += 2 P t + A |t|²`, `Q(k, l) += P₍ₖ₎ t_l + P₍ₗ₎ t_k + A t_k t_l` and
+    /// `M += B tᵀ + [Σ (αⱼ × t) eⱼᵀ] + (A × t) tᵀ`, where the bracket is `ε_rab t_b P[a][c]`.
+    fn of_children(children: &[Moments], fallback: DVec3) -> Self {
+        let w: f64 = children.iter().map(|c| c.weight).sum();
+        if w <= 0.0 {
+            return Moments {
+                centre: fallback,
+                ..Default::default()
+            };
+        }
+        let centre = children
+            .iter()
+            .fold(DVec3::ZERO, |acc, c| acc + c.centre * c.weight)
+            / w;
+        let s2 = children.iter().map(|c| c.s2 * c.weight).sum::<f64>() / w;
+        let mut m = Moments {
+            centre,
+            s2,
+            weight: w,
+            ..Default::default()
+        };
+        for ch in children {
+            let t = ch.centre - centre;
+            let at = ch.a.cross(t);
+            m.a += ch.a;
+            m.b += ch.b + at;
+            let (a, b, t3, at3) = (
+                ch.a.to_array(),
+                ch.b.to_array(),
+                t.to_array(),
+                at.to_array(),
+            );
+            let p = &ch.p;
+            let pt =
+                [0, 1, 2].map(|r| p[3 * r] * t3[0] + p[3 * r + 1] * t3[1] + p[3 * r + 2] * t3[2]);
+            let tt = t.length_squared();
+            for r in 0..3 {
+                m.s[r] += ch.s[r] + 2.0 * pt[r] + a[r] * tt;
+                // (αⱼ × t)_r eⱼ_c summed: ε_rab t_b P[a][c].
+                let (r1, r2) = ((r + 1) % 3, (r + 2) % 3);
+                for c in 0..3 {
+                    let i = 3 * r + c;
+                    m.p[i] += p[i] + a[r] * t3[c];
+                    let cross_p = t3[r2] * p[3 * r1 + c] - t3[r1] * p[3 * r2 + c];
+                    m.m2[i] += ch.m2[i] + b[r] * t3[c] + cross_p + at3[r] * t3[c];
+                }
+                for (k, &(i, j)) in PAIRS.iter().enumerate() {
+                    m.q[6 * r + k] += ch.q[6 * r + k]
+                        + p[3 * r + i] * t3[j]
+                        + p[3 * r + j] * t3[i]
+                        + a[r] * t3[i] * t3[j];
+                }
+            }
+        }
+        m
+    }
 }
 
 /// The index pairs (k, l), k ≤ l, of the symmetric second moment.
@@ -141,6 +256,27 @@ impl Tree {
         morton(c)
     }
 
+    /// The Morton keys of `points` with their indices, sorted. `keys` holds the last sort of as many points
+    /// (or anything else): the points are then taken in that order, in which a simulation's keys are nearly
+    /// sorted already (its vortons moved a fraction of a cell since), and the stable merge sort runs in
+    /// nearly linear time. The pairs are distinct, so the order is the same from any starting order.
+    fn sorted_keys(&self, mut keys: Vec<(u64, u32)>, points: &[DVec3]) -> Vec<(u64, u32)> {
+        let n = points.len();
+        if keys.len() == n {
+            keys.par_iter_mut()
+                .for_each(|(k, i)| *k = self.key_of(points[*i as usize]));
+        } else {
+            keys.clear();
+            keys.par_extend(
+                (0..n)
+                    .into_par_iter()
+                    .map(|i| (self.key_of(points[i]), i as u32)),
+            );
+        }
+        keys.par_sort();
+        keys
+    }
+
     /// Builds the tree over vortons at `position` with strengths `strength` (m³/s) and core radii `radius` (m).
     pub fn build(
         &mut self,
@@ -162,10 +298,8 @@ impl Tree {
         let width = (hi - lo).max_element().max(1e-12) * (1.0 + 1e-9);
         self.lo = lo;
         self.width = width;
-        let mut keys = std::mem::take(&mut self.keys);
-        keys.clear();
-        keys.extend((0..n).map(|i| (self.key_of(position[i]), i as u32)));
-        keys.par_sort_unstable();
+        let keys = std::mem::take(&mut self.keys);
+        let keys = self.sorted_keys(keys, position);
         let mut gathered = std::mem::take(&mut self.gathered);
         gathered.clear();
         gathered.par_extend(keys.par_iter().map(|&(_, j)| {
@@ -228,71 +362,69 @@ impl Tree {
             .filter(|&k| self.nodes[k].children == 0)
             .collect();
         leaves.sort_unstable_by_key(|&k| self.nodes[k].start);
-        self.sorted.clear(DVec3::ZERO);
-        self.sorted.origin = lo + DVec3::splat(width * 0.5);
+        let mut total = 0;
         for &k in &leaves {
-            let from = self.sorted.padded_len();
-            for &(p, a, r) in &self.gathered[self.nodes[k].start..self.nodes[k].end] {
-                self.sorted.push(p, a, r * r);
-            }
-            self.sorted.pad();
-            self.nodes[k].padded = (from, self.sorted.padded_len());
+            let node = &mut self.nodes[k];
+            let len = (node.end - node.start).next_multiple_of(LANES);
+            node.padded = (total, total + len);
+            total += len;
         }
+        let origin = lo + DVec3::splat(width * 0.5);
+        let src = &mut self.sorted;
+        src.clear(origin);
+        src.len = n;
+        let (nodes, gathered) = (&self.nodes, &self.gathered);
+        // One column per task: position relative to the origin, strength, σ²; padding has zero strength.
+        let columns = [
+            &mut src.x,
+            &mut src.y,
+            &mut src.z,
+            &mut src.ax,
+            &mut src.ay,
+            &mut src.az,
+            &mut src.s2,
+        ];
+        columns.into_par_iter().enumerate().for_each(|(c, col)| {
+            col.resize(total, if c == 6 { 1.0 } else { 0.0 });
+            let value = |&(p, a, r): &(DVec3, DVec3, f64)| -> f32 {
+                match c {
+                    0..=2 => (p - origin)[c] as f32,
+                    3..=5 => a[c - 3] as f32,
+                    _ => (r * r) as f32,
+                }
+            };
+            for &k in &leaves {
+                let node = &nodes[k];
+                let out = &mut col[node.padded.0..node.padded.1];
+                for (o, v) in out.iter_mut().zip(&gathered[node.start..node.end]) {
+                    *o = value(v);
+                }
+            }
+        });
 
+        // Leaves from their vortons, in parallel; inner cells from their children's moments shifted to the
+        // cell's centre (children follow their parent in `nodes`, so a reverse pass meets them first): each
+        // vorton is summed once instead of once per level.
         let gathered = &self.gathered;
-        self.moments = self
-            .nodes
+        let nodes = &self.nodes;
+        let mut moments: Vec<Moments> = nodes
             .par_iter()
             .map(|node| {
-                let mut w = 0.0;
-                let mut c = DVec3::ZERO;
-                let mut a = DVec3::ZERO;
-                let mut s2 = 0.0;
-                for &(p, al, r) in &gathered[node.start..node.end] {
-                    let m = al.length();
-                    w += m;
-                    c += p * m;
-                    a += al;
-                    s2 += m * r * r;
-                }
-                let (centre, s2) = if w > 0.0 {
-                    (c / w, s2 / w)
+                if node.children == 0 {
+                    Moments::of_vortons(&gathered[node.start..node.end], node.centre())
                 } else {
-                    (node.corner + DVec3::splat(node.width * 0.5), 0.0)
-                };
-                let mut b = DVec3::ZERO;
-                let mut p = [0.0; 9];
-                let mut m2 = [0.0; 9];
-                let mut sv = DVec3::ZERO;
-                let mut q = [0.0; 18];
-                for &(x, al, _) in &gathered[node.start..node.end] {
-                    let d = x - centre;
-                    let ad = al.cross(d);
-                    b += ad;
-                    sv += al * d.length_squared();
-                    let (al, d, ad) = (al.to_array(), d.to_array(), ad.to_array());
-                    for r in 0..3 {
-                        for c in 0..3 {
-                            p[3 * r + c] += al[r] * d[c];
-                            m2[3 * r + c] += ad[r] * d[c];
-                        }
-                        for (m, &(k, l)) in PAIRS.iter().enumerate() {
-                            q[6 * r + m] += al[r] * d[k] * d[l];
-                        }
-                    }
-                }
-                Moments {
-                    centre,
-                    a,
-                    b,
-                    p,
-                    m2,
-                    s: sv,
-                    q,
-                    s2,
+                    Moments::default()
                 }
             })
             .collect();
+        for k in (0..nodes.len()).rev() {
+            let node = &nodes[k];
+            if node.children > 0 {
+                let children = &moments[node.first_child..node.first_child + node.children];
+                moments[k] = Moments::of_children(children, node.centre());
+            }
+        }
+        self.moments = moments;
         let origin = self.sorted.origin;
         self.rows = self
             .moments
@@ -418,10 +550,8 @@ impl Tree {
         sum: impl Fn(&Self, &[(u64, u32)], &GroupScratch) -> Vec<R> + Sync + Send,
     ) -> Vec<R> {
         let n = targets.len();
-        let mut tk = std::mem::take(&mut self.target_keys);
-        tk.clear();
-        tk.extend((0..n).map(|i| (self.key_of(targets[i]), i as u32)));
-        tk.par_sort_unstable();
+        let tk = std::mem::take(&mut self.target_keys);
+        let tk = self.sorted_keys(tk, targets);
         let this = &*self;
         let tk_ref = &tk;
         let group = GROUP;
@@ -797,6 +927,48 @@ mod tests {
             "tree: curl A {tree_curl} vs u {}",
             ut[0]
         );
+    }
+
+    /// The inner cells' moments, shifted up from their children, equal the moments summed over their vortons
+    /// directly (the shift formulas are exact; 1e-9 relative to the cell's scale allows for f64 rounding).
+    #[test]
+    fn shifted_moments_equal_direct_sums() {
+        let (p, a, s) = random_vortons(5_000, 3);
+        let params = TreeParams {
+            leaf_size: 8,
+            ..Default::default()
+        };
+        let mut tree = Tree::default();
+        tree.build(&params, &p, &a, &s);
+        let mut inner = 0;
+        for (node, m) in tree.nodes.iter().zip(&tree.moments) {
+            if node.children == 0 {
+                continue;
+            }
+            inner += 1;
+            let direct = Moments::of_vortons(&tree.gathered[node.start..node.end], node.centre());
+            let scale = direct.weight * node.width * node.width;
+            let close = |x: &[f64], y: &[f64], unit: f64| {
+                x.iter().zip(y).all(|(x, y)| (x - y).abs() <= 1e-9 * unit)
+            };
+            assert!((m.centre - direct.centre).length() <= 1e-12 * node.width);
+            assert!((m.s2 - direct.s2).abs() <= 1e-12 * direct.s2);
+            assert!(close(&m.a.to_array(), &direct.a.to_array(), direct.weight));
+            let first = |m: &Moments| [m.b.to_array().to_vec(), m.p.to_vec()].concat();
+            assert!(close(
+                &first(m),
+                &first(&direct),
+                direct.weight * node.width
+            ));
+            let second =
+                |m: &Moments| [m.m2.to_vec(), m.s.to_array().to_vec(), m.q.to_vec()].concat();
+            assert!(
+                close(&second(m), &second(&direct), scale),
+                "cell of {} vortons",
+                node.end - node.start
+            );
+        }
+        assert!(inner > 50, "{inner} inner cells");
     }
 
     /// Bit-identical potentials with 1, 2 and 7 threads, tree and direct.
