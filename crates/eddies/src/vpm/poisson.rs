@@ -96,6 +96,8 @@ pub struct PoissonVelocity {
     /// Statistics of the last solve.
     pub info: PoissonInfo,
     timings: PoissonTimings,
+    /// Grid shape and decimation that the boundary lists were made for.
+    listed: Option<([usize; 3], bool)>,
 }
 
 fn ms(t: Instant) -> f64 {
@@ -182,21 +184,16 @@ impl PoissonVelocity {
         Ok(())
     }
 
-    /// Lists the boundary points with their decimation sources, and fills `potential` on them.
-    fn boundary_values(
-        &mut self,
-        params: &PoissonParams,
-        grid: &FittedGrid,
-        integral: Option<&mut BoundaryIntegral>,
-    ) {
-        let [nx, ny, nz] = grid.dims;
+    /// Lists the boundary points of a grid of `dims` points with their decimation sources.
+    fn list_boundary(&mut self, dims: [usize; 3], decimate: bool) {
+        let [nx, ny, nz] = dims;
         let face = |c: usize, n: usize| c == 0 || c == n - 1;
         self.boundary.clear();
         self.source.clear();
         self.computed.clear();
         self.late.clear();
         self.slot.clear();
-        self.slot.resize(grid.len(), u32::MAX);
+        self.slot.resize(nx * ny * nz, u32::MAX);
         for k in 0..nz {
             for j in 0..ny {
                 for i in 0..nx {
@@ -208,7 +205,7 @@ impl PoissonVelocity {
                     let here = self.boundary.len() as u32;
                     self.slot[idx] = here;
                     self.boundary.push(idx);
-                    if !params.decimate {
+                    if !decimate {
                         self.source.push((here, here));
                         self.computed.push(here);
                         continue;
@@ -240,6 +237,21 @@ impl PoissonVelocity {
             if src.0 as usize != q || src.1 as usize != q {
                 *src = (self.slot[src.0 as usize], self.slot[src.1 as usize]);
             }
+        }
+    }
+
+    /// Fills `potential` on the boundary points (listed again only when the grid's shape or the decimation
+    /// changed).
+    fn boundary_values(
+        &mut self,
+        params: &PoissonParams,
+        grid: &FittedGrid,
+        integral: Option<&mut BoundaryIntegral>,
+    ) {
+        let [nx, ny, _] = grid.dims;
+        if self.listed != Some((grid.dims, params.decimate)) {
+            self.list_boundary(grid.dims, params.decimate);
+            self.listed = Some((grid.dims, params.decimate));
         }
         self.info.boundary_points = self.boundary.len();
         self.values.clear();
