@@ -270,7 +270,7 @@ impl VpmSim {
 
     /// Velocity (m/s) at every vorton for the current state, by the configured technique.
     pub fn vorton_velocities(&mut self) -> Vec<DVec3> {
-        self.evaluate(false);
+        self.evaluate(false, None);
         self.solver.u.clone()
     }
 
@@ -280,7 +280,7 @@ impl VpmSim {
     }
 
     fn refresh_speed(&mut self) {
-        self.evaluate(self.params.stretching);
+        self.evaluate(self.params.stretching, None);
         self.max_speed = self.current_max_speed();
         self.max_strain = self.current_max_strain();
     }
@@ -298,8 +298,9 @@ impl VpmSim {
             .max(0.0)
     }
 
-    /// Velocity from vorticity for the current vortons and tracers into the solver's buffers.
-    fn evaluate(&mut self, gradient: bool) {
+    /// Velocity from vorticity for the current vortons and tracers into the solver's buffers, at Runge–Kutta
+    /// stage `stage` of a step (`None` outside one).
+    fn evaluate(&mut self, gradient: bool, stage: Option<usize>) {
         let v = &self.vortons;
         self.alpha.clear();
         self.alpha.extend((0..v.len()).map(|i| v.strength(i)));
@@ -311,6 +312,7 @@ impl VpmSim {
                 radius: &v.radius,
                 tracers: &self.tracers.position,
                 gradient,
+                stage,
             },
         );
     }
@@ -436,7 +438,7 @@ impl VpmSim {
                     self.tracers.position[i] = t0[i] + kt[i] * c;
                 }
             }
-            self.evaluate(stretching);
+            self.evaluate(stretching, Some(s));
             self.ku[s].clone_from(&self.solver.u);
             self.kt[s].clone_from(&self.solver.u_tracers);
             let kw = &mut self.kw[s];

@@ -97,7 +97,7 @@ pub fn cases() -> Vec<Case> {
 }
 
 /// The manufactured vector potential on the unit cube: three smooth components.
-fn exact_potential(p: DVec3) -> DVec3 {
+pub(crate) fn exact_potential(p: DVec3) -> DVec3 {
     DVec3::new(
         (PI * p.x).sin() * (PI * p.y).sin() * (PI * p.z).sin(),
         (PI * p.x).cos() * p.y * p.y,
@@ -106,7 +106,7 @@ fn exact_potential(p: DVec3) -> DVec3 {
 }
 
 /// `ω = −∇²A` of [`exact_potential`].
-fn exact_vorticity(p: DVec3) -> DVec3 {
+pub(crate) fn exact_vorticity(p: DVec3) -> DVec3 {
     let pi2 = PI * PI;
     DVec3::new(
         3.0 * pi2 * (PI * p.x).sin() * (PI * p.y).sin() * (PI * p.z).sin(),
@@ -203,6 +203,7 @@ pub fn ring_velocity_error_with(poisson: PoissonParams, n: usize) -> f64 {
             radius: &v.radius,
             tracers: &[],
             gradient: false,
+            stage: None,
         },
     );
     assert!(solver.error.is_none(), "the Poisson solve failed");
@@ -259,6 +260,7 @@ pub fn decimation_difference(n: usize) -> (f64, f64) {
                 radius: &v.radius,
                 tracers: &[],
                 gradient: false,
+                stage: None,
             },
         );
         let g = solver.grid;

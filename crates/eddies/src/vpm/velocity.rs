@@ -23,6 +23,9 @@ pub struct Query<'a> {
     pub tracers: &'a [DVec3],
     /// Whether the velocity gradient at the vortons is wanted (for stretching).
     pub gradient: bool,
+    /// The Runge–Kutta stage of a time step that asks, `None` outside a step (see
+    /// [`PoissonVelocity::set_stage`]).
+    pub stage: Option<usize>,
 }
 
 /// The velocity stage's buffers, reused across steps.
@@ -152,6 +155,7 @@ impl VelocitySolver {
                     PotentialBoundary::Direct => Some(&mut by_sum),
                     PotentialBoundary::Zero => None,
                 };
+                self.poisson.set_stage(q.stage);
                 if let Err(e) = self.poisson.solve(
                     &params.poisson,
                     &self.grid,
