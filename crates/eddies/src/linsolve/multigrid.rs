@@ -287,13 +287,34 @@ impl<const D: usize, T: Real> Multigrid<D, T> {
         let n = self.levels[0].op.layout().len();
         check_vector("the right-hand side", b, n)?;
         check_vector("the initial guess", x, n)?;
+        self.load_rhs(b);
         let f = &mut self.levels[0];
-        let mut b = b.to_vec();
-        f.op.remove_null_space(&mut b);
-        convert(&b, &mut f.b);
-        convert(x, &mut f.x);
-        f.op.mask_unknowns_out(&mut f.x);
+        let kinds = f.op.kinds();
+        f.x.par_chunks_mut(CHUNK)
+            .zip(x.par_chunks(CHUNK))
+            .zip(kinds.par_chunks(CHUNK))
+            .for_each(|((d, s), k)| {
+                for ((d, &s), &k) in d.iter_mut().zip(s).zip(k) {
+                    *d = if k == CellKind::Unknown {
+                        T::ZERO
+                    } else {
+                        T::from_f64(s)
+                    };
+                }
+            });
         Ok(self.fine_residual())
+    }
+
+    /// Loads `b` into the finest level, without its null-space part when the operator is singular.
+    fn load_rhs(&mut self, b: &[f64]) {
+        let f = &mut self.levels[0];
+        if f.op.is_singular() {
+            let mut b = b.to_vec();
+            f.op.remove_null_space(&mut b);
+            convert(&b, &mut f.b);
+        } else {
+            convert(b, &mut f.b);
+        }
     }
 
     /// Like [`solve`](Self::solve), stopping when the residual falls to `tolerance × reference`: with one
@@ -323,12 +344,7 @@ impl<const D: usize, T: Real> Multigrid<D, T> {
                 "the reference residual must be finite and non-negative, got {reference}"
             )));
         }
-        {
-            let f = &mut self.levels[0];
-            let mut b = b.to_vec();
-            f.op.remove_null_space(&mut b);
-            convert(&b, &mut f.b);
-        }
+        self.load_rhs(b);
         if reference == 0.0 {
             self.levels[0].op.mask_unknowns_out(x);
             return Ok(Info {

@@ -144,6 +144,12 @@ impl<const D: usize> Layout<D> {
     /// Copies a grid's values (storage order of [`Grid`]) into the interior of padded vector `out`.
     pub fn pad(&self, values: &[f64], out: &mut [f64]) {
         assert_eq!(values.len(), self.dims.iter().product::<usize>());
+        self.pad_from(|i| values[i], out);
+    }
+
+    /// Fills the interior of padded vector `out` with `value(i)` for every cell `i` of a grid (storage order
+    /// of [`Grid`]), and its halo with zeros: [`pad`](Self::pad) from any field.
+    pub fn pad_from(&self, value: impl Fn(usize) -> f64 + Sync + Send, out: &mut [f64]) {
         assert_eq!(out.len(), self.len());
         let n = self.dims[0];
         self.for_rows(out, |r, row| {
@@ -154,19 +160,34 @@ impl<const D: usize> Layout<D> {
             let src = self.interior_row_of(r.index) * n;
             row[0] = 0.0;
             row[n + 1] = 0.0;
-            row[1..=n].copy_from_slice(&values[src..src + n]);
+            for (k, o) in row[1..=n].iter_mut().enumerate() {
+                *o = value(src + k);
+            }
         });
     }
 
     /// Copies the interior of padded vector `v` into `out` (storage order of [`Grid`]).
     pub fn unpad(&self, v: &[f64], out: &mut [f64]) {
+        self.unpad_into(v, out, |o, x| *o = x);
+    }
+
+    /// `set(&mut out[i], v)` with the interior value `v` of cell `i` of the padded vector `v`, for every cell
+    /// of a grid (storage order of [`Grid`]): [`unpad`](Self::unpad) into any field.
+    pub fn unpad_into<T: Send>(
+        &self,
+        v: &[f64],
+        out: &mut [T],
+        set: impl Fn(&mut T, f64) + Sync + Send,
+    ) {
         assert_eq!(out.len(), self.dims.iter().product::<usize>());
         let n = self.dims[0];
         out.par_chunks_mut(n).enumerate().for_each(|(k, dst)| {
             let mut c = coords_of(self.dims, k * n);
             c[0] = 0;
             let src = self.index(c);
-            dst.copy_from_slice(&v[src..src + n]);
+            for (o, &x) in dst.iter_mut().zip(&v[src..src + n]) {
+                set(o, x);
+            }
         });
     }
 

@@ -121,11 +121,6 @@ impl Sources {
     }
 }
 
-#[inline(always)]
-fn lanes(v: &[f32], j: usize) -> &[f32; LANES] {
-    v[j..j + LANES].try_into().expect("padded to whole lanes")
-}
-
 /// Sum of `LANES` partial sums in a fixed order.
 #[inline(always)]
 fn hsum(v: &[f32; LANES]) -> f32 {

@@ -92,7 +92,6 @@ pub struct PoissonVelocity {
     /// Per-component work vectors (padded layout of the operator).
     b: [Vec<f64>; 3],
     x: [Vec<f64>; 3],
-    component: Vec<f64>,
     /// Statistics of the last solve.
     pub info: PoissonInfo,
     timings: PoissonTimings,
@@ -125,8 +124,7 @@ impl PoissonVelocity {
                 .iter()
                 .chain(&self.x)
                 .map(Vec::capacity)
-                .sum::<usize>()
-                + self.component.capacity())
+                .sum::<usize>())
                 * 8
     }
 
@@ -399,13 +397,9 @@ impl PoissonVelocity {
             let (b, x) = (&mut self.b[c], &mut self.x[c]);
             b.resize(layout.len(), 0.0);
             x.resize(layout.len(), 0.0);
-            self.component.clear();
-            self.component
-                .extend(self.vorticity.iter().map(|w| w[c] * h2));
-            layout.pad(&self.component, b);
-            self.component.clear();
-            self.component.extend(self.potential.iter().map(|a| a[c]));
-            layout.pad(&self.component, x);
+            let (w, a) = (&self.vorticity, &self.potential);
+            layout.pad_from(|i| w[i][c] * h2, b);
+            layout.pad_from(|i| a[i][c], x);
         }
         // One accuracy for the vector field: every component stops at the tolerance relative to the whole
         // vector's reference residual, so a component with almost no vorticity (ω_y of a ring in the
@@ -419,10 +413,7 @@ impl PoissonVelocity {
             self.info.cycles += info.iterations;
             self.timings.cycles += info.iterations;
             self.info.residual = self.info.residual.max(info.residual);
-            layout.unpad(&self.x[c], &mut self.component);
-            for (a, &v) in self.potential.iter_mut().zip(&self.component) {
-                a[c] = v;
-            }
+            layout.unpad_into(&self.x[c], &mut self.potential, |a, v| a[c] = v);
         }
         Ok(())
     }
