@@ -323,7 +323,7 @@ pub struct Vpm {
     /// Poisson technique: compute the boundary integral at every other boundary point and copy it beside.
     /// Default true.
     pub decimate: bool,
-    /// Poisson technique: treecode opening parameter θ for the boundary values, in (0, 2]. Default 1.
+    /// Poisson technique: treecode opening parameter θ for the boundary values, in (0, 2]. Default 0.7.
     pub boundary_theta: f64,
     /// Poisson technique: relative residual at which the multigrid cycles stop, in (0, 0.5]. Default 1e-3.
     pub poisson_tolerance: f64,
@@ -390,7 +390,7 @@ impl Default for Vpm {
             velocity: VelocityKind::TreeVortons,
             boundary: PotentialBoundaryKind::Tree,
             decimate: true,
-            boundary_theta: 1.0,
+            boundary_theta: 0.7,
             poisson_tolerance: 1e-3,
             restriction: RestrictionKind::Nearest,
             baroclinic: true,

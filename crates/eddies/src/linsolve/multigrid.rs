@@ -275,7 +275,7 @@ impl<const D: usize, T: Real> Multigrid<D, T> {
     /// `max_cycles`; [`SolveError::Breakdown`] if the residual becomes non-finite or grows a thousandfold.
     pub fn solve(&mut self, b: &[f64], x: &mut [f64]) -> Result<Info, SolveError> {
         let reference = self.reference_residual(b, x)?;
-        self.solve_relative_to(b, x, reference)
+        self.solve_checked(b, x, reference)
     }
 
     /// `‖b − A x₀‖` with `x₀` the boundary values of `x` and zero unknowns: what [`solve`](Self::solve)
@@ -332,6 +332,17 @@ impl<const D: usize, T: Real> Multigrid<D, T> {
         let n = self.levels[0].op.layout().len();
         check_vector("the right-hand side", b, n)?;
         check_vector("the initial guess", x, n)?;
+        self.solve_checked(b, x, reference)
+    }
+
+    /// [`solve_relative_to`](Self::solve_relative_to) for vectors already checked (by
+    /// [`reference_residual`](Self::reference_residual)).
+    fn solve_checked(
+        &mut self,
+        b: &[f64],
+        x: &mut [f64],
+        reference: f64,
+    ) -> Result<Info, SolveError> {
         let p = self.params;
         if !(p.tolerance.is_finite() && p.tolerance > 0.0) {
             return Err(SolveError::BadInput(format!(
@@ -413,9 +424,9 @@ impl<const D: usize, T: Real> Multigrid<D, T> {
         let reference = squares.sqrt();
         let [x0, x1, x2] = x;
         Ok([
-            self.solve_relative_to(b[0], x0, reference)?,
-            self.solve_relative_to(b[1], x1, reference)?,
-            self.solve_relative_to(b[2], x2, reference)?,
+            self.solve_checked(b[0], x0, reference)?,
+            self.solve_checked(b[1], x1, reference)?,
+            self.solve_checked(b[2], x2, reference)?,
         ])
     }
 

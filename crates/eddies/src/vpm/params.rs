@@ -75,7 +75,8 @@ pub struct PoissonParams {
     pub decimate: bool,
     /// Opening parameter θ of the treecode for the boundary values (1). The boundary is smooth and away from
     /// the vortons, and its error decays into the interior, so it tolerates a coarser θ than velocity at the
-    /// vortons does.
+    /// vortons does. The default 0.7 gives about 5e-3 RMS relative error on a box surface 10% outside the
+    /// vortons ([`super::tree::POTENTIAL_GROUP`]).
     pub boundary_theta: f64,
     /// Stop the multigrid cycles when the residual has fallen by this factor (1).
     pub tolerance: f64,
@@ -88,7 +89,7 @@ impl Default for PoissonParams {
         Self {
             boundary: PotentialBoundary::Tree,
             decimate: true,
-            boundary_theta: 1.0,
+            boundary_theta: 0.7,
             tolerance: 1e-3,
             restriction: Restriction::Nearest,
         }
