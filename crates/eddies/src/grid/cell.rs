@@ -319,6 +319,17 @@ impl<T: Linear, const D: usize> Grid<T, D> {
     /// # Panics
     /// If the grid has no cells.
     pub fn sample(&self, p: [f64; D]) -> T {
+        let (idx, w) = self.stencil(p);
+        self.sample_at(&idx, &w)
+    }
+
+    /// The 2ᴰ cells and weights of [`sample`](Self::sample) at `p` (corner bit `k` set: upper along axis `k`;
+    /// entries past 2ᴰ unused), for sampling several grids of the same shape at one point.
+    ///
+    /// # Panics
+    /// If the grid has no cells.
+    #[inline]
+    pub fn stencil(&self, p: [f64; D]) -> ([usize; 8], [f64; 8]) {
         let strides = self.strides();
         let mut lo = [0usize; D];
         let mut hi = [0usize; D];
@@ -332,20 +343,30 @@ impl<T: Linear, const D: usize> Grid<T, D> {
             hi[k] = (i0 + 1).min(n - 1) * strides[k];
             frac[k] = s - i0 as f64;
         }
-        let mut acc = T::zero();
+        let mut idx = [0usize; 8];
+        let mut weight = [0.0f64; 8];
         for corner in 0..(1usize << D) {
             let mut w = 1.0;
-            let mut idx = 0;
             for k in 0..D {
                 if (corner >> k) & 1 == 1 {
                     w *= frac[k];
-                    idx += hi[k];
+                    idx[corner] += hi[k];
                 } else {
                     w *= 1.0 - frac[k];
-                    idx += lo[k];
+                    idx[corner] += lo[k];
                 }
             }
-            acc = acc.add_scaled(w, self.data[idx]);
+            weight[corner] = w;
+        }
+        (idx, weight)
+    }
+
+    /// `Σ w · value` over a [`stencil`](Self::stencil) of this grid's shape.
+    #[inline]
+    pub fn sample_at(&self, idx: &[usize; 8], w: &[f64; 8]) -> T {
+        let mut acc = T::zero();
+        for corner in 0..(1usize << D) {
+            acc = acc.add_scaled(w[corner], self.data[idx[corner]]);
         }
         acc
     }

@@ -10,6 +10,7 @@ use crate::grid::Grid;
 use crate::linsolve::SolveError;
 use crate::par;
 use glam::DVec3;
+use rayon::prelude::*;
 
 /// Where the velocity is wanted and what comes back.
 pub struct Query<'a> {
@@ -174,9 +175,22 @@ impl VelocitySolver {
             self.grid_derivatives();
             let (gu, gj) = (&self.grid_u, &self.grid_j);
             let sample_u = |p: DVec3| DVec3::from_array(gu.sample(p.to_array()));
-            fill(&mut self.u, |i| sample_u(q.position[i]));
             if q.gradient {
-                fill(&mut self.jac, |i| gj.sample(q.position[i].to_array()));
+                // Both grids have the fitted grid's shape: one stencil per vorton serves both.
+                let (u, jac) = (&mut self.u, &mut self.jac);
+                u.par_chunks_mut(CHUNK)
+                    .zip(jac.par_chunks_mut(CHUNK))
+                    .enumerate()
+                    .for_each(|(c, (u, jac))| {
+                        let first = c * CHUNK;
+                        for (k, (u, jac)) in u.iter_mut().zip(jac).enumerate() {
+                            let (idx, w) = gu.stencil(q.position[first + k].to_array());
+                            *u = DVec3::from_array(gu.sample_at(&idx, &w));
+                            *jac = gj.sample_at(&idx, &w);
+                        }
+                    });
+            } else {
+                fill(&mut self.u, |i| sample_u(q.position[i]));
             }
             fill(&mut self.u_tracers, |i| sample_u(q.tracers[i]));
         } else {
@@ -254,11 +268,14 @@ fn centre(p: &[DVec3]) -> DVec3 {
     DVec3::from_array(s) / p.len() as f64
 }
 
+/// Points per parallel task of the interpolation at vortons and tracers.
+const CHUNK: usize = 1024;
+
 /// `out[i] = f(i)` in parallel.
 fn fill<T: Send>(out: &mut [T], f: impl Fn(usize) -> T + Sync + Send) {
     let n = out.len();
     let s = par::SharedSlice::new(out);
-    par::for_each_chunk(n, 1024, |range| {
+    par::for_each_chunk(n, CHUNK, |range| {
         // SAFETY: chunks are disjoint.
         let o = unsafe { s.slice_mut(range.clone()) };
         for (x, i) in o.iter_mut().zip(range) {
