@@ -121,6 +121,11 @@ impl Sources {
     }
 }
 
+#[inline(always)]
+fn lanes(v: &[f32], j: usize) -> &[f32; LANES] {
+    v[j..j + LANES].try_into().expect("padded to whole lanes")
+}
+
 /// Sum of `LANES` partial sums in a fixed order.
 #[inline(always)]
 fn hsum(v: &[f32; LANES]) -> f32 {
@@ -342,55 +347,34 @@ pub fn direct(src: &Sources, targets: &[DVec3], u: &mut [DVec3], jac: Option<&mu
 /// singular limit σ → 0).
 #[inline]
 pub fn potential_at(src: &Sources, start: usize, end: usize, t: [f32; 3]) -> [f32; 3] {
-    potential_tile(src, &[(start, end)], &[t])[0]
+    potential_ranges(src, &[(start, end)], t)
 }
 
-/// [`potential_at`] for `T` targets at once over several padded ranges, the lane sums running on across them:
-/// each block of sources is loaded once for all `T` targets (as in [`velocity_tile`]), and every target sums
-/// in the same order as alone.
+/// [`potential_at`] over several padded ranges, the lane sums running on across them.
 #[inline]
-pub fn potential_tile<const T: usize>(
-    src: &Sources,
-    ranges: &[(usize, usize)],
-    t: &[[f32; 3]; T],
-) -> [[f32; 3]; T] {
-    let mut acc = [[[0f32; LANES]; 3]; T];
+pub fn potential_ranges(src: &Sources, ranges: &[(usize, usize)], t: [f32; 3]) -> [f32; 3] {
+    let (mut px, mut py, mut pz) = ([0f32; LANES], [0f32; LANES], [0f32; LANES]);
     for &(start, end) in ranges {
-        potential_range(src, start, end, t, &mut acc);
-    }
-    acc.map(|p| [hsum(&p[0]), hsum(&p[1]), hsum(&p[2])])
-}
-
-/// The pair loop of [`potential_tile`] over one padded range.
-#[inline(always)]
-fn potential_range<const T: usize>(
-    src: &Sources,
-    start: usize,
-    end: usize,
-    t: &[[f32; 3]; T],
-    acc: &mut [[[f32; LANES]; 3]; T],
-) {
-    let [x, y, z, ax, ay, az, s2] = blocks(src, start, end);
-    let n = x.len();
-    let (y, z, ax, ay, az, s2) = (&y[..n], &z[..n], &ax[..n], &ay[..n], &az[..n], &s2[..n]);
-    let mut a = *acc;
-    for b in 0..n {
-        let (sx, sy, sz, bx, by, bz, s2) = (&x[b], &y[b], &z[b], &ax[b], &ay[b], &az[b], &s2[b]);
-        for m in 0..T {
+        let mut j = start;
+        while j < end {
+            let (sx, sy, sz) = (lanes(&src.x, j), lanes(&src.y, j), lanes(&src.z, j));
+            let (ax, ay, az) = (lanes(&src.ax, j), lanes(&src.ay, j), lanes(&src.az, j));
+            let s2 = lanes(&src.s2, j);
             for l in 0..LANES {
-                let rx = t[m][0] - sx[l];
-                let ry = t[m][1] - sy[l];
-                let rz = t[m][2] - sz[l];
+                let rx = t[0] - sx[l];
+                let ry = t[1] - sy[l];
+                let rz = t[2] - sz[l];
                 let r2 = rx * rx + ry * ry + rz * rz;
                 let inv = 1.0 / (r2 + s2[l]);
                 let h = (r2 + 1.5 * s2[l]) * inv * inv.sqrt();
-                a[m][0][l] += h * bx[l];
-                a[m][1][l] += h * by[l];
-                a[m][2][l] += h * bz[l];
+                px[l] += h * ax[l];
+                py[l] += h * ay[l];
+                pz[l] += h * az[l];
             }
+            j += LANES;
         }
     }
-    *acc = a;
+    [hsum(&px), hsum(&py), hsum(&pz)]
 }
 
 /// Direct summation of the vector potential `A(x) = (1/4π) Σ αⱼ h(|x − xⱼ|²)` (m²/s) over all sources at
@@ -403,16 +387,10 @@ pub fn potential_direct(src: &Sources, targets: &[DVec3], out: &mut [DVec3]) {
     par::for_each_chunk(n, TARGET_CHUNK, |range| {
         // SAFETY: chunks are disjoint.
         let o = unsafe { shared.slice_mut(range.clone()) };
-        for (o, first) in o.chunks_mut(TILE).zip(range.step_by(TILE)) {
-            // A short last tile repeats its last target; the extra results are dropped.
-            let t: [[f32; 3]; TILE] = std::array::from_fn(|m| {
-                let r = targets[first + m.min(o.len() - 1)] - src.origin;
-                [r.x as f32, r.y as f32, r.z as f32]
-            });
-            let a = potential_tile(src, &[(0, end)], &t);
-            for (o, a) in o.iter_mut().zip(&a) {
-                *o = DVec3::new(a[0] as f64, a[1] as f64, a[2] as f64) * FOUR_PI_INV;
-            }
+        for (o, i) in o.iter_mut().zip(range) {
+            let r = targets[i] - src.origin;
+            let a = potential_at(src, 0, end, [r.x as f32, r.y as f32, r.z as f32]);
+            *o = DVec3::new(a[0] as f64, a[1] as f64, a[2] as f64) * FOUR_PI_INV;
         }
     });
 }

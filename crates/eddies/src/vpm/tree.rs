@@ -537,19 +537,15 @@ impl Tree {
             targets,
             POTENTIAL_GROUP,
             |tree, members, scratch| {
-                let mut out = Vec::with_capacity(members.len());
-                for tile in members.chunks(TILE) {
-                    // A short last tile repeats its last target; the extra results are dropped.
-                    let t: [[f32; 3]; TILE] = std::array::from_fn(|m| {
-                        relative(targets[tile[m.min(tile.len() - 1)].1 as usize], origin)
-                    });
-                    let near = biot_savart::potential_tile(&tree.sorted, &scratch.near, &t);
-                    for (m, mut a) in near.into_iter().enumerate().take(tile.len()) {
-                        add(&mut a, &far_potential(&scratch.far, t[m]));
-                        out.push(DVec3::new(a[0] as f64, a[1] as f64, a[2] as f64) * FOUR_PI_INV);
-                    }
-                }
-                out
+                members
+                    .iter()
+                    .map(|&(_, i)| {
+                        let t = relative(targets[i as usize], origin);
+                        let mut a = biot_savart::potential_ranges(&tree.sorted, &scratch.near, t);
+                        add(&mut a, &far_potential(&scratch.far, t));
+                        DVec3::new(a[0] as f64, a[1] as f64, a[2] as f64) * FOUR_PI_INV
+                    })
+                    .collect()
             },
         );
         for (v, &(_, i)) in results.iter().zip(&self.target_keys) {
