@@ -114,7 +114,13 @@ impl PoissonVelocity {
             + self.potential.capacity()
             + self.points.capacity()
             + self.computed_values.capacity()
-            + self.values.capacity())
+            + self.values.capacity()
+            + self
+                .history
+                .iter()
+                .flatten()
+                .map(Vec::capacity)
+                .sum::<usize>())
             * 24
             + self.boundary.capacity() * 8
             + self.source.capacity() * 8
