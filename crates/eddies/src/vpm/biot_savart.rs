@@ -19,9 +19,13 @@
 
 use crate::par;
 use glam::DVec3;
+use rayon::prelude::*;
 
 /// Sources per lane array of the pair loops (one AVX-512 register of f32).
 pub const LANES: usize = 16;
+
+/// σ² of the zero-strength padding sources (any positive value: they add nothing).
+const PAD_S2: f32 = 1.0;
 
 /// 1/(4π).
 pub const FOUR_PI_INV: f64 = 1.0 / (4.0 * std::f64::consts::PI);
@@ -97,7 +101,7 @@ impl Sources {
         self.len += 1;
     }
 
-    /// Pads with zero-strength sources (σ² = 1, far from nothing) to a whole number of lane arrays.
+    /// Pads with zero-strength sources (σ² = [`PAD_S2`], far from nothing) to a whole number of lane arrays.
     pub fn pad(&mut self) {
         while self.x.len() % LANES != 0 {
             self.x.push(0.0);
@@ -106,8 +110,55 @@ impl Sources {
             self.ax.push(0.0);
             self.ay.push(0.0);
             self.az.push(0.0);
-            self.s2.push(1.0);
+            self.s2.push(PAD_S2);
         }
+    }
+
+    /// Clears and refills from `runs` of `vortons` (position, strength, core radius), each run padded to whole
+    /// lanes on its own (as [`push`](Self::push) then [`pad`](Self::pad) would), column by column in
+    /// parallel. Returns each run's range in the padded arrays.
+    pub fn fill_runs(
+        &mut self,
+        origin: DVec3,
+        vortons: &[(DVec3, DVec3, f64)],
+        runs: &[(usize, usize)],
+    ) -> Vec<(usize, usize)> {
+        let mut total = 0;
+        let padded: Vec<(usize, usize)> = runs
+            .iter()
+            .map(|&(start, end)| {
+                let from = total;
+                total += (end - start).next_multiple_of(LANES);
+                (from, total)
+            })
+            .collect();
+        self.clear(origin);
+        self.len = runs.iter().map(|&(start, end)| end - start).sum();
+        let columns = [
+            &mut self.x,
+            &mut self.y,
+            &mut self.z,
+            &mut self.ax,
+            &mut self.ay,
+            &mut self.az,
+            &mut self.s2,
+        ];
+        columns.into_par_iter().enumerate().for_each(|(c, col)| {
+            col.resize(total, if c == 6 { PAD_S2 } else { 0.0 });
+            let value = |&(p, a, r): &(DVec3, DVec3, f64)| -> f32 {
+                match c {
+                    0..=2 => (p - origin)[c] as f32,
+                    3..=5 => a[c - 3] as f32,
+                    _ => (r * r) as f32,
+                }
+            };
+            for (&(start, end), &(from, to)) in runs.iter().zip(&padded) {
+                for (o, v) in col[from..to].iter_mut().zip(&vortons[start..end]) {
+                    *o = value(v);
+                }
+            }
+        });
+        padded
     }
 
     /// Stored sources including padding.

@@ -370,45 +370,15 @@ impl Tree {
             .filter(|&k| self.nodes[k].children == 0)
             .collect();
         leaves.sort_unstable_by_key(|&k| self.nodes[k].start);
-        let mut total = 0;
-        for &k in &leaves {
-            let node = &mut self.nodes[k];
-            let len = (node.end - node.start).next_multiple_of(LANES);
-            node.padded = (total, total + len);
-            total += len;
-        }
+        let runs: Vec<(usize, usize)> = leaves
+            .iter()
+            .map(|&k| (self.nodes[k].start, self.nodes[k].end))
+            .collect();
         let origin = lo + DVec3::splat(width * 0.5);
-        let src = &mut self.sorted;
-        src.clear(origin);
-        src.len = n;
-        let (nodes, gathered) = (&self.nodes, &self.gathered);
-        // One column per task: position relative to the origin, strength, σ²; padding has zero strength.
-        let columns = [
-            &mut src.x,
-            &mut src.y,
-            &mut src.z,
-            &mut src.ax,
-            &mut src.ay,
-            &mut src.az,
-            &mut src.s2,
-        ];
-        columns.into_par_iter().enumerate().for_each(|(c, col)| {
-            col.resize(total, if c == 6 { 1.0 } else { 0.0 });
-            let value = |&(p, a, r): &(DVec3, DVec3, f64)| -> f32 {
-                match c {
-                    0..=2 => (p - origin)[c] as f32,
-                    3..=5 => a[c - 3] as f32,
-                    _ => (r * r) as f32,
-                }
-            };
-            for &k in &leaves {
-                let node = &nodes[k];
-                let out = &mut col[node.padded.0..node.padded.1];
-                for (o, v) in out.iter_mut().zip(&gathered[node.start..node.end]) {
-                    *o = value(v);
-                }
-            }
-        });
+        let padded = self.sorted.fill_runs(origin, &self.gathered, &runs);
+        for (&k, &range) in leaves.iter().zip(&padded) {
+            self.nodes[k].padded = range;
+        }
 
         // Leaves from their vortons, in parallel; inner cells from their children's moments shifted to the
         // cell's centre (children follow their parent in `nodes`, so a reverse pass meets them first): each
