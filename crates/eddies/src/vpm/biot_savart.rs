@@ -70,10 +70,9 @@ impl Sources {
         self.pad();
     }
 
-    /// Empties the buffers and sets the origin.
-    pub fn clear(&mut self, origin: DVec3) {
-        self.origin = origin;
-        for v in [
+    /// The seven arrays: x, y, z, αx, αy, αz, σ².
+    fn columns(&mut self) -> [&mut Vec<f32>; 7] {
+        [
             &mut self.x,
             &mut self.y,
             &mut self.z,
@@ -81,7 +80,13 @@ impl Sources {
             &mut self.ay,
             &mut self.az,
             &mut self.s2,
-        ] {
+        ]
+    }
+
+    /// Empties the buffers and sets the origin.
+    pub fn clear(&mut self, origin: DVec3) {
+        self.origin = origin;
+        for v in self.columns() {
             v.clear();
         }
         self.len = 0;
@@ -134,30 +139,24 @@ impl Sources {
             .collect();
         self.clear(origin);
         self.len = runs.iter().map(|&(start, end)| end - start).sum();
-        let columns = [
-            &mut self.x,
-            &mut self.y,
-            &mut self.z,
-            &mut self.ax,
-            &mut self.ay,
-            &mut self.az,
-            &mut self.s2,
-        ];
-        columns.into_par_iter().enumerate().for_each(|(c, col)| {
-            col.resize(total, if c == 6 { PAD_S2 } else { 0.0 });
-            let value = |&(p, a, r): &(DVec3, DVec3, f64)| -> f32 {
-                match c {
-                    0..=2 => (p - origin)[c] as f32,
-                    3..=5 => a[c - 3] as f32,
-                    _ => (r * r) as f32,
+        self.columns()
+            .into_par_iter()
+            .enumerate()
+            .for_each(|(c, col)| {
+                col.resize(total, if c == 6 { PAD_S2 } else { 0.0 });
+                let value = |&(p, a, r): &(DVec3, DVec3, f64)| -> f32 {
+                    match c {
+                        0..=2 => (p - origin)[c] as f32,
+                        3..=5 => a[c - 3] as f32,
+                        _ => (r * r) as f32,
+                    }
+                };
+                for (&(start, end), &(from, to)) in runs.iter().zip(&padded) {
+                    for (o, v) in col[from..to].iter_mut().zip(&vortons[start..end]) {
+                        *o = value(v);
+                    }
                 }
-            };
-            for (&(start, end), &(from, to)) in runs.iter().zip(&padded) {
-                for (o, v) in col[from..to].iter_mut().zip(&vortons[start..end]) {
-                    *o = value(v);
-                }
-            }
-        });
+            });
         padded
     }
 
