@@ -4,7 +4,7 @@
 
 use super::params::{Boundary, Transfer};
 use super::particles::Particles;
-use super::transfer::{self, PARTICLE_CHUNK};
+use super::transfer::{self, FacePoint, PARTICLE_CHUNK};
 use crate::grid::{to_dvec3, MacGrid};
 use crate::par::{self, SharedSlice};
 use crate::shape::Shape;
@@ -39,11 +39,11 @@ unsafe fn take<'a, const D: usize>(
 /// The grid velocity (m/s) at `s`, a position in cell units from the domain's corner.
 #[inline(always)]
 fn sample<const D: usize>(u: &MacGrid<D>, s: [f64; D]) -> [f64; D] {
+    let at = FacePoint::new(s, u.dims);
     // A plain loop rather than `array::from_fn`: the closure form is not inlined into the particle loop.
     let mut out = [0.0; D];
     for (k, (o, g)) in out.iter_mut().zip(&u.u).enumerate() {
-        let (base, frac) = transfer::face_stencil(g, k, s);
-        *o = transfer::interpolate(&g.data, g.strides(), base, &transfer::corner_weights(frac));
+        *o = at.stencil(k, g.strides()).sample(&g.data);
     }
     out
 }
@@ -99,8 +99,9 @@ pub(crate) fn transfer_and_advect<const D: usize>(
             let x0: [f64; D] = std::array::from_fn(|k| xs[k][j] as f64);
             let s0: [f64; D] = std::array::from_fn(|k| (x0[k] - origin[k]) * inv_h);
             let mut v: [f64; D] = std::array::from_fn(|k| vs[k][j] as f64);
-            let (v0, stencils) =
-                transfer::grid_to_particle(u, u_old, transfer, pic_ratio, x0, s0, &mut v, &mut c);
+            let at = FacePoint::new(s0, u.dims);
+            let v0 =
+                transfer::grid_to_particle(u, u_old, transfer, pic_ratio, x0, &at, &mut v, &mut c);
             for k in 0..D {
                 vs[k][j] = v[k] as f32;
             }
@@ -115,9 +116,8 @@ pub(crate) fn transfer_and_advect<const D: usize>(
             let v1 = sample(u, mid);
             let mut x: [f64; D] = std::array::from_fn(|k| x0[k] + dt * v1[k]);
             if let Some(d) = disp {
-                for k in 0..D {
-                    let (base, w) = &stencils[k];
-                    x[k] += transfer::interpolate(&d.u[k].data, d.u[k].strides(), *base, w);
+                for (k, (xk, g)) in x.iter_mut().zip(&d.u).enumerate() {
+                    *xk += at.stencil(k, g.strides()).sample(&g.data);
                 }
             }
             for s in shapes {

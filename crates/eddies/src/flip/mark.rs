@@ -44,7 +44,7 @@ pub(crate) fn mark_cells<const D: usize>(
 /// This is a smoothed particle density (the count per cell jumps by 1/n0 whenever a particle crosses a cell
 /// boundary; this estimate moves continuously with the particles).
 pub(crate) fn fill_fraction<const D: usize>(
-    weight: &[Grid<f64, D>; D],
+    weight: &[Grid<[f64; 2], D>; D],
     closed: bool,
     n0: f64,
     fill: &mut Grid<f64, D>,
@@ -81,7 +81,7 @@ pub(crate) fn fill_fraction<const D: usize>(
                         m *= inside(false, c[a], dims[a]);
                     }
                 }
-                sum += g.data[j] / m;
+                sum += g.data[j][0] / m;
             }
         }
         *v = sum * scale;

@@ -85,7 +85,7 @@ pub struct FlipSim<const D: usize> {
     // Grid quantities of the last substep (derived from the particles; kept for output and as scratch).
     u: MacGrid<D>,
     u_old: MacGrid<D>,
-    weight: [Grid<f64, D>; D],
+    weight: [Grid<[f64; 2], D>; D],
     flags: Grid<CellFlag, D>,
     solid_id: Grid<u16, D>,
     count: Grid<u32, D>,
@@ -148,7 +148,7 @@ impl<const D: usize> FlipSim<D> {
             substeps_total: 0,
             particle_mass: cfg.params.density * h.powi(D as i32) / seeds,
             max_speed: 0.0,
-            weight: std::array::from_fn(|k| u.u[k].clone()),
+            weight: std::array::from_fn(|k| u.u[k].same_shape([0.0; 2])),
             u_old: u.clone(),
             u,
             flags: Grid::new(dims, origin, h, CellFlag::Air),
@@ -253,14 +253,14 @@ impl<const D: usize> FlipSim<D> {
         4 * 2 * D + (if apic { 4 * D * D } else { 0 }) + 16
     }
 
-    /// Bytes per cell: velocity, saved velocity and weights (3 × D f64), flags, obstacle id and particle
+    /// Bytes per cell: velocity, saved velocity, and the weights and weighted velocities (4 × D f64), flags, obstacle id and particle
     /// count, pressure, right-hand side, two divergences, the volume excess and its potential (6 f64), the
     /// volume correction's displacement (D f64) and flags, the half-cell bins (2ᴰ u32), the extrapolation's
     /// known-face masks (its layer buffers hold a band around the surface, not the grid), and two pressure
     /// solvers, the projection's and the volume correction's (each about 8 padded f64 vectors plus the
     /// multigrid levels, ≈ 1/7 more).
     pub fn bytes_per_cell() -> usize {
-        4 * D * 8 + 1 + 2 + 4 + 6 * 8 + 1 + (1 << D) * 4 + D + 2 * 80
+        5 * D * 8 + 1 + 2 + 4 + 6 * 8 + 1 + (1 << D) * 4 + D + 2 * 80
     }
 
     /// The configuration.
@@ -1037,14 +1037,13 @@ impl<const D: usize> Simulation for FlipSim<D> {
     }
 
     fn memory_bytes(&self) -> usize {
-        let grids = self
-            .u
-            .u
-            .iter()
-            .chain(&self.u_old.u)
-            .chain(&self.weight)
-            .chain(&self.disp.u);
-        let g: usize = grids.map(|g| g.data.capacity() * 8).sum();
+        let grids = self.u.u.iter().chain(&self.u_old.u).chain(&self.disp.u);
+        let g: usize = grids.map(|g| g.data.capacity() * 8).sum::<usize>()
+            + self
+                .weight
+                .iter()
+                .map(|g| g.data.capacity() * 16)
+                .sum::<usize>();
         let n = self.count.len();
         self.particles.bytes()
             + self.bins.bytes()

@@ -252,6 +252,44 @@ pub(crate) fn sort_particles<const D: usize>(
 /// never share a face; fixed, so that the passes never depend on the thread count.
 const SLAB: usize = 2;
 
+/// Particles per batch of the particle-to-grid scatter: a batch's weights are computed together, in loops
+/// across its particles that the compiler vectorises, and then added to the faces one particle at a time.
+const BATCH: usize = 32;
+
+/// The tent weights of a batch of particles along one axis, for one kind of face position (integer or
+/// half-integer): per particle the lower face of its 2-face window, clamped into an axis of `n` faces so that
+/// both faces exist (a face the kernel reaches beyond the array then lies in the window with weight 0), the
+/// offset `d = i0 − t` (cells) of that face from the particle at `t`, and the two faces' weights.
+#[derive(Clone, Copy)]
+struct AxisWeights {
+    i0: [usize; BATCH],
+    d: [f64; BATCH],
+    w: [[f64; BATCH]; 2],
+}
+
+impl AxisWeights {
+    #[inline(always)]
+    fn new(t: &[f64; BATCH], n: usize) -> Self {
+        let mut out = Self {
+            i0: [0; BATCH],
+            d: [0.0; BATCH],
+            w: [[0.0; BATCH]; 2],
+        };
+        for j in 0..BATCH {
+            // `max` maps NaN to 0, so `i0` is an integer in [0, n − 2].
+            let i0 = t[j].floor().max(0.0).min((n - 2) as f64);
+            let d = i0 - t[j];
+            // SAFETY: `i0` is a whole number in [0, n − 2], so it fits a usize (`as` would saturate, which
+            // does not vectorise).
+            out.i0[j] = unsafe { i0.to_int_unchecked::<usize>() };
+            out.d[j] = d;
+            out.w[0][j] = (1.0 - d.abs()).max(0.0);
+            out.w[1][j] = (1.0 - (d + 1.0).abs()).max(0.0);
+        }
+        out
+    }
+}
+
 /// Particle-to-grid transfer (seed 001 "Particle-to-Grid"; Bridson, §7.6): every face velocity becomes the
 /// weighted average `u_f = Σ_p w_fp u_p / Σ_p w_fp` with the multilinear (tent) weight `w_fp`, over the
 /// particles within one cell of the face; 0 where no particle is near. With APIC the particle velocity at the
@@ -261,12 +299,13 @@ const SLAB: usize = 2;
 /// seed 001 does, but without atomics: the sorted particles are cut into slabs of [`SLAB`] cells along the
 /// slowest axis, the even slabs run in parallel, then the odd ones. Slabs of one pass touch disjoint faces,
 /// and every face receives its sums in one fixed order (sorted particles, even slab before odd), so the
-/// result is bit-identical for any thread count. `weight` receives `Σ_p w_fp` per face.
+/// result is bit-identical for any thread count. `sums` receives `[Σ_p w_fp, Σ_p w_fp u_fp]` per face, side by
+/// side so that one read-modify-write adds both.
 pub(crate) fn particles_to_grid<const D: usize>(
     p: &Particles<D>,
     bins: &Bins<D>,
     u: &mut MacGrid<D>,
-    weight: &mut [Grid<f64, D>; D],
+    sums: &mut [Grid<[f64; 2], D>; D],
     transfer: Transfer,
 ) {
     let (origin, h) = (u.origin, u.spacing);
@@ -277,18 +316,13 @@ pub(crate) fn particles_to_grid<const D: usize>(
     let apic = transfer == Transfer::Apic;
     let face_dims: [[usize; D]; D] = std::array::from_fn(|k| u.u[k].dims);
     let face_strides: [[usize; D]; D] = std::array::from_fn(|k| u.u[k].strides());
-    for k in 0..D {
-        weight[k].data.resize(u.u[k].data.len(), 0.0);
-        weight[k].data.fill(0.0);
-        u.u[k].data.fill(0.0);
+    for (g, f) in sums.iter_mut().zip(&u.u) {
+        g.data.clear();
+        g.data.resize(f.data.len(), [0.0; 2]);
     }
     {
-        let sums: [SharedSlice<f64>; D] = {
-            let mut it = u.u.iter_mut();
-            std::array::from_fn(|_| SharedSlice::new(&mut it.next().expect("D components").data))
-        };
-        let weights: [SharedSlice<f64>; D] = {
-            let mut it = weight.iter_mut();
+        let shared: [SharedSlice<[f64; 2]>; D] = {
+            let mut it = sums.iter_mut();
             std::array::from_fn(|_| SharedSlice::new(&mut it.next().expect("D components").data))
         };
         let slabs = dims[last].div_ceil(SLAB);
@@ -304,128 +338,185 @@ pub(crate) fn particles_to_grid<const D: usize>(
                 // The faces this slab may touch: rows c_lo − 1 ..= c_hi of the slowest axis (a particle of
                 // row c reaches rows c − 1 ..= c + 1 of the other components' faces and c ..= c + 1 of its own).
                 let rows_lo = c_lo.saturating_sub(1);
-                let mut out_v: [&mut [f64]; D] = [(); D].map(|_| &mut [][..]);
-                let mut out_w: [&mut [f64]; D] = [(); D].map(|_| &mut [][..]);
+                let mut out: [&mut [[f64; 2]]; D] = [(); D].map(|_| &mut [][..]);
                 for k in 0..D {
                     let rows_hi = c_hi.min(face_dims[k][last] - 1);
                     let r = rows_lo * face_strides[k][last]..(rows_hi + 1) * face_strides[k][last];
                     // SAFETY: slabs of one pass are two slabs apart, so their face rows never overlap.
-                    out_v[k] = unsafe { sums[k].slice_mut(r.clone()) };
-                    out_w[k] = unsafe { weights[k].slice_mut(r) };
+                    out[k] = unsafe { shared[k].slice_mut(r) };
                 }
-                for i in first..end {
-                    let s: [f64; D] =
-                        std::array::from_fn(|a| (p.pos[a][i] as f64 - origin[a]) * inv_h);
-                    for k in 0..D {
-                        // Per axis: the lower face index of the 2-face window, clamped into the array so that
-                        // both faces exist (a face that the kernel reaches beyond the array then lies in the
-                        // window with weight 0), the tent weights of both faces and their offsets `x_f − x_p`
-                        // (cells). Faces of component k sit at integer positions along k and at half-integer
-                        // positions along the other axes.
-                        let mut base = 0usize;
-                        let mut wa = [[0.0f64; 2]; D];
-                        let mut da = [[0.0f64; 2]; D];
-                        for a in 0..D {
-                            let t = if a == k { s[a] } else { s[a] - 0.5 };
-                            let i0 = (t.floor().max(0.0) as usize).min(face_dims[k][a] - 2);
-                            let d0 = i0 as f64 - t;
-                            da[a] = [d0, d0 + 1.0];
-                            wa[a] = [(1.0 - d0.abs()).max(0.0), (1.0 - (d0 + 1.0).abs()).max(0.0)];
-                            let row = if a == last { i0 - rows_lo } else { i0 };
-                            base += row * face_strides[k][a];
+                let mut i = first;
+                while i < end {
+                    let m = BATCH.min(end - i);
+                    // Per axis, the weights of the faces at half-integer positions along it (those of the
+                    // other components) and at integer positions (its own component's). Slots past the
+                    // batch's end hold a particle at the origin and are not scattered.
+                    let at: [[AxisWeights; 2]; D] = std::array::from_fn(|a| {
+                        let mut t = [0.0; BATCH];
+                        for (tj, &x) in t.iter_mut().zip(&p.pos[a][i..i + m]) {
+                            *tj = (x as f64 - origin[a]) * inv_h;
                         }
-                        let vk = p.vel[k][i] as f64;
-                        let (ov, ow) = (&mut *out_v[k], &mut *out_w[k]);
+                        let half = t.map(|t| t - 0.5);
+                        [
+                            AxisWeights::new(&half, dims[a]),
+                            AxisWeights::new(&t, dims[a] + 1),
+                        ]
+                    });
+                    for k in 0..D {
+                        let axis: [&AxisWeights; D] =
+                            std::array::from_fn(|a| &at[a][(a == k) as usize]);
+                        let strides = face_strides[k];
+                        // Per corner of the window (bit a: upper face along axis a), its weight and weighted
+                        // velocity for each particle; with APIC the velocity at the face is
+                        // `v + Σ_a C_ka (x_f − x_p)_a`.
+                        let mut w = [[0.0f64; BATCH]; 8];
+                        let mut wv = [[0.0f64; BATCH]; 8];
+                        let mut vk = [0.0f64; BATCH];
+                        for (v, &x) in vk.iter_mut().zip(&p.vel[k][i..i + m]) {
+                            *v = x as f64;
+                        }
+                        let mut offset = [0usize; 8];
                         for corner in 0..(1usize << D) {
-                            let mut w = 1.0;
-                            let mut idx = base;
-                            let mut v = vk;
-                            for a in 0..D {
+                            let mut wc = [1.0f64; BATCH];
+                            let mut vc = vk;
+                            for (a, ax) in axis.iter().enumerate() {
                                 let up = (corner >> a) & 1;
-                                w *= wa[a][up];
-                                idx += up * face_strides[k][a];
+                                offset[corner] += up * strides[a];
+                                for j in 0..BATCH {
+                                    wc[j] *= ax.w[up][j];
+                                }
                                 if apic {
-                                    v += p.affine[k][a][i] as f64 * da[a][up] * h;
+                                    let c = &p.affine[k][a][i..i + m];
+                                    for j in 0..m {
+                                        vc[j] += c[j] as f64 * h * (ax.d[j] + up as f64);
+                                    }
                                 }
                             }
-                            ow[idx] += w;
-                            ov[idx] += w * v;
+                            for j in 0..BATCH {
+                                w[corner][j] = wc[j];
+                                wv[corner][j] = wc[j] * vc[j];
+                            }
+                        }
+                        let o = &mut *out[k];
+                        for j in 0..m {
+                            let mut base = 0;
+                            for (a, ax) in axis.iter().enumerate() {
+                                let row = if a == last {
+                                    ax.i0[j] - rows_lo
+                                } else {
+                                    ax.i0[j]
+                                };
+                                base += row * strides[a];
+                            }
+                            for corner in 0..(1usize << D) {
+                                let f = &mut o[base + offset[corner]];
+                                f[0] += w[corner][j];
+                                f[1] += wv[corner][j];
+                            }
                         }
                     }
+                    i += m;
                 }
             });
         }
     }
-    for k in 0..D {
-        let wk = &weight[k].data;
-        u.u[k].par_for_each_mut(|i, _, v| {
-            *v = if wk[i] > 0.0 { *v / wk[i] } else { 0.0 };
+    for (g, f) in u.u.iter_mut().zip(sums.iter()) {
+        g.par_for_each_mut(|i, _, v| {
+            let [w, m] = f.data[i];
+            *v = if w > 0.0 { m / w } else { 0.0 };
         });
     }
 }
 
-/// The multilinear interpolation stencil of component `k`'s faces at `s`, a position in cell units from the
-/// domain's lower corner, clamped like [`Grid::sample`]: the data index of the lower corner and the fraction
-/// along each axis. Faces of component `k` lie at integer positions along `k` and at half-integer positions
-/// along the other axes.
-#[inline(always)]
-pub(crate) fn face_stencil<const D: usize>(
-    g: &Grid<f64, D>,
-    k: usize,
-    s: [f64; D],
-) -> (usize, [f64; D]) {
-    let strides = g.strides();
-    let mut base = 0;
-    let mut frac = [0.0f64; D];
-    for a in 0..D {
-        let n = g.dims[a];
-        let raw = if a == k { s[a] } else { s[a] - 0.5 };
-        let t = raw.clamp(0.0, (n - 1) as f64);
-        // Grids have at least 2 faces per axis, so the upper corner i0 + 1 always exists.
-        let i0 = (t as usize).min(n - 2);
-        base += i0 * strides[a];
-        frac[a] = t - i0 as f64;
-    }
-    (base, frac)
+/// Where a point lies among the faces of a MAC grid, per axis: the lower face of the two around it and the
+/// fraction towards the upper one, for the faces at half-integer positions along the axis (those of the other
+/// components) and for those at integer positions (the axis' own component), clamped like [`Grid::sample`].
+/// Every component's stencil at the point ([`FacePoint::stencil`]) comes from these `2·D` pairs.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct FacePoint<const D: usize> {
+    half: [(usize, f64); D],
+    whole: [(usize, f64); D],
 }
 
-/// Weights of the 2ᴰ corners of a stencil with fractions `frac` (corner bit `a` set: upper along axis `a`).
-#[inline(always)]
-pub(crate) fn corner_weights<const D: usize>(frac: [f64; D]) -> [f64; 8] {
-    let mut w = [0.0; 8];
-    for (corner, wc) in w.iter_mut().enumerate().take(1 << D) {
-        let mut x = 1.0;
+impl<const D: usize> FacePoint<D> {
+    /// The point `s`, a position in cell units from the domain's lower corner, on a grid of `dims` cells
+    /// (at least 2 per axis, so that the upper face of a pair always exists).
+    #[inline(always)]
+    pub fn new(s: [f64; D], dims: [usize; D]) -> Self {
+        let mut half = [(0, 0.0); D];
+        let mut whole = [(0, 0.0); D];
         for a in 0..D {
-            x *= if (corner >> a) & 1 == 1 {
-                frac[a]
-            } else {
-                1.0 - frac[a]
-            };
+            let n = dims[a];
+            // `n` faces at half-integer positions, `n + 1` at integer ones.
+            half[a] = Self::lower((s[a] - 0.5).max(0.0).min((n - 1) as f64), n - 2);
+            whole[a] = Self::lower(s[a].max(0.0).min(n as f64), n - 1);
         }
-        *wc = x;
+        Self { half, whole }
     }
-    w
+
+    /// The lower face of the pair around `t` (`max` has mapped NaN to 0: `t` is in [0, top + 1]), at most
+    /// `top`, and the fraction towards the upper one.
+    #[inline(always)]
+    fn lower(t: f64, top: usize) -> (usize, f64) {
+        let i0 = t.floor().min(top as f64);
+        // SAFETY: `i0` is a whole number in [0, top], so it fits a usize (`as` would saturate: more
+        // instructions).
+        (unsafe { i0.to_int_unchecked::<usize>() }, t - i0)
+    }
+
+    /// The multilinear stencil at the point of component `k`'s faces, whose grid has `strides`.
+    #[inline(always)]
+    pub fn stencil(&self, k: usize, strides: [usize; D]) -> FaceStencil<D> {
+        let mut base = 0;
+        let mut frac = [0.0; D];
+        for a in 0..D {
+            let (i0, f) = if a == k { self.whole[a] } else { self.half[a] };
+            base += i0 * strides[a];
+            frac[a] = f;
+        }
+        FaceStencil {
+            base,
+            frac,
+            strides,
+        }
+    }
 }
 
-/// `Σ_corners w · data` over the stencil whose lower corner is `base`.
-#[inline(always)]
-pub(crate) fn interpolate<const D: usize>(
-    data: &[f64],
-    strides: [usize; D],
+/// A multilinear interpolation stencil on one face grid: the data index of its lower corner, the fraction
+/// along each axis and the grid's strides.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct FaceStencil<const D: usize> {
     base: usize,
-    w: &[f64; 8],
-) -> f64 {
-    let mut acc = 0.0;
-    for corner in 0..(1usize << D) {
-        let mut idx = base;
-        for a in 0..D {
-            if (corner >> a) & 1 == 1 {
-                idx += strides[a];
+    frac: [f64; D],
+    strides: [usize; D],
+}
+
+impl<const D: usize> FaceStencil<D> {
+    /// `data` interpolated at the stencil's point: linear interpolation along x in each of the stencil's
+    /// 2ᴰ⁻¹ rows, then along the other axes, the slowest first (2ᴰ − 1 lerps, fewer operations than a sum
+    /// of 2ᴰ weighted corners).
+    #[inline(always)]
+    pub fn sample(&self, data: &[f64]) -> f64 {
+        let f = self.frac;
+        let mut v = [0.0f64; 4];
+        for (r, vr) in v.iter_mut().enumerate().take(1 << (D - 1)) {
+            let mut o = self.base;
+            for a in 1..D {
+                if (r >> (a - 1)) & 1 == 1 {
+                    o += self.strides[a];
+                }
+            }
+            let (lo, hi) = (data[o], data[o + 1]);
+            *vr = lo + f[0] * (hi - lo);
+        }
+        for a in (1..D).rev() {
+            let m = 1 << (a - 1);
+            for r in 0..m {
+                v[r] += f[a] * (v[r + m] - v[r]);
             }
         }
-        acc += w[corner] * data[idx];
+        v[0]
     }
-    acc
 }
 
 /// Multilinear interpolation stencil of a face grid at `x` (m), clamped like [`Grid::sample`]: the 2ᴰ data
@@ -490,10 +581,8 @@ pub(crate) fn stencil<const D: usize>(
 /// * APIC: `v_p = u(x_p)` and `C_p = Σ_f u_f ∇w_f(x_p)ᵀ` per component (Jiang et al. 2015, eq. 8 with the
 ///   gradient of the multilinear weights).
 ///
-/// `x` is the position (m), `s` the same in cell units from the domain's corner. `vel` (m/s) is updated in
-/// place, `affine` (1/s) written with APIC. Returns `u(x_p)`, which advection's first Runge–Kutta stage uses,
-/// and the interpolation stencil of each component at `x_p` ([`face_stencil`], [`corner_weights`]), which
-/// any other face field sampled there can reuse.
+/// `x` is the position (m), `at` the same among the faces ([`FacePoint`]). `vel` (m/s) is updated in place,
+/// `affine` (1/s) written with APIC. Returns `u(x_p)`, which advection's first Runge–Kutta stage uses.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn grid_to_particle<const D: usize>(
@@ -502,17 +591,13 @@ pub(crate) fn grid_to_particle<const D: usize>(
     transfer: Transfer,
     pic_ratio: f64,
     x: [f64; D],
-    s: [f64; D],
+    at: &FacePoint<D>,
     vel: &mut [f64; D],
     affine: &mut [[f64; D]; D],
-) -> ([f64; D], [(usize, [f64; 8]); D]) {
+) -> [f64; D] {
     let mut out = [0.0; D];
-    let mut stencils = [(0usize, [0.0f64; 8]); D];
     for k in 0..D {
         let g = &u.u[k];
-        let (base, frac) = face_stencil(g, k, s);
-        let w = corner_weights(frac);
-        stencils[k] = (base, w);
         if transfer == Transfer::Apic {
             let (idx, w, grad) = stencil(g, x);
             let mut un = 0.0;
@@ -529,18 +614,18 @@ pub(crate) fn grid_to_particle<const D: usize>(
             out[k] = un;
             continue;
         }
-        let strides = g.strides();
-        let un = interpolate(&g.data, strides, base, &w);
+        let st = at.stencil(k, g.strides());
+        let un = st.sample(&g.data);
         vel[k] = match transfer {
             Transfer::Flip => {
-                let uo = interpolate(&u_old.u[k].data, strides, base, &w);
+                let uo = st.sample(&u_old.u[k].data);
                 pic_ratio * un + (1.0 - pic_ratio) * (vel[k] + un - uo)
             }
             _ => un,
         };
         out[k] = un;
     }
-    (out, stencils)
+    out
 }
 
 #[cfg(test)]
