@@ -36,14 +36,46 @@ unsafe fn take<'a, const D: usize>(
     })
 }
 
-/// The grid velocity (m/s) at `s`, a position in cell units from the domain's corner.
+/// The face fields that the particle pass reads, packed face by face as f32 `[u, u − u_old, d, 0]` (`d` the
+/// volume correction's displacement, or 0), so that one 16-byte load per stencil corner serves all of them.
+/// f32 suffices: the particles store their velocities and positions in f32, and the FLIP update adds the
+/// difference `u − u_old`, rounded once, rather than two large nearly equal values.
+fn pack<const D: usize>(
+    u: &MacGrid<D>,
+    u_old: &MacGrid<D>,
+    disp: Option<&MacGrid<D>>,
+    packed: &mut [Vec<[f32; 4]>; D],
+) {
+    for (k, out) in packed.iter_mut().enumerate() {
+        let (uk, ok) = (&u.u[k].data, &u_old.u[k].data);
+        let dk = disp.map(|d| &d.u[k].data[..]);
+        out.resize(uk.len(), [0.0; 4]);
+        let shared = SharedSlice::new(out);
+        par::for_each_chunk(uk.len(), PARTICLE_CHUNK, |r| {
+            // SAFETY: chunks are disjoint.
+            let o = unsafe { shared.slice_mut(r.clone()) };
+            for (j, f) in r.zip(o.iter_mut()) {
+                let d = dk.map_or(0.0, |d| d[j]);
+                *f = [uk[j] as f32, (uk[j] - ok[j]) as f32, d as f32, 0.0];
+            }
+        });
+    }
+}
+
+/// `packed` ([`pack`]) interpolated at `s`, a position in cell units from the domain's corner: per component
+/// `[u, u − u_old, d]`.
 #[inline(always)]
-fn sample<const D: usize>(u: &MacGrid<D>, s: [f64; D]) -> [f64; D] {
-    let at = FacePoint::new(s, u.dims);
+fn sample<const D: usize>(
+    packed: &[Vec<[f32; 4]>; D],
+    strides: &[[usize; D]; D],
+    dims: [usize; D],
+    s: [f64; D],
+) -> [[f64; 4]; D] {
+    let at = FacePoint::new(s, dims);
     // A plain loop rather than `array::from_fn`: the closure form is not inlined into the particle loop.
-    let mut out = [0.0; D];
-    for (k, (o, g)) in out.iter_mut().zip(&u.u).enumerate() {
-        *o = at.stencil(k, g.strides()).sample(&g.data);
+    let mut out = [[0.0; 4]; D];
+    for k in 0..D {
+        out[k] = at.stencil(k, strides[k]).sample_packed(&packed[k]);
     }
     out
 }
@@ -64,10 +96,14 @@ pub(crate) fn transfer_and_advect<const D: usize>(
     transfer: Transfer,
     pic_ratio: f64,
     disp: Option<&MacGrid<D>>,
+    packed: &mut [Vec<[f32; 4]>; D],
     shapes: &[Shape],
     boundary: Boundary,
     dt: f64,
 ) {
+    pack(u, u_old, disp, packed);
+    let packed = &*packed;
+    let strides: [[usize; D]; D] = std::array::from_fn(|k| u.u[k].strides());
     let n = p.len();
     let h = u.spacing;
     let inv_h = 1.0 / h;
@@ -99,9 +135,10 @@ pub(crate) fn transfer_and_advect<const D: usize>(
             let x0: [f64; D] = std::array::from_fn(|k| xs[k][j] as f64);
             let s0: [f64; D] = std::array::from_fn(|k| (x0[k] - origin[k]) * inv_h);
             let mut v: [f64; D] = std::array::from_fn(|k| vs[k][j] as f64);
-            let at = FacePoint::new(s0, u.dims);
-            let v0 =
-                transfer::grid_to_particle(u, u_old, transfer, pic_ratio, x0, &at, &mut v, &mut c);
+            let here = sample(packed, &strides, u.dims, s0);
+            let v0: [f64; D] = std::array::from_fn(|k| here[k][0]);
+            let dv: [f64; D] = std::array::from_fn(|k| here[k][1]);
+            transfer::grid_to_particle(u, transfer, pic_ratio, x0, v0, dv, &mut v, &mut c);
             for k in 0..D {
                 vs[k][j] = v[k] as f32;
             }
@@ -113,13 +150,9 @@ pub(crate) fn transfer_and_advect<const D: usize>(
                 }
             }
             let mid: [f64; D] = std::array::from_fn(|k| s0[k] + 0.5 * dt * inv_h * v0[k]);
-            let v1 = sample(u, mid);
-            let mut x: [f64; D] = std::array::from_fn(|k| x0[k] + dt * v1[k]);
-            if let Some(d) = disp {
-                for (k, (xk, g)) in x.iter_mut().zip(&d.u).enumerate() {
-                    *xk += at.stencil(k, g.strides()).sample(&g.data);
-                }
-            }
+            let v1 = sample(packed, &strides, u.dims, mid);
+            // The volume correction's displacement, sampled at the particle's start.
+            let mut x: [f64; D] = std::array::from_fn(|k| x0[k] + dt * v1[k][0] + here[k][2]);
             for s in shapes {
                 let q = to_dvec3(x);
                 let d = s.sdf(q);
