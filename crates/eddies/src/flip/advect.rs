@@ -75,7 +75,7 @@ fn sample<const D: usize>(
     // A plain loop rather than `array::from_fn`: the closure form is not inlined into the particle loop.
     let mut out = [[0.0; 4]; D];
     for k in 0..D {
-        out[k] = at.stencil(k, strides[k]).sample_packed(&packed[k]);
+        out[k] = at.stencil(k, strides[k]).sample(&packed[k]);
     }
     out
 }

@@ -492,36 +492,12 @@ pub(crate) struct FaceStencil<const D: usize> {
 }
 
 impl<const D: usize> FaceStencil<D> {
-    /// `data` interpolated at the stencil's point: linear interpolation along x in each of the stencil's
-    /// 2ᴰ⁻¹ rows, then along the other axes, the slowest first (2ᴰ − 1 lerps, fewer operations than a sum
-    /// of 2ᴰ weighted corners).
+    /// The four fields packed side by side in `data` interpolated at the stencil's point, in f64 (one
+    /// 16-byte load per corner serves all four): linear interpolation along x in each of the stencil's 2ᴰ⁻¹
+    /// rows, then along the other axes, the slowest first (2ᴰ − 1 lerps, fewer operations than a sum of 2ᴰ
+    /// weighted corners).
     #[inline(always)]
-    pub fn sample(&self, data: &[f64]) -> f64 {
-        let f = self.frac;
-        let mut v = [0.0f64; 4];
-        for (r, vr) in v.iter_mut().enumerate().take(1 << (D - 1)) {
-            let mut o = self.base;
-            for a in 1..D {
-                if (r >> (a - 1)) & 1 == 1 {
-                    o += self.strides[a];
-                }
-            }
-            let (lo, hi) = (data[o], data[o + 1]);
-            *vr = lo + f[0] * (hi - lo);
-        }
-        for a in (1..D).rev() {
-            let m = 1 << (a - 1);
-            for r in 0..m {
-                v[r] += f[a] * (v[r + m] - v[r]);
-            }
-        }
-        v[0]
-    }
-
-    /// [`sample`](Self::sample) of the four fields packed side by side in `data`, in f64 (one 16-byte load
-    /// per corner serves all four).
-    #[inline(always)]
-    pub fn sample_packed(&self, data: &[[f32; 4]]) -> [f64; 4] {
+    pub fn sample(&self, data: &[[f32; 4]]) -> [f64; 4] {
         let f = self.frac;
         let widen = |x: [f32; 4]| x.map(f64::from);
         let mut v = [[0.0f64; 4]; 4];
