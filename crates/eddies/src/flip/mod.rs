@@ -1048,7 +1048,8 @@ impl<const D: usize> Simulation for FlipSim<D> {
                 .weight
                 .iter()
                 .map(|g| g.data.capacity() * 16)
-                .sum::<usize>();
+                .sum::<usize>()
+            + self.packed.iter().map(|g| g.capacity() * 16).sum::<usize>();
         let n = self.count.len();
         self.particles.bytes()
             + self.bins.bytes()
