@@ -14,8 +14,6 @@
 //! Dirichlet cells may carry their boundary values (then `b − A x` is the residual of the inhomogeneous
 //! problem).
 
-use std::collections::VecDeque;
-
 use rayon::prelude::*;
 
 use super::vector::{lane_sum, CHUNK};
@@ -675,55 +673,109 @@ impl<const D: usize> LinearOperator for PoissonOperator<D> {
     }
 }
 
-/// Labels the groups of connected unknowns that touch no Dirichlet cell (breadth-first, in storage order, so
-/// the labels are deterministic).
+/// Labels the groups of connected unknowns that touch no Dirichlet cell, in the order of each group's first
+/// cell in storage order (so the labels are deterministic).
 fn find_null_space<const D: usize>(layout: &Layout<D>, kind: &[CellKind]) -> NullSpace {
+    // Union–find over runs of unknowns along x: a run joins the runs it overlaps in the row just below it
+    // along every other axis. Runs are numbered in index order and a union keeps the smaller number as the
+    // root, so each group's root is its first run, and the groups are labelled in the order of their first
+    // cell (as a scan-order flood fill would).
+    struct Run {
+        start: usize,
+        end: usize,
+        parent: usize,
+        touches_dirichlet: bool,
+    }
+    fn root(runs: &mut [Run], mut r: usize) -> usize {
+        while runs[r].parent != r {
+            let p = runs[r].parent;
+            runs[r].parent = runs[p].parent;
+            r = p;
+        }
+        r
+    }
     let strides = layout.strides;
-    const VISITED: u32 = NO_LABEL - 1;
-    let mut comp = vec![NO_LABEL; kind.len()];
-    let mut sizes = Vec::new();
-    let mut queue = VecDeque::new();
-    let mut members = Vec::new();
-    for start in 0..kind.len() {
-        if kind[start] != CellKind::Unknown || comp[start] != NO_LABEL {
+    let rl = layout.row_len();
+    let is = |i: usize, k: CellKind| kind[i] == k;
+    let mut runs: Vec<Run> = Vec::new();
+    // First run of each row, plus the total.
+    let mut row_first = Vec::with_capacity(layout.rows() + 1);
+    for r in 0..layout.rows() {
+        row_first.push(runs.len());
+        if !layout.is_interior_row(r) {
             continue;
         }
-        comp[start] = VISITED;
-        queue.push_back(start);
-        members.clear();
-        let mut touches_dirichlet = false;
-        while let Some(i) = queue.pop_front() {
-            members.push(i);
-            for &s in &strides {
-                for j in [i - s, i + s] {
-                    touches_dirichlet |= kind[j] == CellKind::Dirichlet;
-                    if kind[j] == CellKind::Unknown && comp[j] == NO_LABEL {
-                        comp[j] = VISITED;
-                        queue.push_back(j);
+        let row = r * rl;
+        let mut x = 1;
+        while x <= layout.dims[0] {
+            if !is(row + x, CellKind::Unknown) {
+                x += 1;
+                continue;
+            }
+            let start = row + x;
+            while x <= layout.dims[0] && is(row + x, CellKind::Unknown) {
+                x += 1;
+            }
+            let end = row + x;
+            let mut touches = is(start - 1, CellKind::Dirichlet) || is(end, CellKind::Dirichlet);
+            for &s in &strides[1..] {
+                touches |= (start..end)
+                    .any(|i| is(i - s, CellKind::Dirichlet) || is(i + s, CellKind::Dirichlet));
+            }
+            let id = runs.len();
+            runs.push(Run {
+                start,
+                end,
+                parent: id,
+                touches_dirichlet: touches,
+            });
+        }
+    }
+    row_first.push(runs.len());
+    for r in 0..layout.rows() {
+        for id in row_first[r]..row_first[r + 1] {
+            for &s in &strides[1..] {
+                // The row one step down along this axis: its runs that overlap this one, shifted by `s`.
+                let Some(below) = r.checked_sub(s / rl) else {
+                    continue;
+                };
+                let (lo, hi) = (runs[id].start - s, runs[id].end - s);
+                for other in row_first[below]..row_first[below + 1] {
+                    if runs[other].start < hi && lo < runs[other].end {
+                        let (a, b) = (root(&mut runs, id), root(&mut runs, other));
+                        let (keep, join) = (a.min(b), a.max(b));
+                        runs[join].parent = keep;
                     }
                 }
             }
         }
-        if !touches_dirichlet {
-            let label = sizes.len() as u32;
-            for &i in &members {
-                comp[i] = label;
-            }
-            sizes.push(members.len());
+    }
+    // Per group (at its root): whether it touches a Dirichlet cell, and its size.
+    let mut size = vec![0usize; runs.len()];
+    for id in 0..runs.len() {
+        let g = root(&mut runs, id);
+        size[g] += runs[id].end - runs[id].start;
+        if runs[id].touches_dirichlet {
+            runs[g].touches_dirichlet = true;
+        }
+    }
+    let mut label = vec![NO_LABEL; runs.len()];
+    let mut sizes = Vec::new();
+    for id in 0..runs.len() {
+        if runs[id].parent == id && !runs[id].touches_dirichlet {
+            label[id] = sizes.len() as u32;
+            sizes.push(size[id]);
         }
     }
     if sizes.is_empty() {
         return NullSpace::default();
     }
-    for c in comp.iter_mut() {
-        if *c == VISITED {
-            *c = NO_LABEL;
-        }
+    let mut labels = vec![NO_LABEL; kind.len()];
+    for id in 0..runs.len() {
+        let l = label[root(&mut runs, id)];
+        labels[runs[id].start..runs[id].end].fill(l);
     }
-    NullSpace {
-        labels: comp,
-        sizes,
-    }
+    NullSpace { labels, sizes }
 }
 
 /// `r = b − A x` on the unknowns of `op` (0 elsewhere), in the vectors' precision; returns `r · r` (summed in
@@ -759,4 +811,86 @@ pub(crate) fn residual<T: Real, const D: usize>(
         }
         lane_sum(n, |i| o[i].to_f64() * o[i].to_f64())
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::VecDeque;
+
+    /// The definition: a breadth-first flood fill from every unlabelled unknown in storage order.
+    fn flood_fill<const D: usize>(layout: &Layout<D>, kind: &[CellKind]) -> (Vec<u32>, Vec<usize>) {
+        let mut group = vec![NO_LABEL; kind.len()];
+        let mut labels = vec![NO_LABEL; kind.len()];
+        let mut sizes = Vec::new();
+        let mut groups = 0;
+        for start in 0..kind.len() {
+            if kind[start] != CellKind::Unknown || group[start] != NO_LABEL {
+                continue;
+            }
+            group[start] = groups;
+            let (mut queue, mut members, mut dirichlet) = (VecDeque::from([start]), vec![], false);
+            while let Some(i) = queue.pop_front() {
+                members.push(i);
+                for &s in &layout.strides {
+                    for j in [i - s, i + s] {
+                        dirichlet |= kind[j] == CellKind::Dirichlet;
+                        if kind[j] == CellKind::Unknown && group[j] == NO_LABEL {
+                            group[j] = groups;
+                            queue.push_back(j);
+                        }
+                    }
+                }
+            }
+            groups += 1;
+            if !dirichlet {
+                for &i in &members {
+                    labels[i] = sizes.len() as u32;
+                }
+                sizes.push(members.len());
+            }
+        }
+        (labels, sizes)
+    }
+
+    fn check<const D: usize>(dims: [usize; D], seed: u64) {
+        let layout = Layout::new(dims);
+        let mut state = seed;
+        let mut next = || {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (state >> 33) % 100
+        };
+        // Mostly unknowns and solids, few Dirichlet cells: many groups, some of them singular, with
+        // overhangs and U shapes that join late in the scan.
+        let mut kind = vec![CellKind::Solid; layout.len()];
+        for r in 0..layout.rows() {
+            if layout.is_interior_row(r) {
+                for x in 1..=dims[0] {
+                    kind[r * layout.row_len() + x] = match next() {
+                        0..=54 => CellKind::Unknown,
+                        55..=98 => CellKind::Solid,
+                        _ => CellKind::Dirichlet,
+                    };
+                }
+            }
+        }
+        let (labels, sizes) = flood_fill(&layout, &kind);
+        let null = find_null_space(&layout, &kind);
+        assert!(
+            sizes.len() > 3,
+            "the case has several singular groups ({})",
+            sizes.len()
+        );
+        assert_eq!(null.sizes, sizes);
+        assert_eq!(null.labels, labels);
+    }
+
+    #[test]
+    fn null_space_groups_match_a_flood_fill() {
+        check([23, 17], 1);
+        check([12, 9, 14], 2);
+        check([30, 4, 5], 3);
+    }
 }
