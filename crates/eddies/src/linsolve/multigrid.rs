@@ -721,55 +721,50 @@ fn dirichlet_link_weights<const D: usize>(
 fn ghost_coefficients<const D: usize>(op: &PoissonOperator<D>) -> Ghosts {
     let l = op.layout();
     let kind = op.kinds();
-    let found: Vec<(usize, bool, [f64; 6])> = (0..l.len())
+    let len = l.len();
+    // Each task scans a block of rows into its own list; the lists are joined in order. A neighbour index
+    // that wraps around a row or a plane lands in the halo, which holds no unknown, so a range test stands
+    // in for the cell's coordinates.
+    let block = l.rows_per_task() * l.row_len();
+    let found: Vec<Vec<(usize, bool, [f64; 6])>> = (0..len.div_ceil(block))
         .into_par_iter()
-        .filter_map(|i| {
-            if kind[i] == CellKind::Unknown {
-                return None;
-            }
-            let p = l.padded_coords(i);
-            let mut g = [0.0; 6];
-            let mut m = 0;
-            for a in 0..D {
-                for upper in [false, true] {
-                    let inside = if upper {
-                        p[a] + 1 < l.padded[a]
-                    } else {
-                        p[a] > 0
-                    };
-                    if !inside {
-                        continue;
-                    }
-                    let j = if upper {
-                        i + l.strides[a]
-                    } else {
-                        i - l.strides[a]
-                    };
-                    if kind[j] == CellKind::Unknown {
-                        m += 1;
-                        g[2 * a + upper as usize] = match kind[i] {
-                            CellKind::Solid => 1.0,
-                            // The link seen from j points the other way.
-                            _ => 1.0 - op.link_weight(j, a, !upper),
-                        };
+        .map(|t| {
+            let mut out = Vec::new();
+            for i in t * block..((t + 1) * block).min(len) {
+                if kind[i] == CellKind::Unknown {
+                    continue;
+                }
+                let mut g = [0.0; 6];
+                let mut m = 0;
+                for a in 0..D {
+                    let s = l.strides[a];
+                    for upper in [false, true] {
+                        let j = if upper { i + s } else { i.wrapping_sub(s) };
+                        if j < len && kind[j] == CellKind::Unknown {
+                            m += 1;
+                            g[2 * a + upper as usize] = match kind[i] {
+                                CellKind::Solid => 1.0,
+                                // The link seen from j points the other way.
+                                _ => 1.0 - op.link_weight(j, a, !upper),
+                            };
+                        }
                     }
                 }
-            }
-            (m > 0).then(|| {
-                for c in g.iter_mut() {
-                    *c /= m as f64;
+                if m > 0 {
+                    for c in g.iter_mut() {
+                        *c /= m as f64;
+                    }
+                    out.push((i, kind[i] == CellKind::Dirichlet, g));
                 }
-                (i, kind[i] == CellKind::Dirichlet, g)
-            })
+            }
+            out
         })
         .collect();
+    let found = found.iter().flatten();
     Ghosts {
-        index: found.iter().map(|f| f.0).collect(),
-        dirichlet: found.iter().map(|f| f.1).collect(),
-        coef: found
-            .iter()
-            .flat_map(|f| f.2.into_iter().take(2 * D))
-            .collect(),
+        index: found.clone().map(|f| f.0).collect(),
+        dirichlet: found.clone().map(|f| f.1).collect(),
+        coef: found.flat_map(|f| f.2.into_iter().take(2 * D)).collect(),
     }
 }
 
