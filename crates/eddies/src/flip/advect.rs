@@ -83,6 +83,7 @@ fn sample<const D: usize>(
 /// The grid-to-particle transfer ([`transfer::grid_to_particle`]) and advection of every particle, in one
 /// pass over the particles (both read the grid velocity at the particle). `disp` (m), the volume correction's
 /// displacement ([`super::project::volume_displacement`]) sampled at the particle's start, is added to its move.
+/// The pass reads `u`, `u − u_old` and `disp` from `packed` ([`pack`]), which it fills first.
 ///
 /// Advection moves a particle by the midpoint rule `x ← x + Δt u(x + ½Δt u(x))` with `u` the extrapolated grid
 /// velocity. A particle that ends inside an obstacle (`shapes`, at the end of the step) is moved back out
