@@ -85,6 +85,7 @@ pub struct FlipSim<const D: usize> {
     // Grid quantities of the last substep (derived from the particles; kept for output and as scratch).
     u: MacGrid<D>,
     u_old: MacGrid<D>,
+    /// Per face, the particle-to-grid sums `[Σ w, Σ w u]` (the weights also give the fill fraction).
     weight: [Grid<[f64; 2], D>; D],
     flags: Grid<CellFlag, D>,
     solid_id: Grid<u16, D>,

@@ -525,13 +525,10 @@ impl<const D: usize> FaceStencil<D> {
     }
 }
 
-/// Multilinear interpolation stencil of a face grid at `x` (m), clamped like [`Grid::sample`]: the 2ᴰ data
-/// indices, their weights and the weights' gradients (1/m).
+/// The gradients (1/m) of the multilinear interpolation weights of a face grid at `x` (m), clamped like
+/// [`Grid::sample`], with the 2ᴰ data indices they belong to.
 #[inline]
-pub(crate) fn stencil<const D: usize>(
-    g: &Grid<f64, D>,
-    x: [f64; D],
-) -> ([usize; 8], [f64; 8], [[f64; D]; 8]) {
+fn gradient_stencil<const D: usize>(g: &Grid<f64, D>, x: [f64; D]) -> ([usize; 8], [[f64; D]; 8]) {
     let strides = g.strides();
     let h = g.spacing;
     let mut lo = [0usize; D];
@@ -549,16 +546,13 @@ pub(crate) fn stencil<const D: usize>(
         frac[k] = s - i0 as f64;
     }
     let mut idx = [0usize; 8];
-    let mut w = [0.0f64; 8];
     let mut grad = [[0.0f64; D]; 8];
     for corner in 0..(1usize << D) {
-        let mut wc = 1.0;
         let mut ic = 0;
         let mut f = [0.0; D];
         for k in 0..D {
             let up = (corner >> k) & 1 == 1;
             f[k] = if up { frac[k] } else { 1.0 - frac[k] };
-            wc *= f[k];
             ic += if up { hi[k] } else { lo[k] };
         }
         for a in 0..D {
@@ -574,9 +568,8 @@ pub(crate) fn stencil<const D: usize>(
             grad[corner][a] = gsum;
         }
         idx[corner] = ic;
-        w[corner] = wc;
     }
-    (idx, w, grad)
+    (idx, grad)
 }
 
 /// Grid-to-particle transfer of one particle (seed 001 "Grid-To-Particle"; Zhu & Bridson 2005, §3.2; Jiang
@@ -607,7 +600,7 @@ pub(crate) fn grid_to_particle<const D: usize>(
             Transfer::Flip => pic_ratio * un[k] + (1.0 - pic_ratio) * (vel[k] + du[k]),
             Transfer::Apic => {
                 let g = &u.u[k];
-                let (idx, _, grad) = stencil(g, x);
+                let (idx, grad) = gradient_stencil(g, x);
                 let mut c = [0.0; D];
                 for corner in 0..(1usize << D) {
                     let v = g.data[idx[corner]];
