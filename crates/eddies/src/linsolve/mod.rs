@@ -18,6 +18,7 @@
 //! bit-identical for any thread count. The incomplete-Cholesky triangular solves are sequential by nature and
 //! run on one thread, in storage order (see [`IncompleteCholesky`]).
 
+mod box_multigrid;
 mod multigrid;
 mod pcg;
 mod poisson;
@@ -26,6 +27,7 @@ mod solver;
 pub mod validation;
 pub mod vector;
 
+pub use box_multigrid::{BoxMultigrid, BoxMultigridParams};
 pub use multigrid::{Multigrid, MultigridParams, MultigridPreconditioner, Restriction, Smoother};
 pub use pcg::{pcg, PcgParams};
 pub use poisson::{CellKind, DomainBoundary, Layout, PoissonOperator};

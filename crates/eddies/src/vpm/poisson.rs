@@ -12,9 +12,9 @@
 //!    computed neighbours. Seed 003 copies one neighbour instead; the mean costs the same and is second-order
 //!    accurate: on a test ring at 48³ it leaves the grid velocity within 1% of the undecimated one, where the
 //!    copy was 3% off (`docs/vpm.md`);
-//! 3. **poisson**: the interior from the multigrid solver of [`crate::linsolve`], one scalar solve per
-//!    component, the boundary layer as Dirichlet values that the up-sampling never overwrites (seed 003's
-//!    `INTERIOR_ONLY`) and, by default, restriction by nearest values (its `FASTER_LESS_ACCURATE`);
+//! 3. **poisson**: the interior from the box multigrid of [`crate::linsolve`] ([`BoxMultigrid`]), the three
+//!    components in the same passes, the boundary layer as Dirichlet values that the up-sampling never
+//!    overwrites (seed 003's `INTERIOR_ONLY`);
 //! 4. **curl**: `u = ∇ × A` by central differences (one-sided at the faces).
 //!
 //! With zero boundary values the boundary acts as a wall the flow cannot cross (`A × n = 0` there), which is
@@ -28,10 +28,10 @@
 
 use super::mollify::FittedGrid;
 use super::params::PoissonParams;
-use crate::linsolve::{
-    CellKind, DomainBoundary, Multigrid, MultigridParams, PoissonOperator, SolveError,
-};
+use crate::linsolve::vector::CHUNK;
+use crate::linsolve::{BoxMultigrid, BoxMultigridParams, SolveError};
 use glam::DVec3;
+use rayon::prelude::*;
 use std::time::Instant;
 
 /// The boundary integral: `(points, out)` writes `(1/4π) Σ αⱼ G(x − xⱼ)` at each point into `out`.
@@ -44,9 +44,10 @@ pub struct PoissonInfo {
     pub boundary_points: usize,
     /// Boundary points whose integral was computed (the rest copied, with decimation).
     pub computed_points: usize,
-    /// Multigrid cycles of the three components together.
+    /// Multigrid V-cycles (each one of the three components together).
     pub cycles: usize,
-    /// Largest final relative residual of the three components.
+    /// Final residual of the three components together, relative to its value for the boundary values
+    /// alone.
     pub residual: f64,
 }
 
@@ -69,8 +70,8 @@ pub struct PoissonTimings {
 /// The Poisson technique's buffers, reused across steps.
 #[derive(Clone, Debug, Default)]
 pub struct PoissonVelocity {
-    /// Multigrid hierarchy of the last grid shape (built with unit spacing: the right-hand side carries h²).
-    mg: Option<(Multigrid<3>, [usize; 3])>,
+    /// Multigrid hierarchy of the last grid shape (unit spacing: the right-hand side carries h²).
+    mg: Option<BoxMultigrid>,
     /// Vorticity at the grid points (1/s).
     pub vorticity: Vec<DVec3>,
     /// Vector potential at the grid points (m²/s).
@@ -89,9 +90,6 @@ pub struct PoissonVelocity {
     points: Vec<DVec3>,
     computed_values: Vec<DVec3>,
     values: Vec<DVec3>,
-    /// Per-component work vectors (padded layout of the operator).
-    b: [Vec<f64>; 3],
-    x: [Vec<f64>; 3],
     /// Statistics of the last solve.
     pub info: PoissonInfo,
     timings: PoissonTimings,
@@ -99,8 +97,8 @@ pub struct PoissonVelocity {
     listed: Option<([usize; 3], bool)>,
     /// Runge–Kutta stage of the next solve ([`set_stage`](Self::set_stage)).
     stage: Option<usize>,
-    /// The last two solutions of each stage, newest first.
-    history: Vec<[Vec<DVec3>; 2]>,
+    /// The last two solutions of each stage, newest first, in the solver's layout.
+    history: Vec<[Vec<f64>; 2]>,
 }
 
 fn ms(t: Instant) -> f64 {
@@ -114,24 +112,19 @@ impl PoissonVelocity {
             + self.potential.capacity()
             + self.points.capacity()
             + self.computed_values.capacity()
-            + self.values.capacity()
+            + self.values.capacity())
+            * 24
             + self
                 .history
                 .iter()
                 .flatten()
                 .map(Vec::capacity)
-                .sum::<usize>())
-            * 24
+                .sum::<usize>()
+                * 8
             + self.boundary.capacity() * 8
             + self.source.capacity() * 8
             + (self.computed.capacity() + self.late.capacity() + self.slot.capacity()) * 4
-            + (self
-                .b
-                .iter()
-                .chain(&self.x)
-                .map(Vec::capacity)
-                .sum::<usize>())
-                * 8
+            + self.mg.as_ref().map_or(0, BoxMultigrid::bytes)
     }
 
     /// The stage times accumulated since the last call, and a reset.
@@ -183,9 +176,7 @@ impl PoissonVelocity {
         self.timings.boundary += ms(t);
 
         let t = Instant::now();
-        self.extrapolate_guess(grid.len());
         self.solve_interior(params, grid)?;
-        self.record_stage();
         self.timings.poisson += ms(t);
 
         let t = Instant::now();
@@ -259,26 +250,14 @@ impl PoissonVelocity {
         self.stage = stage;
     }
 
-    /// The interior's initial guess from the stage's history (see [`set_stage`](Self::set_stage)), when it has
-    /// two solutions on grids of `n` points; otherwise `potential` keeps the last solution.
-    fn extrapolate_guess(&mut self, n: usize) {
-        let Some([last, before]) = self.stage.and_then(|s| self.history.get(s)) else {
-            return;
-        };
-        if last.len() != n || before.len() != n || self.potential.len() != n {
-            return;
-        }
-        // Boundary points keep the values just computed.
-        let slot = &self.slot;
-        for (idx, a) in self.potential.iter_mut().enumerate() {
-            if slot[idx] == u32::MAX {
-                *a = 2.0 * last[idx] - before[idx];
-            }
-        }
+    /// The stage's history of solutions, newest first, when it has two on the current hierarchy.
+    fn stage_history(&self, len: usize) -> Option<&[Vec<f64>; 2]> {
+        let h = self.history.get(self.stage?)?;
+        (h[0].len() == len && h[1].len() == len).then_some(h)
     }
 
-    /// Records the solution in the history of the current stage.
-    fn record_stage(&mut self) {
+    /// Records the solution `x` (the solver's layout) in the history of the current stage.
+    fn record_stage(&mut self, x: &[f64]) {
         let Some(stage) = self.stage else {
             return;
         };
@@ -287,11 +266,12 @@ impl PoissonVelocity {
         }
         let h = &mut self.history[stage];
         h.swap(0, 1);
-        h[0].clone_from(&self.potential);
+        h[0].clear();
+        h[0].extend_from_slice(x);
     }
 
-    /// Fills `potential` on the boundary points (listed again only when the grid's shape or the decimation
-    /// changed).
+    /// The integral's values at the boundary points into `values` (the points listed again only when the
+    /// grid's shape or the decimation changed).
     fn boundary_values(
         &mut self,
         params: &PoissonParams,
@@ -306,12 +286,6 @@ impl PoissonVelocity {
         self.info.boundary_points = self.boundary.len();
         self.values.clear();
         self.values.resize(self.boundary.len(), DVec3::ZERO);
-        // The interior keeps the last solution as the initial guess when the grid has the same shape (it
-        // moved by a fraction of a cell since); otherwise it starts from zero.
-        if self.potential.len() != grid.len() {
-            self.potential.clear();
-            self.potential.resize(grid.len(), DVec3::ZERO);
-        }
         self.info.computed_points = 0;
         if let Some(f) = integral {
             let h = grid.spacing;
@@ -345,83 +319,83 @@ impl PoissonVelocity {
             }
             self.info.computed_points = self.points.len();
         }
-        for (&idx, &v) in self.boundary.iter().zip(&self.values) {
-            self.potential[idx] = v;
-        }
     }
 
-    /// Solves `−∇²A = ω` in the interior with `potential`'s boundary layer as Dirichlet values.
+    /// Solves `−∇²A = ω` in the interior with the boundary `values` as Dirichlet values, the three
+    /// components together ([`BoxMultigrid`]), into `potential`.
     fn solve_interior(
         &mut self,
         params: &PoissonParams,
         grid: &FittedGrid,
     ) -> Result<(), SolveError> {
         let dims = grid.dims;
+        let n = grid.len();
         self.info.cycles = 0;
         self.info.residual = 0.0;
-        if dims.iter().any(|&n| n < 3) {
+        self.potential.resize(n, DVec3::ZERO);
+        if dims.iter().any(|&d| d < 3) {
+            // Every point is on the boundary.
+            for (&idx, &v) in self.boundary.iter().zip(&self.values) {
+                self.potential[idx] = v;
+            }
             return Ok(());
         }
-        let mg_params = MultigridParams {
+        let mg_params = BoxMultigridParams {
             tolerance: params.tolerance,
             restriction: params.restriction,
-            full_multigrid: false,
-            preserve_boundary: true,
             ..Default::default()
         };
-        let same = |mg: &Multigrid<3>| {
-            MultigridParams {
-                full_multigrid: false,
-                ..*mg.params()
-            } == mg_params
-        };
-        let warm = matches!(&self.mg, Some((mg, d)) if *d == dims && same(mg));
+        let warm = matches!(&self.mg, Some(mg) if mg.dims() == dims && *mg.params() == mg_params);
         if !warm {
-            let op = PoissonOperator::new(dims, 1.0, DomainBoundary::Solid, |c| {
-                if (0..3).any(|a| c[a] == 0 || c[a] == dims[a] - 1) {
-                    CellKind::Dirichlet
-                } else {
-                    CellKind::Unknown
-                }
-            })?;
-            self.mg = Some((Multigrid::new(op, mg_params)?, dims));
-            // A new shape has no usable last solution: start the interior from zero.
-            for (idx, a) in self.potential.iter_mut().enumerate() {
-                if self.slot[idx] == u32::MAX {
-                    *a = DVec3::ZERO;
-                }
+            // A new shape has no usable last solution: the interior starts from zero.
+            self.mg = Some(BoxMultigrid::new(dims, mg_params)?);
+            self.history.clear();
+        }
+        let mut mg = self.mg.take().expect("built above");
+        let (b, x) = mg.fields_mut();
+        // With unit spacing in the stencil, −∇²₁ A = h² ω. Component c of point i sits at c·n + i.
+        let h2 = grid.spacing * grid.spacing;
+        let w = &self.vorticity;
+        b.par_chunks_mut(n).enumerate().for_each(|(c, b)| {
+            for (b, w) in b.iter_mut().zip(w) {
+                *b = w[c] * h2;
+            }
+        });
+        // The interior's initial guess: the stage's extrapolation (`set_stage`), or else the last solution,
+        // which `x` still holds.
+        if let Some([last, before]) = self.stage_history(x.len()) {
+            x.par_chunks_mut(CHUNK)
+                .zip(last.par_chunks(CHUNK).zip(before.par_chunks(CHUNK)))
+                .for_each(|(x, (l, b))| {
+                    for ((x, &l), &b) in x.iter_mut().zip(l).zip(b) {
+                        *x = 2.0 * l - b;
+                    }
+                });
+        }
+        for (&idx, &v) in self.boundary.iter().zip(&self.values) {
+            for c in 0..3 {
+                x[c * n + idx] = v[c];
             }
         }
-        let (mg, _) = self.mg.as_mut().expect("built above");
-        // A cold start begins with a full-multigrid cycle; a warm one from the last solution.
-        mg.set_full_multigrid(!warm);
-        let layout = mg.operator().layout().clone();
-        let h2 = grid.spacing * grid.spacing;
-        // Each component's right-hand side and initial guess, padded (with unit spacing in the operator,
-        // −∇²₁ A = h² ω).
-        for c in 0..3 {
-            let (b, x) = (&mut self.b[c], &mut self.x[c]);
-            b.resize(layout.len(), 0.0);
-            x.resize(layout.len(), 0.0);
-            let (w, a) = (&self.vorticity, &self.potential);
-            layout.pad_from(|i| w[i][c] * h2, b);
-            layout.pad_from(|i| a[i][c], x);
-        }
-        // One accuracy for the vector field: every component stops at the tolerance relative to the whole
-        // vector's reference residual, so a component with almost no vorticity (ω_y of a ring in the
-        // x-z plane) is not solved to a needlessly small error of its own.
-        let [x0, x1, x2] = &mut self.x;
-        let infos = mg.solve_vector(
-            [&self.b[0], &self.b[1], &self.b[2]],
-            [x0.as_mut_slice(), x1, x2],
-        )?;
-        for (c, info) in infos.iter().enumerate() {
-            self.info.cycles += info.iterations;
+        let solved = mg.solve();
+        if let Ok(info) = &solved {
+            self.info.cycles = info.iterations;
             self.timings.cycles += info.iterations;
-            self.info.residual = self.info.residual.max(info.residual);
-            layout.unpad_into(&self.x[c], &mut self.potential, |a, v| a[c] = v);
+            self.info.residual = info.residual;
+            let x = mg.solution();
+            self.record_stage(x);
+            self.potential
+                .par_chunks_mut(CHUNK)
+                .enumerate()
+                .for_each(|(k, a)| {
+                    let i0 = k * CHUNK;
+                    for (i, a) in (i0..).zip(a) {
+                        *a = DVec3::new(x[i], x[n + i], x[2 * n + i]);
+                    }
+                });
         }
-        Ok(())
+        self.mg = Some(mg);
+        solved.map(|_| ())
     }
 }
 
