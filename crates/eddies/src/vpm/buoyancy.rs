@@ -143,13 +143,7 @@ impl Buoyancy {
         let d = &self.density;
         let mut data = std::mem::take(&mut self.gradient);
         data.resize(g.len(), [0.0; 3]);
-        let mut grad = g.grid_of(data);
-        grad.par_for_each_mut(|idx, c, out| {
-            for k in 0..3 {
-                let (a, b, span) = g.difference(idx, c, k);
-                out[k] = (d[b] - d[a]) / span;
-            }
-        });
-        self.gradient = grad.data;
+        g.differences(|i| [d[i]], &mut data, |q| [q[0][0], q[1][0], q[2][0]]);
+        self.gradient = data;
     }
 }

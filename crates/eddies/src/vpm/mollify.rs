@@ -10,6 +10,7 @@
 
 use crate::grid::Grid;
 use glam::DVec3;
+use rayon::prelude::*;
 use std::ops::{AddAssign, Mul};
 
 /// A uniform grid of points (cell centres) fitted around a cloud of points.
@@ -115,6 +116,51 @@ impl FittedGrid {
             idx + (hi - c[k]) * stride,
             (hi - lo) as f64 * self.spacing,
         )
+    }
+
+    /// `out[i] = f(d)` at every grid point `i`, where `d[k]` is the difference quotient of `value` along axis
+    /// `k` (between the two points of [`difference`](Self::difference): central inside, one-sided at the
+    /// faces). Parallel over planes of points, row by row.
+    pub fn differences<const C: usize, O: Send>(
+        &self,
+        value: impl Fn(usize) -> [f64; C] + Sync,
+        out: &mut [O],
+        f: impl Fn([[f64; C]; 3]) -> O + Sync,
+    ) {
+        let [nx, ny, nz] = self.dims;
+        let plane = nx * ny;
+        assert_eq!(out.len(), plane * nz, "one output per grid point");
+        let h = self.spacing;
+        // The two points and their distance around coordinate c of n: neighbours, or one-sided at a face.
+        let around = |c: usize, n: usize| {
+            let (lo, hi) = (c.saturating_sub(1), (c + 1).min(n - 1));
+            (lo, hi, (hi - lo) as f64 * h)
+        };
+        let quotient = |hi: [f64; C], lo: [f64; C], span: f64| -> [f64; C] {
+            std::array::from_fn(|c| (hi[c] - lo[c]) / span)
+        };
+        out.par_chunks_mut(plane).enumerate().for_each(|(k, o)| {
+            let (klo, khi, zspan) = around(k, nz);
+            for j in 0..ny {
+                let (jlo, jhi, yspan) = around(j, ny);
+                let row = |jj: usize, kk: usize| nx * (jj + ny * kk);
+                let (here, south, north, down, up) = (
+                    row(j, k),
+                    row(jlo, k),
+                    row(jhi, k),
+                    row(j, klo),
+                    row(j, khi),
+                );
+                for (i, o) in o[j * nx..(j + 1) * nx].iter_mut().enumerate() {
+                    let (ilo, ihi, xspan) = around(i, nx);
+                    *o = f([
+                        quotient(value(here + ihi), value(here + ilo), xspan),
+                        quotient(value(north + i), value(south + i), yspan),
+                        quotient(value(up + i), value(down + i), zspan),
+                    ]);
+                }
+            }
+        });
     }
 
     /// A [`Grid`] of this shape holding `data` (x fastest).

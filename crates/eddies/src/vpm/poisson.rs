@@ -407,16 +407,12 @@ impl PoissonVelocity {
 /// `u = ∇ × A` on the grid by central differences, one-sided at the faces, into `u`.
 pub fn curl(grid: &FittedGrid, a: &[DVec3], u: &mut Vec<DVec3>) {
     u.resize(grid.len(), DVec3::ZERO);
-    let mut g = grid.grid_of(std::mem::take(u));
-    g.par_for_each_mut(|idx, c, out| {
-        // d[k] = ∂A/∂x_k.
-        let d: [DVec3; 3] = std::array::from_fn(|k| {
-            let (lo, hi, span) = grid.difference(idx, c, k);
-            (a[hi] - a[lo]) / span
-        });
-        *out = DVec3::new(d[1].z - d[2].y, d[2].x - d[0].z, d[0].y - d[1].x);
-    });
-    *u = g.data;
+    // d[k] = ∂A/∂x_k.
+    grid.differences(
+        |i| a[i].to_array(),
+        u,
+        |d| DVec3::new(d[1][2] - d[2][1], d[2][0] - d[0][2], d[0][1] - d[1][0]),
+    );
 }
 
 #[cfg(test)]

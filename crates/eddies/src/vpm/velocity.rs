@@ -246,16 +246,13 @@ impl VelocitySolver {
         self.grid_j.origin = g.origin;
         self.grid_j.spacing = g.spacing;
         self.grid_j.data.resize(g.len(), [0.0; 9]);
-        let u = &self.grid_u;
-        self.grid_j.par_for_each_mut(|idx, c, j| {
-            for k in 0..3 {
-                let (a, b, span) = g.difference(idx, c, k);
-                let (a, b) = (u.data[a], u.data[b]);
-                for i in 0..3 {
-                    j[3 * i + k] = (b[i] - a[i]) / span;
-                }
-            }
-        });
+        let u = &self.grid_u.data;
+        // j[3i + k] = ∂u_i/∂x_k.
+        g.differences(
+            |i| u[i],
+            &mut self.grid_j.data,
+            |d| std::array::from_fn(|q| d[q % 3][q / 3]),
+        );
     }
 }
 
