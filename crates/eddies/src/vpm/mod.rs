@@ -561,7 +561,7 @@ impl VpmSim {
 
     /// Splats `value(i)` (a per-vorton quantity times volume) onto the fitted grid by cloud-in-cell and divides
     /// by the cell volume.
-    fn splat(&self, value: impl Fn(usize) -> DVec3) -> Vec<DVec3> {
+    fn splat(&self, value: impl Fn(usize) -> DVec3 + Sync) -> Vec<DVec3> {
         let g = self.solver.grid;
         let inv = 1.0 / (g.spacing * g.spacing * g.spacing);
         let mut out = Vec::new();
@@ -734,7 +734,7 @@ impl Simulation for VpmSim {
             self.params.ambient_density,
             self.params.buoyancy.thermal_expansion,
         );
-        let scalar = |f: &dyn Fn(usize) -> f64| -> Vec<f64> {
+        let scalar = |f: &(dyn Fn(usize) -> f64 + Sync)| -> Vec<f64> {
             self.splat(|i| DVec3::new(f(i) * v.volume[i], 0.0, 0.0))
                 .iter()
                 .map(|d| d.x)

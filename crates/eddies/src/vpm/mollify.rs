@@ -82,25 +82,65 @@ impl FittedGrid {
 
     /// Splats `value(i)` of every point `positions[i]` onto the grid points by cloud-in-cell (the transpose of
     /// trilinear sampling), into `out` (x fastest). Each value is shared out with weights that sum to one, so
-    /// the grid's total equals the points' total; serial, so the order of the additions is fixed.
-    pub fn splat<T>(&self, positions: &[DVec3], value: impl Fn(usize) -> T, out: &mut Vec<T>)
+    /// the grid's total equals the points' total.
+    ///
+    /// A point whose cell starts at plane `k` writes planes `k` and `k + 1`, so points whose cells start on
+    /// planes of the same parity never write the same plane: the points are grouped by that plane, and the
+    /// even planes' groups, then the odd planes', are splatted in parallel, each group in point order. Every
+    /// grid value is therefore summed in one fixed order, whatever the number of threads.
+    pub fn splat<T>(&self, positions: &[DVec3], value: impl Fn(usize) -> T + Sync, out: &mut Vec<T>)
     where
-        T: Copy + Default + AddAssign + Mul<f64, Output = T>,
+        T: Copy + Default + AddAssign + Mul<f64, Output = T> + Send,
     {
         out.clear();
         out.resize(self.len(), T::default());
-        let (nx, nxy) = (self.dims[0], self.dims[0] * self.dims[1]);
-        for (i, &p) in positions.iter().enumerate() {
-            let (c, f) = self.cic(p);
-            let val = value(i);
-            let base = c[0] + c[1] * nx + c[2] * nxy;
-            for corner in 0..8 {
-                let (bx, by, bz) = (corner & 1, (corner >> 1) & 1, (corner >> 2) & 1);
-                let w = (if bx == 1 { f[0] } else { 1.0 - f[0] })
-                    * (if by == 1 { f[1] } else { 1.0 - f[1] })
-                    * (if bz == 1 { f[2] } else { 1.0 - f[2] });
-                out[base + bx + by * nx + bz * nxy] += val * w;
-            }
+        let [nx, ny, nz] = self.dims;
+        let plane = nx * ny;
+        let cells: Vec<([usize; 3], [f64; 3])> = positions
+            .par_iter()
+            .with_min_len(1024)
+            .map(|&p| self.cic(p))
+            .collect();
+        // The points grouped by the lower plane of their cell (a counting sort, stable).
+        let mut start = vec![0usize; nz + 1];
+        for (c, _) in &cells {
+            start[c[2] + 1] += 1;
+        }
+        for k in 0..nz {
+            start[k + 1] += start[k];
+        }
+        let mut order = vec![0u32; cells.len()];
+        let mut next = start.clone();
+        for (i, (c, _)) in cells.iter().enumerate() {
+            order[next[c[2]]] = i as u32;
+            next[c[2]] += 1;
+        }
+        let cells = &cells;
+        let (order, start, value) = (&order, &start, &value);
+        // Pass `parity` splats the groups of lower planes k ≡ parity (mod 2) into the slabs of planes k, k + 1.
+        for parity in 0..2 {
+            out[parity * plane..]
+                .par_chunks_mut(2 * plane)
+                .enumerate()
+                .for_each(|(m, slab)| {
+                    let k = 2 * m + parity;
+                    if k + 1 >= nz {
+                        return;
+                    }
+                    for &i in &order[start[k]..start[k + 1]] {
+                        let i = i as usize;
+                        let (c, f) = cells[i];
+                        let val = value(i);
+                        let base = c[0] + c[1] * nx;
+                        for corner in 0..8 {
+                            let (bx, by, bz) = (corner & 1, (corner >> 1) & 1, (corner >> 2) & 1);
+                            let w = (if bx == 1 { f[0] } else { 1.0 - f[0] })
+                                * (if by == 1 { f[1] } else { 1.0 - f[1] })
+                                * (if bz == 1 { f[2] } else { 1.0 - f[2] });
+                            slab[base + bx + by * nx + bz * plane] += val * w;
+                        }
+                    }
+                });
         }
     }
 
