@@ -320,30 +320,50 @@ impl VpmSim {
     /// Total vorticity Σ ω V (m³/s): conserved without stretching (it is the circulation per unit length
     /// summed over the vortons).
     pub fn total_vorticity(&self) -> DVec3 {
-        let v = &self.vortons;
-        DVec3::from_array(par::sum_n::<3>(v.len(), |i| v.strength(i).to_array()))
+        self.moments().total_vorticity
     }
 
     /// Linear impulse ½ Σ x × ω V (m⁴/s), conserved in unbounded inviscid flow (Saffman 1992, §3.2).
     pub fn impulse(&self) -> DVec3 {
-        let v = &self.vortons;
-        DVec3::from_array(par::sum_n::<3>(v.len(), |i| {
-            (v.position[i].cross(v.strength(i)) * 0.5).to_array()
-        }))
+        self.moments().impulse
     }
 
     /// Centroid of the vortons weighted by |ω| V (m).
     pub fn centroid(&self) -> DVec3 {
+        self.moments().centroid
+    }
+
+    /// The sums over the vortons behind the step's diagnostics, in one pass (each is summed in the order a
+    /// pass of its own would use, so the values are the same).
+    fn moments(&self) -> Moments {
         let v = &self.vortons;
-        let s = par::sum_n::<4>(v.len(), |i| {
-            let w = v.strength(i).length();
-            let p = v.position[i] * w;
-            [p.x, p.y, p.z, w]
+        let u = &self.solver.u;
+        let s = par::sum_n::<16>(v.len(), |i| {
+            let (x, a) = (v.position[i], v.strength(i));
+            let energy = u.get(i).map_or(0.0, |u| u.dot(x.cross(a)));
+            let enstrophy = v.vorticity[i].length_squared() * v.volume[i];
+            let m = v.density[i].max(0.0) * v.volume[i];
+            let (xm, impulse, w) = (x * m, x.cross(a) * 0.5, a.length());
+            let xw = x * w;
+            [
+                energy, enstrophy, xm.x, xm.y, xm.z, m, a.x, a.y, a.z, impulse.x, impulse.y,
+                impulse.z, xw.x, xw.y, xw.z, w,
+            ]
         });
-        if s[3] > 0.0 {
-            DVec3::new(s[0], s[1], s[2]) / s[3]
-        } else {
-            DVec3::ZERO
+        let weighted = |sum: [f64; 3], weight: f64| {
+            if weight > 0.0 {
+                DVec3::from_array(sum) / weight
+            } else {
+                DVec3::ZERO
+            }
+        };
+        Moments {
+            energy_integral: s[0],
+            enstrophy: s[1],
+            density_centroid: weighted([s[2], s[3], s[4]], s[5]),
+            total_vorticity: DVec3::new(s[6], s[7], s[8]),
+            impulse: DVec3::new(s[9], s[10], s[11]),
+            centroid: weighted([s[12], s[13], s[14]], s[15]),
         }
     }
 
@@ -505,47 +525,23 @@ impl VpmSim {
     }
 
     fn measure(&self) -> Vec<(&'static str, Quantity)> {
-        let v = &self.vortons;
-        let u = &self.solver.u;
-        let rho = self.params.ambient_density;
-        let n = v.len();
+        let m = self.moments();
         // E = ρ ∫ u · (x × ω) dV (Saffman 1992, eq. 3.5.10, unbounded fluid at rest at infinity).
-        let energy = rho
-            * par::sum(n, |i| {
-                u.get(i)
-                    .map_or(0.0, |u| u.dot(v.position[i].cross(v.strength(i))))
-            });
-        let enstrophy = par::sum(n, |i| v.vorticity[i].length_squared() * v.volume[i]);
-        let dens = par::sum_n::<4>(n, |i| {
-            let m = v.density[i].max(0.0) * v.volume[i];
-            let p = v.position[i] * m;
-            [p.x, p.y, p.z, m]
-        });
-        let density_centroid = if dens[3] > 0.0 {
-            [dens[0] / dens[3], dens[1] / dens[3], dens[2] / dens[3]]
-        } else {
-            [0.0; 3]
-        };
+        let energy = self.params.ambient_density * m.energy_integral;
         let mut q = vec![
-            ("vorton_count", Quantity::Count(n as u64)),
+            ("vorton_count", Quantity::Count(self.vortons.len() as u64)),
             ("tracer_count", Quantity::Count(self.tracers.len() as u64)),
             (
                 "circulation",
-                Quantity::Vector(self.total_vorticity().to_array().to_vec()),
+                Quantity::Vector(m.total_vorticity.to_array().to_vec()),
             ),
-            (
-                "impulse",
-                Quantity::Vector(self.impulse().to_array().to_vec()),
-            ),
-            (
-                "centroid",
-                Quantity::Vector(self.centroid().to_array().to_vec()),
-            ),
+            ("impulse", Quantity::Vector(m.impulse.to_array().to_vec())),
+            ("centroid", Quantity::Vector(m.centroid.to_array().to_vec())),
             (
                 "density_centroid",
-                Quantity::Vector(density_centroid.to_vec()),
+                Quantity::Vector(m.density_centroid.to_array().to_vec()),
             ),
-            ("enstrophy", Quantity::Scalar(enstrophy)),
+            ("enstrophy", Quantity::Scalar(m.enstrophy)),
             ("mean_jerk", Quantity::Scalar(self.mean_jerk)),
             ("kinetic_energy", Quantity::Scalar(energy)),
             ("max_speed", Quantity::Scalar(self.max_speed)),
@@ -568,6 +564,22 @@ impl VpmSim {
         g.splat(&self.vortons.position, |i| value(i) * inv, &mut out);
         out
     }
+}
+
+/// Sums over the vortons (see [`VpmSim::moments`]).
+struct Moments {
+    /// `Σ u · (x × ω) V` (m⁵/s²): the kinetic energy over the density.
+    energy_integral: f64,
+    /// `Σ |ω|² V` (m³/s²).
+    enstrophy: f64,
+    /// Centroid weighted by the positive density deviations (m).
+    density_centroid: DVec3,
+    /// `Σ ω V` (m³/s).
+    total_vorticity: DVec3,
+    /// `½ Σ x × ω V` (m⁴/s).
+    impulse: DVec3,
+    /// Centroid weighted by |ω| V (m).
+    centroid: DVec3,
 }
 
 /// The grid fields of a vorton simulation: |ω| (1/s), density ρ₀ + ρ' (kg/m³), the density deviation ρ'
