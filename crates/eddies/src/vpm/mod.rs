@@ -49,6 +49,7 @@ use crate::sim::{Field, SimError, Simulation};
 use buoyancy::Buoyancy;
 use diffusion::Pse;
 use glam::DVec3;
+use rayon::prelude::*;
 use std::time::Instant;
 use velocity::{Query, VelocitySolver};
 
@@ -286,16 +287,22 @@ impl VpmSim {
     }
 
     fn current_max_strain(&self) -> f64 {
+        // The largest square first: the square root is monotonic and correctly rounded, so the root of the
+        // largest square is the largest root.
         let j = &self.solver.jac;
-        par::max(j.len(), |i| j[i].iter().map(|x| x * x).sum::<f64>().sqrt()).max(0.0)
+        par::max(j.len(), |i| j[i].iter().map(|x| x * x).sum::<f64>())
+            .max(0.0)
+            .sqrt()
     }
 
     fn current_max_speed(&self) -> f64 {
         let u = &self.solver.u;
         let t = &self.solver.u_tracers;
-        par::max(u.len(), |i| u[i].length())
-            .max(par::max(t.len(), |i| t[i].length()))
+        // As in `current_max_strain`: the root of the largest square.
+        par::max(u.len(), |i| u[i].length_squared())
+            .max(par::max(t.len(), |i| t[i].length_squared()))
             .max(0.0)
+            .sqrt()
     }
 
     /// Velocity from vorticity for the current vortons and tracers into the solver's buffers, at Runge–Kutta
@@ -448,15 +455,11 @@ impl VpmSim {
                 let (ku, kw, kt) = (&self.ku[s - 1], &self.kw[s - 1], &self.kt[s - 1]);
                 let (x0, w0, t0) = (&self.x0, &self.w0, &self.t0);
                 let v = &mut self.vortons;
-                for i in 0..v.len() {
-                    v.position[i] = x0[i] + ku[i] * c;
-                    if stretching {
-                        v.vorticity[i] = w0[i] + kw[i] * c;
-                    }
+                par_map(&mut v.position, |i| x0[i] + ku[i] * c);
+                if stretching {
+                    par_map(&mut v.vorticity, |i| w0[i] + kw[i] * c);
                 }
-                for i in 0..self.tracers.len() {
-                    self.tracers.position[i] = t0[i] + kt[i] * c;
-                }
+                par_map(&mut self.tracers.position, |i| t0[i] + kt[i] * c);
             }
             self.evaluate(stretching, Some(s));
             self.ku[s].clone_from(&self.solver.u);
@@ -466,34 +469,30 @@ impl VpmSim {
             if stretching {
                 let jac = &self.solver.jac;
                 let w = &self.vortons.vorticity;
-                for i in 0..w.len() {
+                par_map(kw, |i| {
                     let j = &jac[i];
-                    kw[i] = DVec3::new(
+                    DVec3::new(
                         j[0] * w[i].x + j[1] * w[i].y + j[2] * w[i].z,
                         j[3] * w[i].x + j[4] * w[i].y + j[5] * w[i].z,
                         j[6] * w[i].x + j[7] * w[i].y + j[8] * w[i].z,
-                    );
+                    )
+                });
+            }
+        }
+        // x₀ + Δt Σ_s b_s k_s, the stages added in order.
+        let combine = |start: &[DVec3], k: &[Vec<DVec3>], out: &mut Vec<DVec3>| {
+            par_map(out, |i| {
+                let mut d = DVec3::ZERO;
+                for (k, &b) in k.iter().zip(weights) {
+                    d += k[i] * b;
                 }
-            }
-        }
+                start[i] + d * dt
+            });
+        };
         let v = &mut self.vortons;
-        for i in 0..v.len() {
-            let mut dx = DVec3::ZERO;
-            let mut dw = DVec3::ZERO;
-            for s in 0..stages {
-                dx += self.ku[s][i] * weights[s];
-                dw += self.kw[s][i] * weights[s];
-            }
-            v.position[i] = self.x0[i] + dx * dt;
-            v.vorticity[i] = self.w0[i] + dw * dt;
-        }
-        for i in 0..self.tracers.len() {
-            let mut dx = DVec3::ZERO;
-            for s in 0..stages {
-                dx += self.kt[s][i] * weights[s];
-            }
-            self.tracers.position[i] = self.t0[i] + dx * dt;
-        }
+        combine(&self.x0, &self.ku, &mut v.position);
+        combine(&self.w0, &self.kw, &mut v.vorticity);
+        combine(&self.t0, &self.kt, &mut self.tracers.position);
     }
 
     /// Part 12's jerk metric: each vorton's step velocity `(x' − x)/Δt` is differenced twice in time; the
@@ -565,6 +564,18 @@ impl VpmSim {
         out
     }
 }
+
+/// `out[i] = f(i)` for every entry, in parallel (each entry on its own, so the schedule changes nothing).
+fn par_map<T: Send>(out: &mut [T], f: impl Fn(usize) -> T + Sync + Send) {
+    out.par_chunks_mut(RK_CHUNK).enumerate().for_each(|(c, o)| {
+        for (k, o) in o.iter_mut().enumerate() {
+            *o = f(c * RK_CHUNK + k);
+        }
+    });
+}
+
+/// Entries per task of [`par_map`].
+const RK_CHUNK: usize = 4096;
 
 /// Sums over the vortons (see [`VpmSim::moments`]).
 struct Moments {

@@ -241,7 +241,7 @@ impl VelocitySolver {
         self.grid_u.data.clear();
         self.grid_u
             .data
-            .extend(self.target_u.iter().map(|v| v.to_array()));
+            .par_extend(self.target_u.par_iter().map(|v| v.to_array()));
         self.grid_j.dims = g.dims;
         self.grid_j.origin = g.origin;
         self.grid_j.spacing = g.spacing;
