@@ -320,9 +320,9 @@ impl BoxMultigrid {
     /// [`SolveError::BadInput`] for non-finite data; [`SolveError::NoConvergence`] after `max_cycles`;
     /// [`SolveError::Breakdown`] if the residual becomes non-finite.
     pub fn solve(&mut self) -> Result<Info, SolveError> {
-        let reference = {
+        let [reference, first] = {
             let f = &self.levels[0];
-            reference_residual(f, &f.b, &f.x).sqrt()
+            norms(f, &f.b, &f.x, true).map(f64::sqrt)
         };
         if !reference.is_finite() {
             return Err(SolveError::BadInput(
@@ -341,7 +341,7 @@ impl BoxMultigrid {
                 stop: StopReason::ZeroRhs,
             });
         }
-        let mut history = vec![self.fine_residual() / reference];
+        let mut history = vec![first / reference];
         if !history[0].is_finite() {
             return Err(SolveError::BadInput("non-finite initial guess".into()));
         }
@@ -373,13 +373,10 @@ impl BoxMultigrid {
         })
     }
 
-    /// `‖b − A x‖²` of the finest level (the residual left in its `t`), square-rooted.
-    fn fine_residual(&mut self) -> f64 {
-        let f = &mut self.levels[0];
-        let mut t = std::mem::take(&mut f.t);
-        let squares = residual(f, &f.b, &f.x, &mut t);
-        f.t = t;
-        squares.sqrt()
+    /// `‖b − A x‖` of the finest level.
+    fn fine_residual(&self) -> f64 {
+        let f = &self.levels[0];
+        norms(f, &f.b, &f.x, false)[1].sqrt()
     }
 
     /// One V-cycle on the finest level's vectors.
@@ -554,14 +551,31 @@ impl<'a> Row<'a> {
     }
 }
 
+/// The residual `b − A x` of row `j` of plane `p` into `out` (the row's length), zero at the row's ends.
+#[inline(always)]
+fn row_residual(level: &Level, b: &[f64], x: &[f64], p: usize, j: usize, out: &mut [f64]) {
+    let [nx, ny, _] = level.dims;
+    let [wx, wy, wz] = level.coupling;
+    let diagonal = level.diagonal;
+    let interior = &level.interior[..nx];
+    let r = Row::new(x, level.dims, p, j);
+    let rhs = &b[p * nx * ny + j * nx..][..nx];
+    let out = &mut out[..nx];
+    for i in 0..nx {
+        let value = rhs[i]
+            + wx * (r.west[i] + r.east[i])
+            + wy * (r.south[i] + r.north[i])
+            + wz * (r.down[i] + r.up[i])
+            - diagonal * r.centre[i];
+        out[i] = if interior[i] { value } else { 0.0 };
+    }
+}
+
 /// `r = b − A x` on the interior points (zero on the boundary layer); returns `‖r‖²`, added plane by plane in
 /// plane order.
 fn residual(level: &Level, b: &[f64], x: &[f64], r: &mut [f64]) -> f64 {
     let [nx, ny, nz] = level.dims;
     let plane = nx * ny;
-    let [wx, wy, wz] = level.coupling;
-    let diagonal = level.diagonal;
-    let interior = &level.interior[..nx];
     let partials: Vec<f64> = r[..COMPONENTS * nz * plane]
         .par_chunks_mut(plane)
         .enumerate()
@@ -573,22 +587,12 @@ fn residual(level: &Level, b: &[f64], x: &[f64], r: &mut [f64]) -> f64 {
                 return 0.0;
             }
             let mut lanes = [0.0; 8];
-            for j in 0..ny {
-                let o = &mut o[j * nx..(j + 1) * nx];
+            for (j, o) in o.chunks_exact_mut(nx).enumerate() {
                 if j == 0 || j == ny - 1 {
                     o.fill(0.0);
                     continue;
                 }
-                let r = Row::new(x, level.dims, p, j);
-                let rhs = &b[p * plane + j * nx..][..nx];
-                for i in 0..nx {
-                    let value = rhs[i]
-                        + wx * (r.west[i] + r.east[i])
-                        + wy * (r.south[i] + r.north[i])
-                        + wz * (r.down[i] + r.up[i])
-                        - diagonal * r.centre[i];
-                    o[i] = if interior[i] { value } else { 0.0 };
-                }
+                row_residual(level, b, x, p, j, o);
                 add_squares(o, &mut lanes);
             }
             lanes.iter().sum()
@@ -597,23 +601,29 @@ fn residual(level: &Level, b: &[f64], x: &[f64], r: &mut [f64]) -> f64 {
     partials.iter().sum()
 }
 
-/// `‖b − A x₀‖²` with `x₀` the boundary values of `x` and a zero interior: what the solve measures its
-/// residual against. Only the interior points next to the boundary layer see it.
-fn reference_residual(level: &Level, b: &[f64], x: &[f64]) -> f64 {
+/// `[‖b − A x₀‖², ‖b − A x‖²]` in one pass without storing the residual, where `x₀` is `x` with a zero
+/// interior (its boundary values alone: what the solve measures its residual against); the first is 0 unless
+/// `reference`. Only the interior points next to the boundary layer see it.
+fn norms(level: &Level, b: &[f64], x: &[f64], reference: bool) -> [f64; 2] {
     let [nx, ny, nz] = level.dims;
     let plane = nx * ny;
     let [wx, wy, wz] = level.coupling;
-    let partials: Vec<f64> = (0..COMPONENTS * nz)
+    let partials: Vec<[f64; 2]> = (0..COMPONENTS * nz)
         .into_par_iter()
         .with_min_len(PLANES_PER_TASK)
         .map(|p| {
             let k = p % nz;
             if k == 0 || k == nz - 1 {
-                return 0.0;
+                return [0.0; 2];
             }
-            let mut lanes = [0.0; 8];
+            let mut lanes = [[0.0; 8]; 2];
             let mut row = vec![0.0; nx];
             for j in 1..ny - 1 {
+                row_residual(level, b, x, p, j, &mut row);
+                add_squares(&row, &mut lanes[1]);
+                if !reference {
+                    continue;
+                }
                 let r = Row::new(x, level.dims, p, j);
                 row.copy_from_slice(&b[p * plane + j * nx..][..nx]);
                 row[1] += wx * r.centre[0];
@@ -637,12 +647,14 @@ fn reference_residual(level: &Level, b: &[f64], x: &[f64]) -> f64 {
                 }
                 row[0] = 0.0;
                 row[nx - 1] = 0.0;
-                add_squares(&row, &mut lanes);
+                add_squares(&row, &mut lanes[0]);
             }
-            lanes.iter().sum()
+            lanes.map(|l| l.iter().sum())
         })
         .collect();
-    partials.iter().sum()
+    partials
+        .iter()
+        .fold([0.0; 2], |a, p| [a[0] + p[0], a[1] + p[1]])
 }
 
 /// Adds the squares of `v` to eight running sums, entry `t` to sum `t mod 8` (a fixed order that vectorises).
