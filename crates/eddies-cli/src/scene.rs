@@ -288,6 +288,48 @@ pub enum PotentialBoundaryKind {
     Zero,
 }
 
+/// Which boundary points of the Poisson technique get the integral (see `eddies::vpm::Decimation`). Read from
+/// "lattice", "rows" or "off", or from a boolean: true is the default ("lattice"), false is "off".
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DecimateKind {
+    /// Every boundary point.
+    Off,
+    /// Seed 003's: every other point along a row.
+    Rows,
+    /// Every other point both ways on each face.
+    #[default]
+    Lattice,
+}
+
+impl<'de> Deserialize<'de> for DecimateKind {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl serde::de::Visitor<'_> for Visitor {
+            type Value = DecimateKind;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("\"lattice\", \"rows\", \"off\", true (lattice) or false (off)")
+            }
+            fn visit_bool<E: serde::de::Error>(self, on: bool) -> Result<DecimateKind, E> {
+                Ok(if on {
+                    DecimateKind::default()
+                } else {
+                    DecimateKind::Off
+                })
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<DecimateKind, E> {
+                match v {
+                    "lattice" => Ok(DecimateKind::Lattice),
+                    "rows" => Ok(DecimateKind::Rows),
+                    "off" => Ok(DecimateKind::Off),
+                    _ => Err(E::unknown_variant(v, &["lattice", "rows", "off"])),
+                }
+            }
+        }
+        d.deserialize_any(Visitor)
+    }
+}
+
 /// Multigrid restriction of the Poisson technique.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -320,9 +362,10 @@ pub struct Vpm {
     /// Poisson technique: boundary values of the vector potential, "tree", "direct" or "zero". Default
     /// "tree".
     pub boundary: PotentialBoundaryKind,
-    /// Poisson technique: compute the boundary integral at every other boundary point and copy it beside.
-    /// Default true.
-    pub decimate: bool,
+    /// Poisson technique: which boundary points get the integral, the others the mean of their computed
+    /// neighbours: "lattice" (every other point both ways on each face), "rows" (seed 003's every other point
+    /// along a row) or "off"; true means "lattice", false "off". Default "lattice".
+    pub decimate: DecimateKind,
     /// Poisson technique: treecode opening parameter θ for the boundary values, in (0, 2]. Default 0.7.
     pub boundary_theta: f64,
     /// Poisson technique: relative residual at which the multigrid cycles stop, in (0, 0.5]. Default 1e-3.
@@ -389,7 +432,7 @@ impl Default for Vpm {
         Self {
             velocity: VelocityKind::TreeVortons,
             boundary: PotentialBoundaryKind::Tree,
-            decimate: true,
+            decimate: DecimateKind::Lattice,
             boundary_theta: 0.7,
             poisson_tolerance: 1e-3,
             restriction: RestrictionKind::Nearest,

@@ -4,8 +4,8 @@ use eddies::flip::{self, FlipConfig, FlipParams, FlipSim};
 use eddies::linsolve::{PreconditionerKind, Restriction};
 use eddies::reint::{self, Emitter, Eos, ReintConfig, ReintParams, ReintSim, Sink, Substance};
 use eddies::vpm::{
-    self, BuoyancyParams, Integrator, PoissonParams, PotentialBoundary, TreeParams, VelocityMethod,
-    VpmParams, VpmSim,
+    self, BuoyancyParams, Decimation, Integrator, PoissonParams, PotentialBoundary, TreeParams,
+    VelocityMethod, VpmParams, VpmSim,
 };
 use eddies::{SimError, Simulation};
 use glam::DVec3;
@@ -13,7 +13,7 @@ use glam::DVec3;
 use crate::keypath::KeyPath;
 use crate::load::{Loaded, SceneError};
 use crate::scene::{
-    BoundaryKind, EosKind, IntegratorKind, Invalid, Method, PotentialBoundaryKind,
+    BoundaryKind, DecimateKind, EosKind, IntegratorKind, Invalid, Method, PotentialBoundaryKind,
     PreconditionerSpec, RestrictionKind, Scene, TransferKind, VelocityKind,
 };
 
@@ -243,7 +243,11 @@ pub fn vpm_params(scene: &Scene) -> VpmParams {
                 PotentialBoundaryKind::Direct => PotentialBoundary::Direct,
                 PotentialBoundaryKind::Zero => PotentialBoundary::Zero,
             },
-            decimate: v.decimate,
+            decimate: match v.decimate {
+                DecimateKind::Off => Decimation::Off,
+                DecimateKind::Rows => Decimation::Rows,
+                DecimateKind::Lattice => Decimation::Lattice,
+            },
             boundary_theta: v.boundary_theta,
             tolerance: v.poisson_tolerance,
             restriction: match v.restriction {

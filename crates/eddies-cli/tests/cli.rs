@@ -110,6 +110,17 @@ fn out_of_range_parameter_and_unknown_choice() {
 fn vpm_scene_errors_name_their_key() {
     let line = refused("s.toml", "method = \"vpm\"\ndim = 2\n");
     assert!(line.contains("dim: method \"vpm\" is 3D only"), "{line}");
+    // The decimation takes a name or a boolean, and says so.
+    let line = refused(
+        "s.toml",
+        "method = \"vpm\"\ndim = 3\n[vpm]\ndecimate = \"lattise\"\n",
+    );
+    assert!(
+        line.contains("vpm.decimate: unknown value \"lattise\"") && line.contains("\"rows\""),
+        "{line}"
+    );
+    let line = refused("s.toml", "method = \"vpm\"\ndim = 3\n[vpm]\ndecimate = 2\n");
+    assert!(line.contains("true (lattice) or false (off)"), "{line}");
     let line = refused(
         "s.toml",
         "method = \"vpm\"\ndim = 3\n[[vpm.ring]]\nradius = 0.1\ncore_radius = 0.5\n",

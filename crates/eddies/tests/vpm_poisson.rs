@@ -8,7 +8,8 @@ use eddies::vpm::validation_poisson::{
     ring_velocity_error,
 };
 use eddies::vpm::{
-    Ball, Block, BuoyancyParams, HeatSource, PotentialBoundary, VelocityMethod, VpmParams, VpmSim,
+    Ball, Block, BuoyancyParams, Decimation, HeatSource, PotentialBoundary, VelocityMethod,
+    VpmParams, VpmSim,
 };
 use eddies::Simulation;
 use glam::DVec3;
@@ -33,25 +34,29 @@ fn vector_poisson_converges_at_second_order() {
 fn poisson_velocity_reproduces_biot_savart_for_a_ring() {
     for n in [32, 48] {
         println!(
-            "{n}³: tree {:.4}, direct {:.4}, zero {:.4}, tree without decimation {:.4}",
-            ring_velocity_error(PotentialBoundary::Tree, true, n),
-            ring_velocity_error(PotentialBoundary::Direct, true, n),
-            ring_velocity_error(PotentialBoundary::Zero, true, n),
-            ring_velocity_error(PotentialBoundary::Tree, false, n),
+            "{n}³: tree {:.4}, direct {:.4}, zero {:.4}, tree without decimation {:.4}, rows {:.4}",
+            ring_velocity_error(PotentialBoundary::Tree, Decimation::Lattice, n),
+            ring_velocity_error(PotentialBoundary::Direct, Decimation::Lattice, n),
+            ring_velocity_error(PotentialBoundary::Zero, Decimation::Lattice, n),
+            ring_velocity_error(PotentialBoundary::Tree, Decimation::Off, n),
+            ring_velocity_error(PotentialBoundary::Tree, Decimation::Rows, n),
         );
     }
     assert_passes("vpm/poisson-ring-velocity-tree");
     assert_passes("vpm/poisson-ring-velocity-zero-boundary");
 }
 
-/// Decimated boundary values (every other point computed, the next one copied) stay close to the full ones.
+/// Decimated boundary values (the default lattice, and seed 003's rows) stay close to the full ones.
 #[test]
 fn decimated_boundary_values_stay_close() {
     for n in [32, 48] {
-        let (a, u) = decimation_difference(n);
-        println!(
-            "{n}³: boundary potential differs by {a:.4} (RMS relative), grid velocity by {u:.4}"
-        );
+        for how in [Decimation::Lattice, Decimation::Rows] {
+            let (a, u) = decimation_difference(n, how);
+            println!(
+                "{n}³, {}: boundary potential differs by {a:.4} (RMS relative), grid velocity by {u:.4}",
+                how.name()
+            );
+        }
     }
     assert_passes("vpm/decimated-boundary");
 }

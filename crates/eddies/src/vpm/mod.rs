@@ -38,8 +38,8 @@ pub mod velocity;
 
 pub use init::{Ball, Block, HeatSource, Jet, Noise, Puff, Ring, Sheet, Tube};
 pub use params::{
-    BuoyancyParams, Integrator, PoissonParams, PotentialBoundary, TreeParams, VelocityMethod,
-    VpmParams,
+    BuoyancyParams, Decimation, Integrator, PoissonParams, PotentialBoundary, TreeParams,
+    VelocityMethod, VpmParams,
 };
 pub use state::{Tracers, Vortons};
 

@@ -7,11 +7,11 @@
 //! 1. **splat**: the vortons' strengths α = ω V are shared out to the grid points by cloud-in-cell and divided
 //!    by the cell volume (the grid carries the vortons' total vorticity exactly);
 //! 2. **boundary**: `A` on the outermost layer of grid points from the integral over the vortons — by the
-//!    treecode, by direct summation, or zero ([`super::PotentialBoundary`]) — optionally *decimated*: every other
-//!    point along a row is computed (about half the cost) and the points between take the mean of their two
-//!    computed neighbours. Seed 003 copies one neighbour instead; the mean costs the same and is second-order
-//!    accurate: on a test ring at 48³ it leaves the grid velocity within 1% of the undecimated one, where the
-//!    copy was 3% off (`docs/vpm.md`);
+//!    treecode, by direct summation, or zero ([`super::PotentialBoundary`]) — optionally *decimated*
+//!    ([`Decimation`]): seed 003's every other point along a row (about half the cost), or every other point
+//!    both ways on each face (about a quarter, the default); the points between take the mean of their two or
+//!    four computed neighbours. Seed 003 copies one neighbour instead; the mean costs the same and is
+//!    second-order accurate (`docs/vpm.md`);
 //! 3. **poisson**: the interior from the box multigrid of [`crate::linsolve`] ([`BoxMultigrid`]), the three
 //!    components in the same passes, the boundary layer as Dirichlet values that the up-sampling never
 //!    overwrites (seed 003's `INTERIOR_ONLY`);
@@ -27,7 +27,7 @@
 //! Every stage is deterministic: the splat is serial, the solver and curl are stencils over fixed chunks.
 
 use super::mollify::FittedGrid;
-use super::params::PoissonParams;
+use super::params::{Decimation, PoissonParams};
 use crate::linsolve::vector::CHUNK;
 use crate::linsolve::{BoxMultigrid, BoxMultigridParams, SolveError};
 use glam::DVec3;
@@ -83,6 +83,9 @@ pub struct PoissonVelocity {
     source: Vec<(u32, u32)>,
     /// Decimated points on rows along y (the x faces), resolved after the rest.
     late: Vec<u32>,
+    /// Lattice decimation: each point between computed ones and its four sources (two repeated when it lies
+    /// between two), all computed points.
+    between: Vec<(u32, [u32; 4])>,
     /// Positions in `boundary` of the computed points.
     computed: Vec<u32>,
     /// Position in `boundary` of each grid point (`u32::MAX` inside).
@@ -94,7 +97,7 @@ pub struct PoissonVelocity {
     pub info: PoissonInfo,
     timings: PoissonTimings,
     /// Grid shape and decimation that the boundary lists were made for.
-    listed: Option<([usize; 3], bool)>,
+    listed: Option<([usize; 3], Decimation)>,
     /// Runge–Kutta stage of the next solve ([`set_stage`](Self::set_stage)).
     stage: Option<usize>,
     /// The last two solutions of each stage, newest first, in the solver's layout.
@@ -186,13 +189,14 @@ impl PoissonVelocity {
     }
 
     /// Lists the boundary points of a grid of `dims` points with their decimation sources.
-    fn list_boundary(&mut self, dims: [usize; 3], decimate: bool) {
+    fn list_boundary(&mut self, dims: [usize; 3], decimate: Decimation) {
         let [nx, ny, nz] = dims;
         let face = |c: usize, n: usize| c == 0 || c == n - 1;
         self.boundary.clear();
         self.source.clear();
         self.computed.clear();
         self.late.clear();
+        self.between.clear();
         self.slot.clear();
         self.slot.resize(nx * ny * nz, u32::MAX);
         for k in 0..nz {
@@ -206,9 +210,42 @@ impl PoissonVelocity {
                     let here = self.boundary.len() as u32;
                     self.slot[idx] = here;
                     self.boundary.push(idx);
-                    if !decimate {
+                    if decimate == Decimation::Off {
                         self.source.push((here, here));
                         self.computed.push(here);
+                        continue;
+                    }
+                    if decimate == Decimation::Lattice {
+                        // Computed where every coordinate is even or the last: on each face a lattice of
+                        // every other point both ways. The others lie between two or four computed points
+                        // of their face (a boundary point has at most two such coordinates).
+                        self.source.push((here, here));
+                        let c = [i, j, k];
+                        let strides = [1, nx, nx * ny];
+                        let odd: Vec<usize> = (0..3)
+                            .filter(|&a| c[a] % 2 == 1 && c[a] != dims[a] - 1)
+                            .collect();
+                        match odd[..] {
+                            [] => self.computed.push(here),
+                            [a] => {
+                                let (lo, hi) =
+                                    ((idx - strides[a]) as u32, (idx + strides[a]) as u32);
+                                self.between.push((here, [lo, hi, lo, hi]));
+                            }
+                            [a, b] => {
+                                let (sa, sb) = (strides[a], strides[b]);
+                                self.between.push((
+                                    here,
+                                    [
+                                        (idx - sa - sb) as u32,
+                                        (idx + sa - sb) as u32,
+                                        (idx - sa + sb) as u32,
+                                        (idx + sa + sb) as u32,
+                                    ],
+                                ));
+                            }
+                            _ => unreachable!("a boundary point has a face coordinate"),
+                        }
                         continue;
                     }
                     // Decimate along x on the y and z faces, along y on the x faces (a row along x would
@@ -234,6 +271,10 @@ impl PoissonVelocity {
             }
         }
         // Turn the decimated points' grid indices into positions in `boundary`.
+        let slot = &self.slot;
+        for (_, src) in &mut self.between {
+            *src = src.map(|g| slot[g as usize]);
+        }
         for (q, src) in self.source.iter_mut().enumerate() {
             if src.0 as usize != q || src.1 as usize != q {
                 *src = (self.slot[src.0 as usize], self.slot[src.1 as usize]);
@@ -316,6 +357,11 @@ impl PoissonVelocity {
             }
             for &q in &self.late {
                 resolve(&mut self.values, q as usize, self.source[q as usize]);
+            }
+            for &(q, [a, b, c, d]) in &self.between {
+                let v = &self.values;
+                self.values[q as usize] =
+                    ((v[a as usize] + v[b as usize]) + (v[c as usize] + v[d as usize])) * 0.25;
             }
             self.info.computed_points = self.points.len();
         }
@@ -433,7 +479,7 @@ mod tests {
         let mut points = Vec::new();
         grid.points_into(&mut points);
         let params = PoissonParams {
-            decimate: false,
+            decimate: Decimation::Off,
             tolerance: 1e-6,
             ..Default::default()
         };

@@ -7,7 +7,9 @@ use super::mollify::FittedGrid;
 use super::poisson::PoissonVelocity;
 use super::validation::{jerk_run, mean_after_warmup};
 use super::velocity::{Query, VelocitySolver};
-use super::{Ball, PoissonParams, PotentialBoundary, Ring, VelocityMethod, VpmParams, VpmSim};
+use super::{
+    Ball, Decimation, PoissonParams, PotentialBoundary, Ring, VelocityMethod, VpmParams, VpmSim,
+};
 use crate::par;
 use crate::validation::{Case, Measurement, SplitMix64};
 use crate::Simulation;
@@ -34,7 +36,7 @@ pub fn cases() -> Vec<Case> {
                           relative error of ∇ × A against the Biot–Savart sum at grid points beyond 3 core \
                           radii of the core (at most 0.02)",
             run: |_| {
-                let e = ring_velocity_error(PotentialBoundary::Tree, true, 48);
+                let e = ring_velocity_error(PotentialBoundary::Tree, Decimation::default(), 48);
                 Measurement::at_most("vpm/poisson-ring-velocity-tree", e, 0.02, "1")
             },
         },
@@ -44,8 +46,8 @@ pub fn cases() -> Vec<Case> {
                           error over that with treecode boundaries (at least 3: visibly worse)",
             run: |q| {
                 let n = if q { 32 } else { 48 };
-                let ratio = ring_velocity_error(PotentialBoundary::Zero, true, n)
-                    / ring_velocity_error(PotentialBoundary::Tree, true, n);
+                let ratio = ring_velocity_error(PotentialBoundary::Zero, Decimation::default(), n)
+                    / ring_velocity_error(PotentialBoundary::Tree, Decimation::default(), n);
                 Measurement::at_least("vpm/poisson-ring-velocity-zero-boundary", ratio, 3.0, "1")
             },
         },
@@ -54,7 +56,7 @@ pub fn cases() -> Vec<Case> {
             description: "a vortex ring on a 48³ grid: RMS relative difference of the vector potential on the \
                           boundary, decimated (every other point) against every point (at most 0.02)",
             run: |q| {
-                let d = decimation_difference(if q { 32 } else { 48 }).0;
+                let d = decimation_difference(if q { 32 } else { 48 }, Decimation::default()).0;
                 Measurement::at_most("vpm/decimated-boundary", d, 0.02, "1")
             },
         },
@@ -131,7 +133,7 @@ pub fn manufactured_errors(sizes: &[usize]) -> Vec<f64> {
             let mut solver = PoissonVelocity::default();
             solver.vorticity = points.iter().map(|&p| exact_vorticity(p)).collect();
             let params = PoissonParams {
-                decimate: false,
+                decimate: Decimation::Off,
                 tolerance: 1e-10,
                 ..Default::default()
             };
@@ -168,7 +170,7 @@ pub fn test_ring() -> Ring {
 
 /// RMS relative error of the Poisson technique's grid velocity against direct Biot–Savart summation at the
 /// interior grid points farther than three core radii from the ring's core, on an `n`-point grid.
-pub fn ring_velocity_error(boundary: PotentialBoundary, decimate: bool, n: usize) -> f64 {
+pub fn ring_velocity_error(boundary: PotentialBoundary, decimate: Decimation, n: usize) -> f64 {
     ring_velocity_error_with(
         PoissonParams {
             boundary,
@@ -231,15 +233,15 @@ pub fn ring_velocity_error_with(poisson: PoissonParams, n: usize) -> f64 {
     super::tree::rms_relative_error(&grid_u, &direct)
 }
 
-/// Decimated against full boundary values for the test ring on an `n`-point grid: the RMS relative
-/// difference of the vector potential on the boundary, and of the grid velocity everywhere.
-pub fn decimation_difference(n: usize) -> (f64, f64) {
+/// Boundary values decimated by `how` against full ones for the test ring on an `n`-point grid: the RMS
+/// relative difference of the vector potential on the boundary, and of the grid velocity everywhere.
+pub fn decimation_difference(n: usize, how: Decimation) -> (f64, f64) {
     let ring = test_ring();
     let mut sim = VpmSim::new(VpmParams::default()).expect("valid parameters");
     sim.add_ring(&ring);
     let v = sim.vortons();
     let strength: Vec<DVec3> = (0..v.len()).map(|i| v.strength(i)).collect();
-    let run = |decimate: bool| {
+    let run = |decimate: Decimation| {
         let params = VpmParams {
             velocity: VelocityMethod::Poisson,
             poisson: PoissonParams {
@@ -282,8 +284,8 @@ pub fn decimation_difference(n: usize) -> (f64, f64) {
             .collect();
         (boundary, u)
     };
-    let (full_a, full_u) = run(false);
-    let (dec_a, dec_u) = run(true);
+    let (full_a, full_u) = run(Decimation::Off);
+    let (dec_a, dec_u) = run(how);
     (
         super::tree::rms_relative_error(&dec_a, &full_a),
         super::tree::rms_relative_error(&dec_u, &full_u),
