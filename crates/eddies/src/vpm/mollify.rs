@@ -167,6 +167,19 @@ impl FittedGrid {
         out: &mut [O],
         f: impl Fn([[f64; C]; 3]) -> O + Sync,
     ) {
+        let all = self.dims.map(|n| 0..n);
+        self.differences_in(all, value, out, f);
+    }
+
+    /// [`differences`](Self::differences) at the grid points of `region` only (ranges of point coordinates per
+    /// axis); the other entries of `out` are left as they are.
+    pub fn differences_in<const C: usize, O: Send>(
+        &self,
+        region: [std::ops::Range<usize>; 3],
+        value: impl Fn(usize) -> [f64; C] + Sync,
+        out: &mut [O],
+        f: impl Fn([[f64; C]; 3]) -> O + Sync,
+    ) {
         let [nx, ny, nz] = self.dims;
         let plane = nx * ny;
         assert_eq!(out.len(), plane * nz, "one output per grid point");
@@ -179,9 +192,13 @@ impl FittedGrid {
         let quotient = |hi: [f64; C], lo: [f64; C], span: f64| -> [f64; C] {
             std::array::from_fn(|c| (hi[c] - lo[c]) / span)
         };
+        let [rx, ry, rz] = region;
         out.par_chunks_mut(plane).enumerate().for_each(|(k, o)| {
+            if !rz.contains(&k) {
+                return;
+            }
             let (klo, khi, zspan) = around(k, nz);
-            for j in 0..ny {
+            for j in ry.clone() {
                 let (jlo, jhi, yspan) = around(j, ny);
                 let row = |jj: usize, kk: usize| nx * (jj + ny * kk);
                 let (here, south, north, down, up) = (
@@ -191,7 +208,7 @@ impl FittedGrid {
                     row(j, klo),
                     row(j, khi),
                 );
-                for (i, o) in o[j * nx..(j + 1) * nx].iter_mut().enumerate() {
+                for (i, o) in rx.clone().zip(&mut o[j * nx + rx.start..j * nx + rx.end]) {
                     let (ilo, ihi, xspan) = around(i, nx);
                     *o = f([
                         quotient(value(here + ihi), value(here + ilo), xspan),

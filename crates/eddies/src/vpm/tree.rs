@@ -406,7 +406,8 @@ impl Tree {
         let origin = self.sorted.origin;
         self.rows = self
             .moments
-            .iter()
+            .par_iter()
+            .with_min_len(64)
             .map(|m| {
                 let c = m.centre - origin;
                 let head = [c.x, c.y, c.z, m.a.x, m.a.y, m.a.z, m.s2];

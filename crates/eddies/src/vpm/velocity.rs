@@ -172,7 +172,7 @@ impl VelocitySolver {
                 self.target_u.resize(self.targets.len(), DVec3::ZERO);
                 self.at_targets(params, false);
             }
-            self.grid_derivatives();
+            self.grid_derivatives(q.gradient.then_some(q.position));
             let (gu, gj) = (&self.grid_u, &self.grid_j);
             let sample_u = |p: DVec3| DVec3::from_array(gu.sample(p.to_array()));
             if q.gradient {
@@ -231,9 +231,10 @@ impl VelocitySolver {
         }
     }
 
-    /// Moves the grid-point velocities into `grid_u` and takes their gradient by central differences
-    /// (one-sided at the faces of the grid) into `grid_j`.
-    fn grid_derivatives(&mut self) {
+    /// Moves the grid-point velocities into `grid_u` and, when the gradient is wanted at `points`, takes it by
+    /// central differences (one-sided at the faces of the grid) into `grid_j`, at the grid points of the cells
+    /// that hold those points only (the others are never read).
+    fn grid_derivatives(&mut self, points: Option<&[DVec3]>) {
         let g = self.grid;
         self.grid_u.dims = g.dims;
         self.grid_u.origin = g.origin;
@@ -242,13 +243,33 @@ impl VelocitySolver {
         self.grid_u
             .data
             .par_extend(self.target_u.par_iter().map(|v| v.to_array()));
+        let Some(points) = points.filter(|p| !p.is_empty()) else {
+            return;
+        };
         self.grid_j.dims = g.dims;
         self.grid_j.origin = g.origin;
         self.grid_j.spacing = g.spacing;
         self.grid_j.data.resize(g.len(), [0.0; 9]);
+        // The lowest grid point of the points' trilinear stencils, and one past the highest, per axis (minima
+        // and maxima: the same whatever the order).
+        let bounds = |(lo, hi): ([usize; 3], [usize; 3]), (l, h): ([usize; 3], [usize; 3])| {
+            (
+                std::array::from_fn(|a| lo[a].min(l[a])),
+                std::array::from_fn(|a| hi[a].max(h[a])),
+            )
+        };
+        let (lo, hi) = points
+            .par_iter()
+            .with_min_len(CHUNK)
+            .map(|&p| {
+                let c = g.cic(p).0;
+                (c, c.map(|v| v + 2))
+            })
+            .reduce(|| ([usize::MAX; 3], [0; 3]), bounds);
         let u = &self.grid_u.data;
         // j[3i + k] = ∂u_i/∂x_k.
-        g.differences(
+        g.differences_in(
+            std::array::from_fn(|a| lo[a]..hi[a]),
             |i| u[i],
             &mut self.grid_j.data,
             |d| std::array::from_fn(|q| d[q % 3][q / 3]),
