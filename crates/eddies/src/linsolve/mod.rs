@@ -9,6 +9,8 @@
 //! * [`Multigrid`]: a geometric multigrid solver for scalar and 3-component vector Poisson problems (V-cycles
 //!   or full multigrid), with a choice of smoother, of restriction (full weighting, or nearest: "faster, less
 //!   accurate", seed 003) and a prolongation that can leave Dirichlet boundary values untouched (seed 003).
+//! * [`BoxMultigrid`]: the same V-cycle specialised to a box of points with Dirichlet faces and three
+//!   right-hand sides (the vortex method's vector potential): matrix-free, the components in the same passes.
 //! * [`PoissonSolver`]: the operator, a preconditioner and scratch memory together, fed and read as
 //!   [`Grid`](crate::grid::Grid)s; what the simulation methods call once per step.
 //!

@@ -144,23 +144,9 @@ impl FittedGrid {
         }
     }
 
-    /// The two grid points that difference along axis `k` at point `c` (storage index `idx`): its neighbours
-    /// on both sides (central differences), or the point itself and its one neighbour at a face (one-sided),
-    /// and the distance between them (m).
-    #[inline]
-    pub fn difference(&self, idx: usize, c: [usize; 3], k: usize) -> (usize, usize, f64) {
-        let stride = [1, self.dims[0], self.dims[0] * self.dims[1]][k];
-        let (lo, hi) = (c[k].saturating_sub(1), (c[k] + 1).min(self.dims[k] - 1));
-        (
-            idx - (c[k] - lo) * stride,
-            idx + (hi - c[k]) * stride,
-            (hi - lo) as f64 * self.spacing,
-        )
-    }
-
     /// `out[i] = f(d)` at every grid point `i`, where `d[k]` is the difference quotient of `value` along axis
-    /// `k` (between the two points of [`difference`](Self::difference): central inside, one-sided at the
-    /// faces). Parallel over planes of points, row by row.
+    /// `k`: between the point's two neighbours (central), or the point itself and its one neighbour at a face
+    /// (one-sided). Parallel over planes of points, row by row.
     pub fn differences<const C: usize, O: Send>(
         &self,
         value: impl Fn(usize) -> [f64; C] + Sync,
