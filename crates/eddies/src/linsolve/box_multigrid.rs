@@ -742,6 +742,16 @@ fn combine<'a>(o: &mut [f64], w: &[f64], add: bool, line: impl Fn(usize) -> &'a 
 mod tests {
     use super::*;
 
+    /// Whether point `i` of a box of `dims` points lies on its boundary layer.
+    fn on_boundary(dims: [usize; 3], i: usize) -> bool {
+        let c = [
+            i % dims[0],
+            (i / dims[0]) % dims[1],
+            i / (dims[0] * dims[1]),
+        ];
+        (0..3).any(|a| c[a] == 0 || c[a] == dims[a] - 1)
+    }
+
     /// Exact solution of a discrete problem: `x = u(p)` at every point for a smooth `u`, `b = A u` inside.
     fn discrete_problem(dims: [usize; 3]) -> (Vec<f64>, Vec<f64>) {
         let n: usize = dims.iter().product();
@@ -758,12 +768,7 @@ mod tests {
         let strides = [1, dims[0], dims[0] * dims[1]];
         for c in 0..COMPONENTS {
             for i in 0..n {
-                let coords = [
-                    i % dims[0],
-                    (i / dims[0]) % dims[1],
-                    i / (dims[0] * dims[1]),
-                ];
-                if (0..3).any(|a| coords[a] == 0 || coords[a] == dims[a] - 1) {
+                if on_boundary(dims, i) {
                     continue;
                 }
                 let q = c * n + i;
@@ -831,26 +836,14 @@ mod tests {
         mx.fill(0.0);
         let n: usize = dims.iter().product();
         for q in 0..COMPONENTS * n {
-            let i = q % n;
-            let c = [
-                i % dims[0],
-                (i / dims[0]) % dims[1],
-                i / (dims[0] * dims[1]),
-            ];
-            if (0..3).any(|a| c[a] == 0 || c[a] == dims[a] - 1) {
+            if on_boundary(dims, q % n) {
                 mx[q] = exact[q];
             }
         }
         let before = mg.solution().to_vec();
         mg.solve().expect("converges");
         for (q, (&after, &was)) in mg.solution().iter().zip(&before).enumerate() {
-            let i = q % n;
-            let c = [
-                i % dims[0],
-                (i / dims[0]) % dims[1],
-                i / (dims[0] * dims[1]),
-            ];
-            if (0..3).any(|a| c[a] == 0 || c[a] == dims[a] - 1) {
+            if on_boundary(dims, q % n) {
                 assert_eq!(after.to_bits(), was.to_bits(), "point {q}");
             }
         }
