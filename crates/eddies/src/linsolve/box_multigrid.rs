@@ -8,8 +8,8 @@
 //! 7-point stencil, and the three components share every pass. This solver is that special case: the same
 //! V-cycle (red-black Gauss–Seidel, restriction, multilinear prolongation that adds corrections to the
 //! interior only, so boundary values are never overwritten), matrix-free with constant coefficients, on the
-//! three components stacked as one array. At 32³ one cycle of all three components costs a fraction of one
-//! scalar cycle of the general solver (docs/PERFORMANCE.md).
+//! three components stacked as one array. On the `dye-drop` scene (32³) the vector potential's solves went
+//! from 5.0 to 1.6 ms per step with it (docs/PERFORMANCE.md).
 //!
 //! **Hierarchy.** The points are vertices: a level of `n` points along an axis spans the same interval as the
 //! finest, so its boundary layer lies on the finest one's. A coarser level has `n/2 + 1` points along each
@@ -26,8 +26,13 @@
 //! residual on one colour only; the mean costs as much as full weighting here and converges a little slower
 //! (about 0.25 against 0.18 per cycle at 33³).
 //!
-//! **Determinism.** Every pass is parallel over planes of points and writes only its own plane; the residual
-//! norm adds one partial per plane in plane order. Results are bit-identical for any thread count.
+//! **Smoothing** is in place, one pass per red-black sweep: the first colour on plane `k`, then the second on
+//! plane `k − 1`, whose first-colour neighbours are final by then. That is exactly red-black Gauss–Seidel,
+//! with each point read and written once per sweep instead of twice.
+//!
+//! **Determinism.** The smoother runs the components in parallel, each in a fixed plane order; every other
+//! pass is parallel over planes of points and writes only its own plane; the residual norms add one partial
+//! per plane in plane order. Results are bit-identical for any thread count.
 
 use super::{Info, Restriction, SolveError, StopReason};
 use rayon::prelude::*;
