@@ -299,11 +299,6 @@ impl BoxMultigrid {
         &self.params
     }
 
-    /// Points per axis of every level, finest first.
-    pub fn level_dims(&self) -> Vec<[usize; 3]> {
-        self.levels.iter().map(|l| l.dims).collect()
-    }
-
     /// The right-hand sides `b` and the solution `x` of the finest level, to be filled before
     /// [`solve`](Self::solve): component `c` of point `i` (x fastest) at `c·N + i`, with `N` the box's points.
     /// `b` is `−h² ∇²x` (unit spacing in the stencil); its boundary entries are ignored. `x` holds the
@@ -576,34 +571,24 @@ fn row_residual(level: &Level, b: &[f64], x: &[f64], p: usize, j: usize, out: &m
     }
 }
 
-/// `r = b − A x` on the interior points (zero on the boundary layer); returns `‖r‖²`, added plane by plane in
-/// plane order.
-fn residual(level: &Level, b: &[f64], x: &[f64], r: &mut [f64]) -> f64 {
+/// `r = b − A x` on the interior points (zero on the boundary layer).
+fn residual(level: &Level, b: &[f64], x: &[f64], r: &mut [f64]) {
     let [nx, ny, nz] = level.dims;
     let plane = nx * ny;
-    let partials: Vec<f64> = r[..COMPONENTS * nz * plane]
+    r[..COMPONENTS * nz * plane]
         .par_chunks_mut(plane)
         .enumerate()
         .with_min_len(PLANES_PER_TASK)
-        .map(|(p, o)| {
+        .for_each(|(p, o)| {
             let k = p % nz;
-            if k == 0 || k == nz - 1 {
-                o.fill(0.0);
-                return 0.0;
-            }
-            let mut lanes = [0.0; 8];
             for (j, o) in o.chunks_exact_mut(nx).enumerate() {
-                if j == 0 || j == ny - 1 {
+                if k == 0 || k == nz - 1 || j == 0 || j == ny - 1 {
                     o.fill(0.0);
-                    continue;
+                } else {
+                    row_residual(level, b, x, p, j, o);
                 }
-                row_residual(level, b, x, p, j, o);
-                add_squares(o, &mut lanes);
             }
-            lanes.iter().sum()
-        })
-        .collect();
-    partials.iter().sum()
+        });
 }
 
 /// `[‖b − A x₀‖², ‖b − A x‖²]` in one pass without storing the residual, where `x₀` is `x` with a zero

@@ -24,7 +24,8 @@
 //! The kernel of the integral is the stream function of the vortons' core ([`super::biot_savart`]): for the
 //! high-order algebraic core `G(r) = (r² + 3σ²/2)/(r² + σ²)^{3/2}`, whose curl is exactly the velocity kernel.
 //!
-//! Every stage is deterministic: the splat is serial, the solver and curl are stencils over fixed chunks.
+//! Every stage is deterministic: the splat sums each grid value in a fixed order (even, then odd plane groups,
+//! each in point order), and the solver and curl are stencils over fixed chunks.
 
 use super::mollify::FittedGrid;
 use super::params::{Decimation, PoissonParams};
@@ -42,7 +43,8 @@ pub type BoundaryIntegral<'a> = dyn FnMut(&[DVec3], &mut [DVec3]) + 'a;
 pub struct PoissonInfo {
     /// Boundary points of the grid.
     pub boundary_points: usize,
-    /// Boundary points whose integral was computed (the rest copied, with decimation).
+    /// Boundary points whose integral was computed (the rest the mean of computed neighbours, with
+    /// decimation).
     pub computed_points: usize,
     /// Multigrid V-cycles (each one of the three components together).
     pub cycles: usize,
@@ -126,6 +128,7 @@ impl PoissonVelocity {
                 * 8
             + self.boundary.capacity() * 8
             + self.source.capacity() * 8
+            + self.between.capacity() * 20
             + (self.computed.capacity() + self.late.capacity() + self.slot.capacity()) * 4
             + self.mg.as_ref().map_or(0, BoxMultigrid::bytes)
     }
@@ -222,17 +225,16 @@ impl PoissonVelocity {
                         self.source.push((here, here));
                         let c = [i, j, k];
                         let strides = [1, nx, nx * ny];
-                        let odd: Vec<usize> = (0..3)
-                            .filter(|&a| c[a] % 2 == 1 && c[a] != dims[a] - 1)
-                            .collect();
-                        match odd[..] {
-                            [] => self.computed.push(here),
-                            [a] => {
+                        let between_axis = |a: usize| c[a] % 2 == 1 && c[a] != dims[a] - 1;
+                        let mut odd = (0..3).filter(|&a| between_axis(a));
+                        match [odd.next(), odd.next(), odd.next()] {
+                            [None, ..] => self.computed.push(here),
+                            [Some(a), None, _] => {
                                 let (lo, hi) =
                                     ((idx - strides[a]) as u32, (idx + strides[a]) as u32);
                                 self.between.push((here, [lo, hi, lo, hi]));
                             }
-                            [a, b] => {
+                            [Some(a), Some(b), None] => {
                                 let (sa, sb) = (strides[a], strides[b]);
                                 self.between.push((
                                     here,

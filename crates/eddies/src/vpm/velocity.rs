@@ -251,7 +251,7 @@ impl VelocitySolver {
         self.grid_j.spacing = g.spacing;
         self.grid_j.data.resize(g.len(), [0.0; 9]);
         // The lowest grid point of the points' trilinear stencils, and one past the highest, per axis (minima
-        // and maxima: the same whatever the order).
+        // and maxima: the same whatever the order). `cic` picks the cells that `Grid::stencil` samples below.
         let bounds = |(lo, hi): ([usize; 3], [usize; 3]), (l, h): ([usize; 3], [usize; 3])| {
             (
                 std::array::from_fn(|a| lo[a].min(l[a])),
