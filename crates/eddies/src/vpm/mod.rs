@@ -443,13 +443,25 @@ impl VpmSim {
             ),
         };
         let stages = weights.len();
-        self.x0.clone_from(&self.vortons.position);
-        self.w0.clone_from(&self.vortons.vorticity);
-        self.t0.clone_from(&self.tracers.position);
-        self.ku.resize_with(stages, Vec::new);
+        let last = stages - 1;
+        let n = self.vortons.len();
+        self.ku.resize_with(last, Vec::new);
+        self.kt.resize_with(last, Vec::new);
         self.kw.resize_with(stages, Vec::new);
-        self.kt.resize_with(stages, Vec::new);
         for s in 0..stages {
+            if s == 1 {
+                // The start of the step moves to x₀ (and ω₀, t₀) instead of being copied: the buffers
+                // swapped in are written whole at every later stage and at the end. (Both schemes have more
+                // than one stage.) Without stretching the vorticity stays as it is.
+                std::mem::swap(&mut self.x0, &mut self.vortons.position);
+                std::mem::swap(&mut self.t0, &mut self.tracers.position);
+                self.vortons.position.resize(n, DVec3::ZERO);
+                self.tracers.position.resize(self.t0.len(), DVec3::ZERO);
+                if stretching {
+                    std::mem::swap(&mut self.w0, &mut self.vortons.vorticity);
+                    self.vortons.vorticity.resize(n, DVec3::ZERO);
+                }
+            }
             if s > 0 {
                 let c = offsets[s] * dt;
                 let (ku, kw, kt) = (&self.ku[s - 1], &self.kw[s - 1], &self.kt[s - 1]);
@@ -462,11 +474,14 @@ impl VpmSim {
                 par_map(&mut self.tracers.position, |i| t0[i] + kt[i] * c);
             }
             self.evaluate(stretching, Some(s));
-            self.ku[s].clone_from(&self.solver.u);
-            self.kt[s].clone_from(&self.solver.u_tracers);
-            let kw = &mut self.kw[s];
-            kw.resize(self.vortons.len(), DVec3::ZERO);
+            if s < last {
+                // The solver's buffers are written whole by the next evaluation: this stage's keep theirs.
+                std::mem::swap(&mut self.ku[s], &mut self.solver.u);
+                std::mem::swap(&mut self.kt[s], &mut self.solver.u_tracers);
+            }
             if stretching {
+                let kw = &mut self.kw[s];
+                kw.resize(n, DVec3::ZERO);
                 let jac = &self.solver.jac;
                 let w = &self.vortons.vorticity;
                 par_map(kw, |i| {
@@ -479,8 +494,9 @@ impl VpmSim {
                 });
             }
         }
-        // x₀ + Δt Σ_s b_s k_s, the stages added in order.
-        let combine = |start: &[DVec3], k: &[Vec<DVec3>], out: &mut Vec<DVec3>| {
+        // x₀ + Δt Σ_s b_s k_s, the stages added in order; the last stage's velocities stay in the solver (the
+        // next step's CFL estimate reads them).
+        let combine = |start: &[DVec3], k: &[&[DVec3]], out: &mut Vec<DVec3>| {
             par_map(out, |i| {
                 let mut d = DVec3::ZERO;
                 for (k, &b) in k.iter().zip(weights) {
@@ -489,10 +505,25 @@ impl VpmSim {
                 start[i] + d * dt
             });
         };
+        let ku: Vec<&[DVec3]> = self
+            .ku
+            .iter()
+            .map(Vec::as_slice)
+            .chain([&self.solver.u[..]])
+            .collect();
+        let kt: Vec<&[DVec3]> = self
+            .kt
+            .iter()
+            .map(Vec::as_slice)
+            .chain([&self.solver.u_tracers[..]])
+            .collect();
+        let kw: Vec<&[DVec3]> = self.kw.iter().map(Vec::as_slice).collect();
         let v = &mut self.vortons;
-        combine(&self.x0, &self.ku, &mut v.position);
-        combine(&self.w0, &self.kw, &mut v.vorticity);
-        combine(&self.t0, &self.kt, &mut self.tracers.position);
+        combine(&self.x0, &ku, &mut v.position);
+        if stretching {
+            combine(&self.w0, &kw, &mut v.vorticity);
+        }
+        combine(&self.t0, &kt, &mut self.tracers.position);
     }
 
     /// Part 12's jerk metric: each vorton's step velocity `(x' − x)/Δt` is differenced twice in time; the
