@@ -314,6 +314,18 @@ impl BoxMultigrid {
         (&mut f.b, &mut f.x)
     }
 
+    /// Exchanges the finest level's `x` (see [`fields_mut`](Self::fields_mut)) with `v`, which must have its
+    /// length: a caller that keeps solutions (or builds the next initial guess) in buffers of its own moves
+    /// them in and out without copying.
+    ///
+    /// # Panics
+    /// If `v` has another length.
+    pub fn swap_solution(&mut self, v: &mut Vec<f64>) {
+        let x = &mut self.levels[0].x;
+        assert_eq!(v.len(), x.len(), "a solution of the box's length");
+        std::mem::swap(x, v);
+    }
+
     /// The solution of the finest level (see [`fields_mut`](Self::fields_mut)).
     pub fn solution(&self) -> &[f64] {
         &self.levels[0].x

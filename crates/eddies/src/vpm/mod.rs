@@ -848,7 +848,7 @@ impl Simulation for VpmSim {
                 (u.iter().map(|u| u[axis] as f32).collect(), true)
             }
             "vector_potential" if self.params.velocity == VelocityMethod::Poisson => {
-                let a = &self.solver.poisson.potential;
+                let a = self.solver.poisson.potential();
                 if a.len() != g.len() {
                     return None;
                 }

@@ -77,8 +77,10 @@ pub struct PoissonVelocity {
     mg: Option<BoxMultigrid>,
     /// Vorticity at the grid points (1/s).
     pub vorticity: Vec<DVec3>,
-    /// Vector potential at the grid points (m²/s).
-    pub potential: Vec<DVec3>,
+    /// The solution of a grid without interior points (its boundary values), component-major.
+    flat: Vec<f64>,
+    /// Where the last solution is.
+    latest: Latest,
     /// Grid index of each boundary point, in storage order.
     boundary: Vec<usize>,
     /// For each boundary point, the two boundary points (positions in `boundary`) whose integrals it
@@ -107,6 +109,22 @@ pub struct PoissonVelocity {
     history: Vec<[Vec<f64>; 2]>,
 }
 
+/// Where the last solution of [`PoissonVelocity`] is kept (component `c` of point `i` at `c·n + i`, as in
+/// the solver). Solutions move between the solver and the stage histories by exchanging buffers, so that
+/// none is copied.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+enum Latest {
+    /// No solve yet.
+    #[default]
+    Nothing,
+    /// In the solver (a solve outside a Runge–Kutta stage).
+    Solver,
+    /// The newest entry of a stage's history.
+    Stage(usize),
+    /// In `flat`.
+    Flat,
+}
+
 fn ms(t: Instant) -> f64 {
     t.elapsed().as_secs_f64() * 1e3
 }
@@ -115,7 +133,6 @@ impl PoissonVelocity {
     /// Bytes held.
     pub fn bytes(&self) -> usize {
         (self.vorticity.capacity()
-            + self.potential.capacity()
             + self.points.capacity()
             + self.computed_values.capacity()
             + self.values.capacity())
@@ -127,7 +144,7 @@ impl PoissonVelocity {
                 .map(Vec::capacity)
                 .sum::<usize>()
                 * 8
-            + self.boundary.capacity() * 8
+            + (self.boundary.capacity() + self.flat.capacity()) * 8
             + self.source.capacity() * 8
             + self.between.capacity() * 20
             + (self.computed.capacity() + self.late.capacity() + self.slot.capacity()) * 4
@@ -187,7 +204,7 @@ impl PoissonVelocity {
         self.timings.poisson += ms(t);
 
         let t = Instant::now();
-        curl(grid, &self.potential, u);
+        curl(grid, self.solution().expect("solved above"), u);
         self.timings.curl += ms(t);
         Ok(())
     }
@@ -294,24 +311,25 @@ impl PoissonVelocity {
         self.stage = stage;
     }
 
-    /// The stage's history of solutions, newest first, when it has two on the current hierarchy.
-    fn stage_history(&self, len: usize) -> Option<&[Vec<f64>; 2]> {
-        let h = self.history.get(self.stage?)?;
-        (h[0].len() == len && h[1].len() == len).then_some(h)
+    /// The last solution, component-major (see [`Latest`]).
+    fn solution(&self) -> Option<&[f64]> {
+        match self.latest {
+            Latest::Nothing => None,
+            Latest::Solver => self.mg.as_ref().map(BoxMultigrid::solution),
+            Latest::Stage(s) => Some(&self.history[s][0]),
+            Latest::Flat => Some(&self.flat),
+        }
     }
 
-    /// Records the solution `x` (the solver's layout) in the history of the current stage.
-    fn record_stage(&mut self, x: &[f64]) {
-        let Some(stage) = self.stage else {
-            return;
+    /// The vector potential of the last solve at the grid points (m²/s), x fastest; empty before any.
+    pub fn potential(&self) -> Vec<DVec3> {
+        let Some(a) = self.solution() else {
+            return Vec::new();
         };
-        if self.history.len() <= stage {
-            self.history.resize_with(stage + 1, Default::default);
-        }
-        let h = &mut self.history[stage];
-        h.swap(0, 1);
-        h[0].clear();
-        h[0].extend_from_slice(x);
+        let n = a.len() / 3;
+        (0..n)
+            .map(|i| DVec3::new(a[i], a[n + i], a[2 * n + i]))
+            .collect()
     }
 
     /// The integral's values at the boundary points into `values` (the points listed again only when the
@@ -379,14 +397,19 @@ impl PoissonVelocity {
     ) -> Result<(), SolveError> {
         let dims = grid.dims;
         let n = grid.len();
+        let len = 3 * n;
         self.info.cycles = 0;
         self.info.residual = 0.0;
-        self.potential.resize(n, DVec3::ZERO);
         if dims.iter().any(|&d| d < 3) {
             // Every point is on the boundary.
+            self.flat.clear();
+            self.flat.resize(len, 0.0);
             for (&idx, &v) in self.boundary.iter().zip(&self.values) {
-                self.potential[idx] = v;
+                for c in 0..3 {
+                    self.flat[c * n + idx] = v[c];
+                }
             }
+            self.latest = Latest::Flat;
             return Ok(());
         }
         // V(1,1) cycles: with the extrapolated initial guess (`set_stage`) a solve starts within a factor of
@@ -407,28 +430,44 @@ impl PoissonVelocity {
             // A new shape has no usable last solution: the interior starts from zero.
             self.mg = Some(BoxMultigrid::new(dims, mg_params)?);
             self.history.clear();
+            self.latest = Latest::Solver;
         }
         let mut mg = self.mg.take().expect("built above");
-        let (b, x) = mg.fields_mut();
         // With unit spacing in the stencil, −∇²₁ A = h² ω. Component c of point i sits at c·n + i.
         let h2 = grid.spacing * grid.spacing;
         let w = &self.vorticity;
-        b.par_chunks_mut(n).enumerate().for_each(|(c, b)| {
-            for (b, w) in b.iter_mut().zip(w) {
-                *b = w[c] * h2;
-            }
-        });
-        // The interior's initial guess: the stage's extrapolation (`set_stage`), or else the last solution,
-        // which `x` still holds.
-        if let Some([last, before]) = self.stage_history(x.len()) {
-            x.par_chunks_mut(CHUNK)
-                .zip(last.par_chunks(CHUNK).zip(before.par_chunks(CHUNK)))
-                .for_each(|(x, (l, b))| {
-                    for ((x, &l), &b) in x.iter_mut().zip(l).zip(b) {
-                        *x = 2.0 * l - b;
+        mg.fields_mut()
+            .0
+            .par_chunks_mut(n)
+            .enumerate()
+            .for_each(|(c, b)| {
+                for (b, w) in b.iter_mut().zip(w) {
+                    *b = w[c] * h2;
+                }
+            });
+        // The interior's initial guess: the stage's extrapolation 2·last − before (`set_stage`), written over
+        // `before` and exchanged into the solver; or else the last solution.
+        let history = match self.stage {
+            Some(s) => self
+                .history
+                .get_mut(s)
+                .filter(|h| h[0].len() == len && h[1].len() == len),
+            None => None,
+        };
+        if let Some([last, before]) = history {
+            before
+                .par_chunks_mut(CHUNK)
+                .zip(last.par_chunks(CHUNK))
+                .for_each(|(b, l)| {
+                    for (b, &l) in b.iter_mut().zip(l) {
+                        *b = 2.0 * l - *b;
                     }
                 });
+            mg.swap_solution(before);
+        } else if let Latest::Stage(s) = self.latest {
+            mg.fields_mut().1.copy_from_slice(&self.history[s][0]);
         }
+        let x = mg.fields_mut().1;
         for (&idx, &v) in self.boundary.iter().zip(&self.values) {
             for c in 0..3 {
                 x[c * n + idx] = v[c];
@@ -439,29 +478,36 @@ impl PoissonVelocity {
             self.info.cycles = info.iterations;
             self.timings.cycles += info.iterations;
             self.info.residual = info.residual;
-            let x = mg.solution();
-            self.record_stage(x);
-            self.potential
-                .par_chunks_mut(CHUNK)
-                .enumerate()
-                .for_each(|(k, a)| {
-                    let i0 = k * CHUNK;
-                    for (i, a) in (i0..).zip(a) {
-                        *a = DVec3::new(x[i], x[n + i], x[2 * n + i]);
+            // The solution becomes the newest entry of the stage's history, the older entry's buffer the
+            // solver's (its contents are replaced before the next solve reads them).
+            self.latest = match self.stage {
+                Some(s) => {
+                    if self.history.len() <= s {
+                        self.history.resize_with(s + 1, Default::default);
                     }
-                });
+                    let h = &mut self.history[s];
+                    h.swap(0, 1);
+                    h[0].resize(len, 0.0);
+                    mg.swap_solution(&mut h[0]);
+                    Latest::Stage(s)
+                }
+                None => Latest::Solver,
+            };
         }
         self.mg = Some(mg);
         solved.map(|_| ())
     }
 }
 
-/// `u = ∇ × A` on the grid by central differences, one-sided at the faces, into `u`.
-pub fn curl(grid: &FittedGrid, a: &[DVec3], u: &mut Vec<DVec3>) {
-    u.resize(grid.len(), DVec3::ZERO);
+/// `u = ∇ × A` on the grid by central differences, one-sided at the faces, into `u`, from `a` with component
+/// `c` of point `i` at `c·n + i` (`n` points).
+pub fn curl(grid: &FittedGrid, a: &[f64], u: &mut Vec<DVec3>) {
+    let n = grid.len();
+    assert_eq!(a.len(), 3 * n, "three components per grid point");
+    u.resize(n, DVec3::ZERO);
     // d[k] = ∂A/∂x_k.
     grid.differences(
-        |i| a[i].to_array(),
+        |i| [a[i], a[n + i], a[2 * n + i]],
         u,
         |d| DVec3::new(d[1][2] - d[2][1], d[2][0] - d[0][2], d[0][1] - d[1][0]),
     );

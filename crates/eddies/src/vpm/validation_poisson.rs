@@ -148,7 +148,7 @@ pub fn manufactured_errors(sizes: &[usize]) -> Vec<f64> {
                 .expect("the manufactured problem converges");
             points
                 .iter()
-                .zip(&solver.potential)
+                .zip(&solver.potential())
                 .map(|(&p, &a)| (a - exact_potential(p)).length())
                 .fold(0.0, f64::max)
         })
@@ -266,6 +266,7 @@ pub fn decimation_difference(n: usize, how: Decimation) -> (f64, f64) {
             },
         );
         let g = solver.grid;
+        let potential = solver.poisson.potential();
         let boundary: Vec<DVec3> = (0..g.len())
             .filter(|&i| {
                 let c = [
@@ -275,7 +276,7 @@ pub fn decimation_difference(n: usize, how: Decimation) -> (f64, f64) {
                 ];
                 (0..3).any(|a| c[a] == 0 || c[a] + 1 == g.dims[a])
             })
-            .map(|i| solver.poisson.potential[i])
+            .map(|i| potential[i])
             .collect();
         let u: Vec<DVec3> = solver
             .grid_velocity()
