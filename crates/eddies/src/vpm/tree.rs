@@ -216,6 +216,8 @@ pub struct Tree {
     sorted: Sources,
     /// Each cell's supervorton as an f32 row of [`COLS`] columns.
     rows: Vec<[f32; COLS]>,
+    /// The columns of `rows` that the vector potential reads ([`POTENTIAL_COLS`]).
+    potential_rows: Vec<[f32; POTENTIAL_COLS]>,
     target_keys: Vec<(u64, u32)>,
     lo: DVec3,
     width: f64,
@@ -249,6 +251,8 @@ impl Tree {
             + self.target_keys.capacity() * 16
             + self.nodes.capacity() * std::mem::size_of::<Node>()
             + self.moments.capacity() * std::mem::size_of::<Moments>()
+            + self.rows.capacity() * COLS * 4
+            + self.potential_rows.capacity() * POTENTIAL_COLS * 4
             + self.sorted.bytes()
     }
 
@@ -426,6 +430,15 @@ impl Tree {
                 row
             })
             .collect();
+        self.potential_rows.clear();
+        self.potential_rows.extend(self.rows.iter().map(|r| {
+            let (head, p, sv, q) = (&r[..B], &r[B + 3..B + 12], &r[B + 21..B + 24], &r[B + 24..]);
+            let mut row = [0f32; POTENTIAL_COLS];
+            for (x, &v) in row.iter_mut().zip(head.iter().chain(p).chain(sv).chain(q)) {
+                *x = v;
+            }
+            row
+        }));
         self.info = TreeInfo {
             nodes: self.nodes.len(),
             leaves: leaves.len(),
@@ -444,7 +457,8 @@ impl Tree {
     ) {
         let want_jac = jac.is_some();
         let origin = self.sorted.origin;
-        let results = self.for_groups(params, targets, GROUP, |tree, members, scratch| {
+        let rows: fn(&Self) -> &[[f32; COLS]] = |tree| &tree.rows;
+        let results = self.for_groups(params, targets, GROUP, rows, |tree, members, scratch| {
             let mut out = Vec::with_capacity(members.len());
             for tile in members.chunks(TILE) {
                 // A short last tile repeats its last target; the extra results are dropped.
@@ -503,10 +517,12 @@ impl Tree {
         out: &mut [DVec3],
     ) {
         let origin = self.sorted.origin;
+        let rows: fn(&Self) -> &[[f32; POTENTIAL_COLS]] = |tree| &tree.potential_rows;
         let results = self.for_groups(
             params,
             targets,
             POTENTIAL_GROUP,
+            rows,
             |tree, members, scratch| {
                 members
                     .iter()
@@ -527,12 +543,13 @@ impl Tree {
     /// Sorts the targets by key into `target_keys`, cuts them into groups of `group`, walks the tree once
     /// per group (in parallel) and lets `sum` turn the group's far and near lists into one result per member,
     /// in sorted order; returns them all in sorted order. Records the interaction counts in `info`.
-    fn for_groups<R: Send>(
+    fn for_groups<R: Send, const C: usize>(
         &mut self,
         params: &TreeParams,
         targets: &[DVec3],
         group: usize,
-        sum: impl Fn(&Self, &[(u64, u32)], &GroupScratch) -> Vec<R> + Sync + Send,
+        rows: fn(&Self) -> &[[f32; C]],
+        sum: impl Fn(&Self, &[(u64, u32)], &GroupScratch<C>) -> Vec<R> + Sync + Send,
     ) -> Vec<R> {
         let n = targets.len();
         let tk = std::mem::take(&mut self.target_keys);
@@ -547,7 +564,7 @@ impl Tree {
                     (DVec3::splat(f64::INFINITY), DVec3::splat(f64::NEG_INFINITY)),
                     |(lo, hi), &(_, i)| (lo.min(targets[i as usize]), hi.max(targets[i as usize])),
                 );
-                let (far, near) = this.walk(params, lo, hi, scratch);
+                let (far, near) = this.walk(params, lo, hi, rows(this), scratch);
                 let m = members.len() as u64;
                 (sum(this, members, scratch), far * m, near * m)
             })
@@ -562,12 +579,13 @@ impl Tree {
     /// farther than `s/θ` from the box goes to the far list (as columns, padded to whole lanes), a nearer leaf
     /// to the near list (or, with `original_leaves = false`, the far list), and a nearer inner cell is
     /// opened. Returns the numbers of supervortons and of original vortons listed.
-    fn walk(
+    fn walk<const C: usize>(
         &self,
         params: &TreeParams,
         lo: DVec3,
         hi: DVec3,
-        scratch: &mut GroupScratch,
+        rows: &[[f32; C]],
+        scratch: &mut GroupScratch<C>,
     ) -> (u64, u64) {
         scratch.far.clear();
         scratch.near.clear();
@@ -586,10 +604,10 @@ impl Tree {
             if node.width < theta * d || (leaf && !params.original_leaves) {
                 let slot = far_count % LANES;
                 if slot == 0 {
-                    scratch.far.push(EMPTY_BLOCK);
+                    scratch.far.push(empty_block());
                 }
                 let block = scratch.far.last_mut().expect("pushed above");
-                for (c, &x) in block.iter_mut().zip(&self.rows[k]) {
+                for (c, &x) in block.iter_mut().zip(&rows[k]) {
                     c[slot] = x;
                 }
                 far_count += 1;
@@ -633,21 +651,32 @@ const COLS: usize = 7 + FAR;
 /// Column of σ² in a supervorton row.
 const S2: usize = 6;
 
-/// Sixteen supervortons as [`COLS`] columns of [`LANES`] (a block of a struct of arrays: one pointer and
-/// fixed offsets, so the far-field loops vectorise without spilling column pointers).
-type Block = [[f32; LANES]; COLS];
+/// The columns of a supervorton row that the vector potential reads: centre, summed strength, σ², then the
+/// moments P, S and Q (from [`PP`], [`PS`], [`PQ`]). Its far list copies 37 columns per supervorton
+/// instead of 49.
+const POTENTIAL_COLS: usize = 7 + 9 + 3 + 18;
+
+/// Columns of P, S and Q in a potential row.
+const PP: usize = 7;
+const PS: usize = PP + 9;
+const PQ: usize = PS + 3;
+
+/// Sixteen supervortons as `C` columns of [`LANES`] (a block of a struct of arrays: one pointer and fixed
+/// offsets, so the far-field loops vectorise without spilling column pointers).
+type Block<const C: usize = COLS> = [[f32; LANES]; C];
 
 /// A block of zero-strength supervortons (σ² = 1), the padding of a far list's last block.
-const EMPTY_BLOCK: Block = {
-    let mut b = [[0.0; LANES]; COLS];
+fn empty_block<const C: usize>() -> Block<C> {
+    let mut b = [[0.0; LANES]; C];
     b[S2] = [1.0; LANES];
     b
-};
+}
 
-/// Per-worker buffers of the group walks: the far list in blocks, the near leaves and the walk's stack.
+/// Per-worker buffers of the group walks: the far list in blocks of `C` columns, the near leaves and the
+/// walk's stack.
 #[derive(Clone, Debug, Default)]
-struct GroupScratch {
-    far: Vec<Block>,
+struct GroupScratch<const C: usize> {
+    far: Vec<Block<C>>,
     near: Vec<(usize, usize)>,
     stack: Vec<usize>,
 }
@@ -775,7 +804,7 @@ fn far_gradient(far: &[Block], t: [f32; 3]) -> [f32; 9] {
 /// Far-field vector potential at `t` from the supervortons in `far`, without the factor 1/4π:
 /// `A h − 2h' P r + h' S + 2h'' (Q : r r)` with `h(s) = (s + 3σ²/2)(s + σ²)^{−3/2}`,
 /// `h'(s) = −(s + 5σ²/2)(s + σ²)^{−5/2}/2` and `h''(s) = (3s/4 + 21σ²/8)(s + σ²)^{−7/2}`.
-fn far_potential(far: &[Block], t: [f32; 3]) -> [f32; 3] {
+fn far_potential(far: &[Block<POTENTIAL_COLS>], t: [f32; 3]) -> [f32; 3] {
     let mut acc = [[0f32; LANES]; 3];
     for blk in far {
         for l in 0..LANES {
@@ -791,9 +820,9 @@ fn far_potential(far: &[Block], t: [f32; 3]) -> [f32; 3] {
             let h2 = s2.mul_add(2.625, 0.75 * r2) * inv72;
             let rr = pairs(r);
             for (i, a) in acc.iter_mut().enumerate() {
-                let pr = row_dot(m, B + 3 + 3 * i, r);
-                let qrr = pair_dot(m, B + 24 + 6 * i, &rr);
-                a[l] += m(3 + i).mul_add(h, h1.mul_add(m(B + 21 + i) - 2.0 * pr, 2.0 * h2 * qrr));
+                let pr = row_dot(m, PP + 3 * i, r);
+                let qrr = pair_dot(m, PQ + 6 * i, &rr);
+                a[l] += m(3 + i).mul_add(h, h1.mul_add(m(PS + i) - 2.0 * pr, 2.0 * h2 * qrr));
             }
         }
     }
