@@ -9,7 +9,8 @@
 //! V-cycle (red-black Gauss–Seidel, restriction, multilinear prolongation that adds corrections to the
 //! interior only, so boundary values are never overwritten), matrix-free with constant coefficients, on the
 //! three components stacked as one array. On the `dye-drop` scene (32³) the vector potential's solves went
-//! from 5.0 to 1.6 ms per step with it (docs/PERFORMANCE.md).
+//! from 5.0 to 1.6 ms per step with it, and to about 0.9 ms with one initial sweep before the cycles and the
+//! solutions exchanged with the caller's history instead of copied (docs/PERFORMANCE.md).
 //!
 //! **Hierarchy.** The points are vertices: a level of `n` points along an axis spans the same interval as the
 //! finest, so its boundary layer lies on the finest one's. A coarser level has `n/2 + 1` points along each
