@@ -534,18 +534,27 @@ impl VpmSim {
         h.velocity.resize(n, DVec3::ZERO);
         h.acceleration.resize(n, DVec3::ZERO);
         h.depth.resize(n, 0);
+        // Differences over Δt by one multiplication each: nine divisions per vorton had been most of the
+        // stage (diagnostics 0.40 → 0.29 ms on `dye-drop`).
+        let inv_dt = 1.0 / dt;
         let (mut sum, mut count) = (0.0, 0usize);
-        for i in 0..n {
-            // Every vorton was in `x0`: emission comes before advection.
-            let vel = (self.vortons.position[i] - self.x0[i]) / dt;
-            let acc = (vel - h.velocity[i]) / dt;
-            if h.depth[i] >= 2 {
-                sum += ((acc - h.acceleration[i]) / dt).length();
+        // Every vorton was in `x0`: emission comes before advection.
+        let steps = self.vortons.position.iter().zip(&self.x0);
+        let history = h
+            .velocity
+            .iter_mut()
+            .zip(&mut h.acceleration)
+            .zip(&mut h.depth);
+        for ((x, x0), ((v, a), depth)) in steps.zip(history) {
+            let vel = (*x - *x0) * inv_dt;
+            let acc = (vel - *v) * inv_dt;
+            if *depth >= 2 {
+                sum += ((acc - *a) * inv_dt).length();
                 count += 1;
             }
-            h.depth[i] = h.depth[i].saturating_add(1).min(2);
-            h.velocity[i] = vel;
-            h.acceleration[i] = acc;
+            *depth = depth.saturating_add(1).min(2);
+            *v = vel;
+            *a = acc;
         }
         if count > 0 {
             sum / count as f64
