@@ -800,6 +800,15 @@ mod tests {
         (b, exact)
     }
 
+    /// The largest difference between a solution and the exact one.
+    fn max_error(solution: &[f64], exact: &[f64]) -> f64 {
+        solution
+            .iter()
+            .zip(exact)
+            .map(|(a, e)| (a - e).abs())
+            .fold(0.0, f64::max)
+    }
+
     /// Solves the discrete problem from boundary values and a zero interior; returns the cycles and the
     /// largest error against the exact discrete solution.
     fn solve(dims: [usize; 3], restriction: Restriction) -> (usize, f64, Vec<f64>) {
@@ -818,12 +827,7 @@ mod tests {
         mx.copy_from_slice(&exact);
         zero_interior(dims, COMPONENTS * dims[2], mx);
         let info = mg.solve().expect("converges");
-        let error = mg
-            .solution()
-            .iter()
-            .zip(&exact)
-            .map(|(a, e)| (a - e).abs())
-            .fold(0.0, f64::max);
+        let error = max_error(mg.solution(), &exact);
         (info.iterations, error, info.history)
     }
 
@@ -879,12 +883,7 @@ mod tests {
         let solve = |tolerance: f64| {
             let mut mg = start(tolerance);
             let info = mg.solve().expect("converges");
-            let error = mg
-                .solution()
-                .iter()
-                .zip(&exact)
-                .map(|(a, e)| (a - e).abs())
-                .fold(0.0, f64::max);
+            let error = max_error(mg.solution(), &exact);
             (info, error, mg.solution().to_vec())
         };
         let (tight, error, _) = solve(1e-10);

@@ -505,19 +505,13 @@ impl VpmSim {
                 start[i] + d * dt
             });
         };
-        let ku: Vec<&[DVec3]> = self
-            .ku
-            .iter()
-            .map(Vec::as_slice)
-            .chain([&self.solver.u[..]])
-            .collect();
-        let kt: Vec<&[DVec3]> = self
-            .kt
-            .iter()
-            .map(Vec::as_slice)
-            .chain([&self.solver.u_tracers[..]])
-            .collect();
-        let kw: Vec<&[DVec3]> = self.kw.iter().map(Vec::as_slice).collect();
+        // Every stage's slopes, the last one's still in the solver.
+        fn slopes<'a>(earlier: &'a [Vec<DVec3>], last: Option<&'a [DVec3]>) -> Vec<&'a [DVec3]> {
+            earlier.iter().map(Vec::as_slice).chain(last).collect()
+        }
+        let ku = slopes(&self.ku, Some(&self.solver.u));
+        let kt = slopes(&self.kt, Some(&self.solver.u_tracers));
+        let kw = slopes(&self.kw, None);
         let v = &mut self.vortons;
         combine(&self.x0, &ku, &mut v.position);
         if stretching {
