@@ -171,8 +171,10 @@ impl FittedGrid {
         assert_eq!(out.len(), plane * nz, "one output per grid point");
         let h = self.spacing;
         // The two points around coordinate c of n (neighbours, or one-sided at a face) and the reciprocal of
-        // their distance: the quotients multiply by it (a division each had been a quarter of the curl's time).
-        let inverse = [1.0 / (0.0 * h), 1.0 / h, 1.0 / (2.0 * h)];
+        // their distance, by how many points apart they are: the quotients multiply by it (a division each had
+        // been a quarter of the curl's time). An axis of one point has no difference: 0 · ∞ gives NaN, as
+        // 0 / 0 did.
+        let inverse = [f64::INFINITY, 1.0 / h, 1.0 / (2.0 * h)];
         let around = |c: usize, n: usize| {
             let (lo, hi) = (c.saturating_sub(1), (c + 1).min(n - 1));
             (lo, hi, inverse[hi - lo])
