@@ -359,6 +359,7 @@ fn expected_in_words(expected: &str) -> String {
             "one of \"direct-vortons\", \"direct-grid\", \"tree-vortons\", \"tree-grid\"".into()
         }
         "enum IntegratorKind" => "one of \"rk2\", \"rk4\"".into(),
+        "enum TreeMethodKind" => "one of \"treecode\", \"fmm\"".into(),
         "enum TransferKind" => "one of \"pic\", \"flip\", \"apic\"".into(),
         "enum PreconditionerSpec" => {
             "one of \"none\", \"jacobi\", \"ic0\", \"mic0\", \"incomplete-poisson\", \"multigrid\""

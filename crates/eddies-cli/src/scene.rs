@@ -352,6 +352,17 @@ pub enum IntegratorKind {
     Rk4,
 }
 
+/// How the tree's far field reaches the targets.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TreeMethodKind {
+    /// Part 12's treecode: supervortons summed at every target.
+    #[default]
+    Treecode,
+    /// The fast multipole method: cell-to-cell local expansions shared by a cell's targets.
+    Fmm,
+}
+
 /// `[vpm]`: parameters of the vortex particle method (see `eddies::vpm::VpmParams`). The domain's
 /// `resolution` is the grid that follows the vortons; its `size` is the region the frames show.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -386,6 +397,10 @@ pub struct Vpm {
     pub leaf_size: i64,
     /// Whether near leaves use their original vortons (part 12) rather than their supervorton. Default true.
     pub original_leaves: bool,
+    /// How the tree techniques' far field reaches the targets: "treecode" (part 12: supervortons summed at
+    /// every target) or "fmm" (cell-to-cell local expansions; the original vortons in near leaves always).
+    /// Default "treecode".
+    pub tree_method: TreeMethodKind,
     /// Kinematic viscosity (m²/s), ≥ 0; 0 switches diffusion off. Default 0.
     pub viscosity: f64,
     /// Ambient fluid density (kg/m³), > 0, for the kinetic energy. Default 1.2.
@@ -442,6 +457,7 @@ impl Default for Vpm {
             theta: 0.5,
             leaf_size: 64,
             original_leaves: true,
+            tree_method: TreeMethodKind::Treecode,
             viscosity: 0.0,
             ambient_density: 1.2,
             stretching: true,

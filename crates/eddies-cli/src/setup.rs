@@ -4,8 +4,8 @@ use eddies::flip::{self, FlipConfig, FlipParams, FlipSim};
 use eddies::linsolve::{PreconditionerKind, Restriction};
 use eddies::reint::{self, Emitter, Eos, ReintConfig, ReintParams, ReintSim, Sink, Substance};
 use eddies::vpm::{
-    self, BuoyancyParams, Decimation, Integrator, PoissonParams, PotentialBoundary, TreeParams,
-    VelocityMethod, VpmParams, VpmSim,
+    self, BuoyancyParams, Decimation, Integrator, PoissonParams, PotentialBoundary, TreeMethod,
+    TreeParams, VelocityMethod, VpmParams, VpmSim,
 };
 use eddies::{SimError, Simulation};
 use glam::DVec3;
@@ -14,7 +14,7 @@ use crate::keypath::KeyPath;
 use crate::load::{Loaded, SceneError};
 use crate::scene::{
     BoundaryKind, DecimateKind, EosKind, IntegratorKind, Invalid, Method, PotentialBoundaryKind,
-    PreconditionerSpec, RestrictionKind, Scene, TransferKind, VelocityKind,
+    PreconditionerSpec, RestrictionKind, Scene, TransferKind, TreeMethodKind, VelocityKind,
 };
 
 /// Cell counts up to which the library's estimate is asked directly; beyond, it is extrapolated per cell (so
@@ -268,6 +268,10 @@ pub fn vpm_params(scene: &Scene) -> VpmParams {
             theta: v.theta,
             leaf_size: v.leaf_size.max(1) as usize,
             original_leaves: v.original_leaves,
+            method: match v.tree_method {
+                TreeMethodKind::Treecode => TreeMethod::Treecode,
+                TreeMethodKind::Fmm => TreeMethod::Fmm,
+            },
         },
         viscosity: v.viscosity,
         ambient_density: v.ambient_density,

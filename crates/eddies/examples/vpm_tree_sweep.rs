@@ -4,11 +4,12 @@
 //! ```sh
 //! cargo run --release -p eddies --example vpm_tree_sweep -- 100000 0.35,0.5 32,64,128 3
 //! ```
-//! Arguments: vortons, θ list, leaf-size list, repetitions (median time is printed).
+//! Arguments: vortons, θ list, leaf-size list, repetitions (median time is printed), and the far-field
+//! method, `treecode` (default) or `fmm`.
 
 use eddies::vpm::biot_savart::{self, Sources};
 use eddies::vpm::tree::{self, Tree};
-use eddies::vpm::{validation, TreeParams};
+use eddies::vpm::{validation, TreeMethod, TreeParams};
 use glam::DVec3;
 use std::time::Instant;
 
@@ -25,6 +26,11 @@ fn main() {
     let thetas: Vec<f64> = list(args.get(2), "0.5");
     let leaves: Vec<usize> = list(args.get(3), "64");
     let reps: usize = args.get(4).and_then(|v| v.parse().ok()).unwrap_or(3).max(1);
+    let method = match args.get(5).map(String::as_str) {
+        None | Some("treecode") => TreeMethod::Treecode,
+        Some("fmm") => TreeMethod::Fmm,
+        Some(other) => panic!("unknown method {other:?}: treecode or fmm"),
+    };
     let (p, a, s) = validation::random_vortons(n, 7);
     // Accuracy on 2000 targets spread over the set, as in `eddies bench vpm-tree`.
     let stride = (n / 2000).max(1);
@@ -39,6 +45,7 @@ fn main() {
             let params = TreeParams {
                 theta,
                 leaf_size,
+                method,
                 ..Default::default()
             };
             let mut t = Tree::default();

@@ -26,6 +26,7 @@
 pub mod biot_savart;
 pub mod buoyancy;
 pub mod diffusion;
+pub mod fmm;
 pub mod init;
 pub mod mollify;
 mod params;
@@ -38,8 +39,8 @@ pub mod velocity;
 
 pub use init::{Ball, Block, HeatSource, Jet, Noise, Puff, Ring, Sheet, Tube};
 pub use params::{
-    BuoyancyParams, Decimation, Integrator, PoissonParams, PotentialBoundary, TreeParams,
-    VelocityMethod, VpmParams,
+    BuoyancyParams, Decimation, Integrator, PoissonParams, PotentialBoundary, TreeMethod,
+    TreeParams, VelocityMethod, VpmParams,
 };
 pub use state::{Tracers, Vortons};
 

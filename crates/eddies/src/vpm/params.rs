@@ -158,6 +158,30 @@ pub struct TreeParams {
     /// Use the original vortons of a leaf that is too near to approximate (part 12's
     /// `USE_ORIGINAL_VORTONS_IN_BASE_LAYER`); `false` uses the leaf's supervorton at any distance.
     pub original_leaves: bool,
+    /// How the far field reaches the targets.
+    pub method: TreeMethod,
+}
+
+/// How the tree's far field reaches the targets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TreeMethod {
+    /// Part 12's treecode: each group of nearby targets walks the tree, and every target sums the
+    /// supervortons (second-order moments) its group accepted.
+    Treecode,
+    /// The fast multipole method ([`super::fmm`]): a target cell and a vorton cell that are far apart
+    /// interact once, through a local Taylor expansion about the target cell's centre that its targets
+    /// share. Same θ semantics with both cells' radii counted; near leaves sum their vortons directly.
+    Fmm,
+}
+
+impl TreeMethod {
+    /// The scene-file spelling.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Treecode => "treecode",
+            Self::Fmm => "fmm",
+        }
+    }
 }
 
 impl Default for TreeParams {
@@ -166,6 +190,7 @@ impl Default for TreeParams {
             theta: 0.5,
             leaf_size: 64,
             original_leaves: true,
+            method: TreeMethod::Treecode,
         }
     }
 }

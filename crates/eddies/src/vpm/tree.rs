@@ -20,7 +20,8 @@
 //! in a fixed order, so results do not depend on the thread count.
 
 use super::biot_savart::{self, Sources, FOUR_PI_INV, LANES, TILE};
-use super::params::TreeParams;
+use super::fmm;
+use super::params::{TreeMethod, TreeParams};
 use crate::par;
 use glam::DVec3;
 use rayon::prelude::*;
@@ -36,23 +37,23 @@ pub const GROUP: usize = 32;
 pub const POTENTIAL_GROUP: usize = 8;
 
 /// Morton levels (21 bits per axis in a u64).
-const LEVELS: u32 = 21;
+pub(super) const LEVELS: u32 = 21;
 
 /// A cell of the octree.
 #[derive(Clone, Debug)]
-struct Node {
+pub(super) struct Node {
     /// Range of the cell's vortons in sorted order.
-    start: usize,
-    end: usize,
+    pub start: usize,
+    pub end: usize,
     /// First child in `nodes` and number of children (0 for a leaf).
-    first_child: usize,
-    children: usize,
+    pub first_child: usize,
+    pub children: usize,
     /// Edge length of the cell (m).
-    width: f64,
+    pub width: f64,
     /// Lower corner of the cell (m), the centre when it has no circulation.
-    corner: DVec3,
+    pub corner: DVec3,
     /// Range of the leaf's vortons in the padded sorted sources.
-    padded: (usize, usize),
+    pub padded: (usize, usize),
 }
 
 /// A supervorton: the far-field moments of one cell.
@@ -73,7 +74,7 @@ struct Moments {
 
 impl Node {
     /// The centre of the cell.
-    fn centre(&self) -> DVec3 {
+    pub fn centre(&self) -> DVec3 {
         self.corner + DVec3::splat(self.width * 0.5)
     }
 }
@@ -218,6 +219,8 @@ pub struct Tree {
     rows: Vec<[f32; COLS]>,
     /// The columns of `rows` that the vector potential reads ([`POTENTIAL_COLS`]).
     potential_rows: Vec<[f32; POTENTIAL_COLS]>,
+    /// Each cell's multipole expansion, when the far field is by [`TreeMethod::Fmm`].
+    cells: Vec<fmm::SourceCell>,
     target_keys: Vec<(u64, u32)>,
     lo: DVec3,
     width: f64,
@@ -256,37 +259,9 @@ impl Tree {
             + self.sorted.bytes()
     }
 
-    fn key_of(&self, p: DVec3) -> u64 {
-        let scale = (1u64 << LEVELS) as f64 / self.width;
-        let c = ((p - self.lo) * scale).to_array().map(|v| {
-            if v.is_nan() {
-                0
-            } else {
-                (v.max(0.0) as u64).min((1 << LEVELS) - 1)
-            }
-        });
-        morton(c)
-    }
-
-    /// The Morton keys of `points` with their indices, sorted. `keys` holds the last sort of as many points
-    /// (or anything else): the points are then taken in that order, in which a simulation's keys are nearly
-    /// sorted already (its vortons moved a fraction of a cell since), and the stable merge sort runs in
-    /// nearly linear time. The pairs are distinct, so the order is the same from any starting order.
-    fn sorted_keys(&self, mut keys: Vec<(u64, u32)>, points: &[DVec3]) -> Vec<(u64, u32)> {
-        let n = points.len();
-        if keys.len() == n {
-            keys.par_iter_mut()
-                .for_each(|(k, i)| *k = self.key_of(points[*i as usize]));
-        } else {
-            keys.clear();
-            keys.par_extend(
-                (0..n)
-                    .into_par_iter()
-                    .map(|i| (self.key_of(points[i]), i as u32)),
-            );
-        }
-        keys.par_sort();
-        keys
+    /// [`sorted_keys_in`] in the vortons' cube.
+    fn sorted_keys(&self, keys: Vec<(u64, u32)>, points: &[DVec3]) -> Vec<(u64, u32)> {
+        sorted_keys_in(self.lo, self.width, keys, points)
     }
 
     /// Builds the tree over vortons at `position` with strengths `strength` (m³/s) and core radii `radius` (m).
@@ -298,16 +273,8 @@ impl Tree {
         radius: &[f64],
     ) {
         let n = position.len();
-        let (lo, hi) = position.iter().fold(
-            (DVec3::splat(f64::INFINITY), DVec3::splat(f64::NEG_INFINITY)),
-            |(lo, hi), &p| (lo.min(p), hi.max(p)),
-        );
-        let (lo, hi) = if n == 0 {
-            (DVec3::ZERO, DVec3::ONE)
-        } else {
-            (lo, hi)
-        };
-        let width = (hi - lo).max_element().max(1e-12) * (1.0 + 1e-9);
+        let (lo, width) = cube(position);
+        self.cells.clear();
         self.lo = lo;
         self.width = width;
         let keys = std::mem::take(&mut self.keys);
@@ -456,6 +423,10 @@ impl Tree {
         jac: Option<&mut [[f64; 9]]>,
     ) {
         let want_jac = jac.is_some();
+        if params.method == TreeMethod::Fmm {
+            self.evaluate_fmm(params, targets, u, jac);
+            return;
+        }
         let origin = self.sorted.origin;
         let rows: fn(&Self) -> &[[f32; COLS]] = |tree| &tree.rows;
         let results = self.for_groups(params, targets, GROUP, rows, |tree, members, scratch| {
@@ -502,6 +473,47 @@ impl Tree {
                 jac[i as usize] = v.1;
             }
         }
+    }
+
+    /// [`Tree::evaluate`] by the fast multipole method ([`fmm`]): the vortons' expansions are made on the
+    /// first call after a build, the targets get a tree of their own in their bounding cube.
+    fn evaluate_fmm(
+        &mut self,
+        params: &TreeParams,
+        targets: &[DVec3],
+        u: &mut [DVec3],
+        jac: Option<&mut [[f64; 9]]>,
+    ) {
+        if self.cells.len() != self.nodes.len() {
+            let centres: Vec<DVec3> = self.moments.iter().map(|m| m.centre).collect();
+            self.cells = fmm::source_cells(&self.nodes, &centres, &self.gathered);
+        }
+        let (lo, width) = cube(targets);
+        let tk = sorted_keys_in(lo, width, std::mem::take(&mut self.target_keys), targets);
+        let source = fmm::SourceTree {
+            nodes: &self.nodes,
+            cells: &self.cells,
+            sorted: &self.sorted,
+        };
+        let want_jac = jac.is_some();
+        let (results, counts) = fmm::evaluate(
+            &source,
+            params.theta,
+            targets,
+            &tk,
+            want_jac,
+        );
+        for (v, &(_, i)) in results.iter().zip(&tk) {
+            u[i as usize] = v.0;
+        }
+        if let Some(jac) = jac {
+            for (v, &(_, i)) in results.iter().zip(&tk) {
+                jac[i as usize] = v.1;
+            }
+        }
+        self.target_keys = tk;
+        self.info.far_interactions = counts.expansions;
+        self.info.near_interactions = counts.pairs;
     }
 
     /// Vector potential `A(x) = (1/4π) Σ αⱼ h(|x − xⱼ|²)` (m²/s) at every target (m) from the tree built
@@ -627,6 +639,58 @@ impl Tree {
         let near_count: usize = scratch.near.iter().map(|&(a, b)| b - a).sum();
         (far_count as u64, near_count as u64)
     }
+}
+
+/// The lower corner and edge of a cube that holds `points` (the unit cube when there are none).
+fn cube(points: &[DVec3]) -> (DVec3, f64) {
+    if points.is_empty() {
+        return (DVec3::ZERO, 1.0);
+    }
+    let (lo, hi) = points.iter().fold(
+        (DVec3::splat(f64::INFINITY), DVec3::splat(f64::NEG_INFINITY)),
+        |(lo, hi), &p| (lo.min(p), hi.max(p)),
+    );
+    (lo, (hi - lo).max_element().max(1e-12) * (1.0 + 1e-9))
+}
+
+/// The Morton key of `p` in the cube of edge `width` from `lo`; points outside are clamped to it.
+fn key_in(lo: DVec3, width: f64, p: DVec3) -> u64 {
+    let scale = (1u64 << LEVELS) as f64 / width;
+    let c = ((p - lo) * scale).to_array().map(|v| {
+        if v.is_nan() {
+            0
+        } else {
+            (v.max(0.0) as u64).min((1 << LEVELS) - 1)
+        }
+    });
+    morton(c)
+}
+
+/// The Morton keys of `points` in the cube of edge `width` from `lo`, with their indices, sorted. `keys`
+/// holds the last sort of as many points (or anything else): the points are then taken in that order, in
+/// which a simulation's keys are nearly sorted already (its vortons moved a fraction of a cell since), and
+/// the stable merge sort runs in nearly linear time. The pairs are distinct, so the order is the same from
+/// any starting order.
+fn sorted_keys_in(
+    lo: DVec3,
+    width: f64,
+    mut keys: Vec<(u64, u32)>,
+    points: &[DVec3],
+) -> Vec<(u64, u32)> {
+    let n = points.len();
+    if keys.len() == n {
+        keys.par_iter_mut()
+            .for_each(|(k, i)| *k = key_in(lo, width, points[*i as usize]));
+    } else {
+        keys.clear();
+        keys.par_extend(
+            (0..n)
+                .into_par_iter()
+                .map(|i| (key_in(lo, width, points[i]), i as u32)),
+        );
+    }
+    keys.par_sort();
+    keys
 }
 
 /// `p` relative to `origin`, in f32.

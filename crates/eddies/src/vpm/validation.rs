@@ -7,7 +7,9 @@
 
 use super::biot_savart::{self, Sources, FOUR_PI_INV};
 use super::tree::{self, Tree};
-use super::{Integrator, Noise, Ring, TreeParams, Tube, VelocityMethod, VpmParams, VpmSim};
+use super::{
+    Integrator, Noise, Ring, TreeMethod, TreeParams, Tube, VelocityMethod, VpmParams, VpmSim,
+};
 use crate::par;
 use crate::sim::Simulation;
 use crate::validation::{Case, Measurement, SplitMix64};
@@ -39,6 +41,18 @@ pub fn cases() -> Vec<Case> {
             description: "the same vortons at θ = 1, 0.7, 0.5, 0.35, 0.25: number of refinements that did not \
                           reduce the error (reference 0)",
             run: tree_error_falls,
+        },
+        Case {
+            name: "vpm/fmm-error-theta-0.6",
+            description: "the same vortons by the fast multipole method at θ = 0.6: RMS relative velocity \
+                          error against direct summation (at most 1e-3)",
+            run: fmm_error,
+        },
+        Case {
+            name: "vpm/fmm-error-falls-with-theta",
+            description: "the fast multipole method at θ = 1, 0.8, 0.6, 0.4: number of refinements that did \
+                          not reduce the error (reference 0)",
+            run: fmm_error_falls,
         },
         Case {
             name: "vpm/total-vorticity-conservation",
@@ -178,6 +192,11 @@ pub fn random_vortons(n: usize, seed: u64) -> (Vec<DVec3>, Vec<DVec3>, Vec<f64>)
 
 /// RMS relative error of the treecode at `theta` on [`tree_test_vortons`], against direct summation.
 pub fn tree_error_at(theta: f64) -> f64 {
+    tree_method_error_at(TreeMethod::Treecode, theta)
+}
+
+/// RMS relative error of `method` at `theta` on [`tree_test_vortons`], against direct summation.
+pub fn tree_method_error_at(method: TreeMethod, theta: f64) -> f64 {
     let (p, a, s) = tree_test_vortons();
     let mut src = Sources::default();
     src.fill(DVec3::splat(0.5), &p, &a, &s);
@@ -185,6 +204,7 @@ pub fn tree_error_at(theta: f64) -> f64 {
     biot_savart::direct(&src, &p, &mut direct, None);
     let params = TreeParams {
         theta,
+        method,
         ..Default::default()
     };
     let mut t = Tree::default();
@@ -192,6 +212,25 @@ pub fn tree_error_at(theta: f64) -> f64 {
     let mut u = vec![DVec3::ZERO; p.len()];
     t.evaluate(&params, &p, &mut u, None);
     tree::rms_relative_error(&u, &direct)
+}
+
+fn fmm_error(_quick: bool) -> Measurement {
+    let err = tree_method_error_at(TreeMethod::Fmm, 0.6);
+    Measurement::at_most("vpm/fmm-error-theta-0.6", err, 1e-3, "1")
+}
+
+fn fmm_error_falls(_quick: bool) -> Measurement {
+    let errors: Vec<f64> = [1.0, 0.8, 0.6, 0.4]
+        .map(|theta| tree_method_error_at(TreeMethod::Fmm, theta))
+        .to_vec();
+    let rises = errors.windows(2).filter(|w| w[1] >= w[0]).count();
+    Measurement::within(
+        "vpm/fmm-error-falls-with-theta",
+        rises as f64,
+        0.0,
+        0.0,
+        "refinements",
+    )
 }
 
 fn tree_error(_quick: bool) -> Measurement {

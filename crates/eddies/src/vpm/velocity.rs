@@ -3,7 +3,7 @@
 
 use super::biot_savart::{self, Sources};
 use super::mollify::{self, FittedGrid};
-use super::params::{PotentialBoundary, TreeParams, VelocityMethod, VpmParams};
+use super::params::{PotentialBoundary, TreeMethod, TreeParams, VelocityMethod, VpmParams};
 use super::poisson::{BoundaryIntegral, PoissonVelocity};
 use super::tree::Tree;
 use crate::grid::Grid;
@@ -144,6 +144,7 @@ impl VelocitySolver {
                 let (tree, sources) = (&mut self.tree, &self.sources);
                 let boundary_tree = TreeParams {
                     theta: params.poisson.boundary_theta,
+                    method: TreeMethod::Treecode,
                     ..params.tree
                 };
                 let mut by_tree = |p: &[DVec3], out: &mut [DVec3]| {
