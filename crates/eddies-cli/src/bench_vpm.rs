@@ -5,7 +5,7 @@ use std::time::Instant;
 
 use eddies::vpm::biot_savart::{self, Sources};
 use eddies::vpm::tree::{self, Tree};
-use eddies::vpm::{validation, Ring, TreeParams, VelocityMethod, VpmParams, VpmSim};
+use eddies::vpm::{validation, Ring, TreeMethod, TreeParams, VelocityMethod, VpmParams, VpmSim};
 use eddies::{Simulation, StepRecord};
 use glam::DVec3;
 
@@ -23,8 +23,8 @@ pub fn cases() -> Vec<BenchCase> {
         BenchCase {
             name: "vpm-tree",
             description: "treecode velocity at vortons, θ = 0.5: time, RMS error against direct on 2000 \
-                          targets, speed-up over direct at 10⁵ (also at θ = 0.35), scaling exponent 10⁴ → 10⁶ \
-                          (quick: to 10⁵)",
+                          targets, speed-up over direct at 10⁵ (also at θ = 0.35, and the fast multipole method at \
+                          θ = 0.8), scaling exponent 10⁴ → 10⁶ (quick: to 10⁵)",
             run: treecode,
         },
         BenchCase {
@@ -92,6 +92,9 @@ fn direct_sum(n: usize, reps: usize) -> Result<Vec<BenchRow>, String> {
 /// Opening parameter of the treecode rows at 10⁵ that must meet the RMS error bound 1e-3.
 const STRICT_THETA: f64 = 0.35;
 
+/// Opening parameter of the fast multipole rows at 10⁵ (RMS error under 1e-3 there).
+const FMM_THETA: f64 = 0.8;
+
 fn treecode(quick: bool) -> Result<Vec<BenchRow>, String> {
     let sizes: &[usize] = if quick {
         &[10_000, 100_000]
@@ -145,6 +148,23 @@ fn treecode(quick: bool) -> Result<Vec<BenchRow>, String> {
             });
             let approx: Vec<DVec3> = u.iter().step_by(stride).copied().collect();
             let size = format!("{n}@θ={STRICT_THETA}");
+            rows.push(row("vpm-tree", size.clone(), "time", secs * 1e3, "ms"));
+            let err = tree::rms_relative_error(&approx, &exact);
+            rows.push(row("vpm-tree", size.clone(), "rms-error", err, "1"));
+            rows.push(row("vpm-tree", size, "speedup", direct / secs, "× direct"));
+            // The fast multipole method on the same vortons.
+            let fmm = TreeParams {
+                theta: FMM_THETA,
+                method: TreeMethod::Fmm,
+                ..params
+            };
+            let secs = time(reps, || {
+                t = Tree::default();
+                t.build(&fmm, &p, &a, &s);
+                t.evaluate(&fmm, &p, &mut u, None);
+            });
+            let approx: Vec<DVec3> = u.iter().step_by(stride).copied().collect();
+            let size = format!("{n}@fmm,θ={FMM_THETA}");
             rows.push(row("vpm-tree", size.clone(), "time", secs * 1e3, "ms"));
             let err = tree::rms_relative_error(&approx, &exact);
             rows.push(row("vpm-tree", size.clone(), "rms-error", err, "1"));

@@ -842,6 +842,56 @@ mod tests {
         }
     }
 
+    /// The inner cells' multipoles, shifted up from their children, equal the sums over their vortons
+    /// about the cell's centre (the shift is exact; 1e-9 of `Σ|α| wⁿ` allows for f64 rounding), and every
+    /// vorton lies within the cell's radius.
+    #[test]
+    fn shifted_multipoles_equal_direct_sums() {
+        use crate::vpm::tree::Tree;
+        use crate::vpm::{TreeMethod, TreeParams};
+        let (p, a, s) = crate::vpm::validation::random_vortons(5_000, 3);
+        let params = TreeParams {
+            leaf_size: 8,
+            method: TreeMethod::Fmm,
+            ..Default::default()
+        };
+        let mut tree = Tree::default();
+        tree.build(&params, &p, &a, &s);
+        let mut u = vec![DVec3::ZERO; 4];
+        tree.evaluate(&params, &p[..4], &mut u, None);
+        let (nodes, cells, vortons) = tree.fmm_parts();
+        let t = tables();
+        let mut inner = 0;
+        for (node, cell) in nodes.iter().zip(cells) {
+            let own = &vortons[node.start..node.end];
+            for &(x, _, _) in own {
+                assert!((x - cell.centre).length() <= cell.radius * (1.0 + 1e-12));
+            }
+            if node.children == 0 {
+                continue;
+            }
+            inner += 1;
+            let mut direct = [[0.0; 4]; NT];
+            for &(x, a, _) in own {
+                let w = monomials(t, cell.centre - x);
+                for (m, &w) in direct.iter_mut().zip(&w) {
+                    for q in 0..3 {
+                        m[q] += w * a[q];
+                    }
+                }
+            }
+            let weight: f64 = own.iter().map(|v| v.1.length()).sum();
+            for k in 0..NT {
+                let scale = weight * node.width.powi(t.degree[k] as i32);
+                for q in 0..3 {
+                    let (got, want) = (cell.multipole[k][q], direct[k][q]);
+                    assert!((got - want).abs() <= 1e-9 * scale, "k = {k}: {got} against {want}");
+                }
+            }
+        }
+        assert!(inner > 50, "{inner} inner cells");
+    }
+
     /// A batch's cell-to-cell terms for a unit strength along x (the multipole's n = 0 entry alone) are the
     /// kernel's derivatives at each lane's R: the f32 batch against the f64 reference, to 1e-5 relative to
     /// the largest derivative of the same order (f32 rounding through five recurrence steps).

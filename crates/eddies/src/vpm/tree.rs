@@ -516,6 +516,13 @@ impl Tree {
         self.info.near_interactions = counts.pairs;
     }
 
+    /// The cells, their fast multipole expansions (made by the last fast multipole evaluation) and the
+    /// vortons in key order, for the expansions' tests.
+    #[cfg(test)]
+    pub(super) fn fmm_parts(&self) -> (&[Node], &[fmm::SourceCell], &[(DVec3, DVec3, f64)]) {
+        (&self.nodes, &self.cells, &self.gathered)
+    }
+
     /// Vector potential `A(x) = (1/4π) Σ αⱼ h(|x − xⱼ|²)` (m²/s) at every target (m) from the tree built
     /// last, with the kernel `h` of [`biot_savart::potential_at`] whose curl is the velocity of
     /// [`Tree::evaluate`]: Gourlay part 20's boundary values for the Poisson technique.
