@@ -140,6 +140,15 @@ fn vpm_scene_errors_name_their_key() {
     assert!(line.contains("\"zero\""), "{line}");
     let line = refused(
         "s.toml",
+        "method = \"vpm\"\ndim = 3\n[vpm]\ntree_method = \"fast\"\n",
+    );
+    assert!(
+        line.contains("s.toml:4:1: vpm.tree_method: unknown value \"fast\"")
+            && line.contains("\"treecode\", \"fmm\""),
+        "{line}"
+    );
+    let line = refused(
+        "s.toml",
         "method = \"vpm\"\ndim = 3\n[[vpm.heat_source]]\nradius = -1\n",
     );
     assert!(line.contains("vpm.heat_source[0].radius"), "{line}");

@@ -2,7 +2,7 @@
 //! prints (their setups are in `src/vpm/validation.rs`); the other tests check the distributions, the
 //! auto-mollification rule, the grid techniques and the API's input checks.
 
-use eddies::vpm::{self, Ring, VelocityMethod, VpmParams, VpmSim};
+use eddies::vpm::{self, Ring, TreeMethod, VelocityMethod, VpmParams, VpmSim};
 use eddies::{SimError, Simulation};
 use glam::DVec3;
 
@@ -151,6 +151,47 @@ fn grid_techniques_agree_with_direct_sum() {
         let err = vpm::tree::rms_relative_error(&u, &reference);
         assert!(err < 0.05, "{method:?}: RMS relative difference {err}");
     }
+}
+
+/// The simulation's tree technique with the fast multipole far field: on a ring of 2000 vortons the
+/// vorton velocities match the direct sum within 1e-3 (θ = 0.6, the bound of the treecode checks), and a
+/// few steps with stretching move the ring as the treecode does (centroid within 1e-4 of the core radius).
+#[test]
+fn fmm_technique_matches_direct_sum_and_treecode() {
+    let ring = Ring {
+        radius: 1.0,
+        core_radius: 0.1,
+        vortons: 2000,
+        ..Default::default()
+    };
+    let sim = |velocity, method| {
+        let mut sim = VpmSim::new(VpmParams {
+            velocity,
+            tree: vpm::TreeParams {
+                theta: 0.6,
+                method,
+                ..Default::default()
+            },
+            ..Default::default()
+        })
+        .expect("valid parameters");
+        sim.add_ring(&ring);
+        sim
+    };
+    let reference = sim(VelocityMethod::DirectVortons, TreeMethod::Treecode).vorton_velocities();
+    let mut fmm = sim(VelocityMethod::TreeVortons, TreeMethod::Fmm);
+    let err = vpm::tree::rms_relative_error(&fmm.vorton_velocities(), &reference);
+    assert!(err <= 1e-3, "RMS relative difference {err:.2e}");
+    let mut tree = sim(VelocityMethod::TreeVortons, TreeMethod::Treecode);
+    for _ in 0..5 {
+        fmm.step(0.01).expect("step");
+        tree.step(0.01).expect("step");
+    }
+    let moved = (fmm.centroid() - tree.centroid()).length();
+    assert!(
+        moved <= 1e-4 * ring.core_radius,
+        "centroids {moved:.2e} apart"
+    );
 }
 
 /// A jet emits one ring per period while active, and tracers with it.

@@ -202,7 +202,8 @@ fn derivatives(t: &Tables, r: DVec3, s2: f64) -> [f64; NT] {
     for (j, dj) in d.iter_mut().enumerate() {
         odd3 *= (2 * j + 1) as f64;
         let sign = if j % 2 == 0 { 1.0 } else { -1.0 };
-        dj[0] = sign * (odd1 * u.powf(-(j as f64) - 0.5) + 0.5 * s2 * odd3 * u.powf(-(j as f64) - 1.5));
+        dj[0] =
+            sign * (odd1 * u.powf(-(j as f64) - 0.5) + 0.5 * s2 * odd3 * u.powf(-(j as f64) - 1.5));
         odd1 *= (2 * j + 1) as f64;
     }
     for n in 1..NT {
@@ -485,7 +486,9 @@ pub(super) fn source_cells(
         cell.sigma = sigma;
     }
     cells.par_iter_mut().for_each(|c| {
-        c.multipole32 = c.multipole.map(|m| [m[0] as f32, m[1] as f32, m[2] as f32, 0.0]);
+        c.multipole32 = c
+            .multipole
+            .map(|m| [m[0] as f32, m[1] as f32, m[2] as f32, 0.0]);
     });
     cells
 }
@@ -654,7 +657,9 @@ pub(super) fn evaluate(
                 }
                 for batch in run.chunks(BATCH) {
                     let cells: [&SourceCell; BATCH] = std::array::from_fn(|l| {
-                        batch.get(l).map_or(&EMPTY, |&(_, b)| &src.cells[b as usize])
+                        batch
+                            .get(l)
+                            .map_or(&EMPTY, |&(_, b)| &src.cells[b as usize])
                     });
                     expand_batch(t, tc[a].centre, &cells, &mut scratch, &mut acc);
                 }
@@ -885,7 +890,10 @@ mod tests {
                 let scale = weight * node.width.powi(t.degree[k] as i32);
                 for q in 0..3 {
                     let (got, want) = (cell.multipole[k][q], direct[k][q]);
-                    assert!((got - want).abs() <= 1e-9 * scale, "k = {k}: {got} against {want}");
+                    assert!(
+                        (got - want).abs() <= 1e-9 * scale,
+                        "k = {k}: {got} against {want}"
+                    );
                 }
             }
         }

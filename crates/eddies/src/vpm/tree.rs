@@ -485,7 +485,8 @@ impl Tree {
         jac: Option<&mut [[f64; 9]]>,
     ) {
         if self.cells.len() != self.nodes.len() {
-            let centres: Vec<(DVec3, f64)> = self.moments.iter().map(|m| (m.centre, m.s2)).collect();
+            let centres: Vec<(DVec3, f64)> =
+                self.moments.iter().map(|m| (m.centre, m.s2)).collect();
             self.cells = fmm::source_cells(&self.nodes, &centres, &self.gathered);
         }
         let (lo, width) = cube(targets);
@@ -496,13 +497,7 @@ impl Tree {
             sorted: &self.sorted,
         };
         let want_jac = jac.is_some();
-        let (results, counts) = fmm::evaluate(
-            &source,
-            params.theta,
-            targets,
-            &tk,
-            want_jac,
-        );
+        let (results, counts) = fmm::evaluate(&source, params.theta, targets, &tk, want_jac);
         for (v, &(_, i)) in results.iter().zip(&tk) {
             u[i as usize] = v.0;
         }
@@ -1058,12 +1053,7 @@ mod tests {
     }
 
     /// The fast multipole method's velocity and gradient at θ = 0.6.
-    fn fmm(
-        p: &[DVec3],
-        a: &[DVec3],
-        s: &[f64],
-        targets: &[DVec3],
-    ) -> (Vec<DVec3>, Vec<[f64; 9]>) {
+    fn fmm(p: &[DVec3], a: &[DVec3], s: &[f64], targets: &[DVec3]) -> (Vec<DVec3>, Vec<[f64; 9]>) {
         let params = TreeParams {
             theta: 0.6,
             method: TreeMethod::Fmm,
@@ -1103,7 +1093,10 @@ mod tests {
         biot_savart::direct(&src, &targets, &mut u, Some(&mut jac));
         let (fu, fjac) = fmm(&p, &a, &s, &targets);
         let (eu, ej) = (rms_relative_error(&fu, &u), gradient_error(&fjac, &jac));
-        assert!(eu <= 1e-3 && ej <= 1e-3, "velocity {eu:.2e}, gradient {ej:.2e}");
+        assert!(
+            eu <= 1e-3 && ej <= 1e-3,
+            "velocity {eu:.2e}, gradient {ej:.2e}"
+        );
     }
 
     /// Targets away from the vortons (the surface of a box 0.1 outside them, as the grid techniques' points
@@ -1148,7 +1141,11 @@ mod tests {
         let (u, _) = fmm(&[x], &[alpha], &[sigma], &targets);
         assert_eq!(u[0], DVec3::ZERO);
         let exact = biot_savart::pair_velocity(targets[1], x, alpha, sigma);
-        assert!((u[1] - exact).length() <= 1e-6 * exact.length(), "{} vs {exact}", u[1]);
+        assert!(
+            (u[1] - exact).length() <= 1e-6 * exact.length(),
+            "{} vs {exact}",
+            u[1]
+        );
     }
 
     /// Bit-identical fast multipole velocities and gradients with 1, 2 and 7 threads, on enough vortons
