@@ -40,7 +40,7 @@
 //! depend on the thread count.
 
 use super::biot_savart::{self, Sources, FOUR_PI_INV, TILE};
-use super::tree::Node;
+use super::tree::{Node, Vorton};
 use glam::DVec3;
 use rayon::prelude::*;
 use std::sync::OnceLock;
@@ -427,7 +427,7 @@ static EMPTY: SourceCell = SourceCell {
 pub(super) fn source_cells(
     nodes: &[Node],
     centres: &[(DVec3, f64)],
-    vortons: &[(DVec3, DVec3, f64)],
+    vortons: &[Vorton],
 ) -> Vec<SourceCell> {
     let t = tables();
     let mut cells: Vec<SourceCell> = nodes
@@ -609,6 +609,9 @@ impl SourceTree<'_> {
     }
 }
 
+/// A target's velocity (m/s) and velocity gradient (1/s, row-major, zero when not asked for).
+type Field = (DVec3, [f64; 9]);
+
 /// Velocity (m/s), and the gradient (1/s) when `want_jac`, at every target by the fast multipole method,
 /// in the targets' order. `lo`/`width` is a cube that holds the targets.
 pub(super) fn evaluate(
@@ -617,7 +620,7 @@ pub(super) fn evaluate(
     targets: &[DVec3],
     keys: &[(u64, u32)],
     want_jac: bool,
-) -> (Vec<(DVec3, [f64; 9])>, Counts) {
+) -> (Vec<Field>, Counts) {
     let t = tables();
     let n = targets.len();
     if n == 0 {
@@ -638,7 +641,7 @@ pub(super) fn evaluate(
     }
     let origin = src.sorted.origin;
     let tc = &tc;
-    let results: Vec<(Vec<(DVec3, [f64; 9])>, Counts)> = tasks
+    let results: Vec<(Vec<Field>, Counts)> = tasks
         .par_iter()
         .map(|&root| {
             let mut lists = Lists::default();

@@ -36,6 +36,9 @@ pub const GROUP: usize = 32;
 /// at θ = 1 (5.0e-3 and 5.1e-3) in 1.0 ms instead of 1.4; groups of 4 did worse at every θ.
 pub const POTENTIAL_GROUP: usize = 8;
 
+/// A vorton as the tree stores it: position (m), strength (m³/s), core radius (m).
+pub(super) type Vorton = (DVec3, DVec3, f64);
+
 /// Morton levels (21 bits per axis in a u64).
 pub(super) const LEVELS: u32 = 21;
 
@@ -514,7 +517,7 @@ impl Tree {
     /// The cells, their fast multipole expansions (made by the last fast multipole evaluation) and the
     /// vortons in key order, for the expansions' tests.
     #[cfg(test)]
-    pub(super) fn fmm_parts(&self) -> (&[Node], &[fmm::SourceCell], &[(DVec3, DVec3, f64)]) {
+    pub(super) fn fmm_parts(&self) -> (&[Node], &[fmm::SourceCell], &[Vorton]) {
         (&self.nodes, &self.cells, &self.gathered)
     }
 
