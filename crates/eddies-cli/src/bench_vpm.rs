@@ -106,16 +106,7 @@ fn treecode(quick: bool) -> Result<Vec<BenchRow>, String> {
     let mut times = Vec::new();
     for &n in sizes {
         let (p, a, s) = validation::random_vortons(n, 7);
-        let mut t = Tree::default();
-        let mut u = vec![DVec3::ZERO; n];
         let reps = if n >= 1_000_000 { 2 } else { 3 };
-        // A new tree each time: a first build sorts from scratch, where a simulation's next build starts from
-        // the last order.
-        let secs = time(reps, || {
-            t = Tree::default();
-            t.build(&params, &p, &a, &s);
-            t.evaluate(&params, &p, &mut u, None);
-        });
         // Accuracy on 2000 targets spread over the set, against the direct sum over all sources.
         let stride = (n / 2000).max(1);
         let targets: Vec<DVec3> = p.iter().step_by(stride).copied().collect();
@@ -123,8 +114,20 @@ fn treecode(quick: bool) -> Result<Vec<BenchRow>, String> {
         src.fill(DVec3::splat(0.5), &p, &a, &s);
         let mut exact = vec![DVec3::ZERO; targets.len()];
         biot_savart::direct(&src, &targets, &mut exact, None);
-        let approx: Vec<DVec3> = u.iter().step_by(stride).copied().collect();
-        let err = tree::rms_relative_error(&approx, &exact);
+        // Time and RMS error of one technique: a new tree each repetition, since a first build sorts from
+        // scratch, where a simulation's next build starts from the last order.
+        let timed = |params: &TreeParams| {
+            let mut t = Tree::default();
+            let mut u = vec![DVec3::ZERO; n];
+            let secs = time(reps, || {
+                t = Tree::default();
+                t.build(params, &p, &a, &s);
+                t.evaluate(params, &p, &mut u, None);
+            });
+            let approx: Vec<DVec3> = u.iter().step_by(stride).copied().collect();
+            (secs, tree::rms_relative_error(&approx, &exact))
+        };
+        let (secs, err) = timed(&params);
         rows.push(row("vpm-tree", n.to_string(), "time", secs * 1e3, "ms"));
         rows.push(row("vpm-tree", n.to_string(), "rms-error", err, "1"));
         if n == 100_000 {
@@ -136,39 +139,26 @@ fn treecode(quick: bool) -> Result<Vec<BenchRow>, String> {
                 direct / secs,
                 "× direct",
             ));
-            // The same at the θ whose error is below 1e-3 at this size (the error grows with N at fixed θ).
+            // The same at the θ whose error is below 1e-3 at this size (the error grows with N at fixed θ),
+            // and the fast multipole method on the same vortons.
             let strict = TreeParams {
                 theta: STRICT_THETA,
                 ..params
             };
-            let secs = time(reps, || {
-                t = Tree::default();
-                t.build(&strict, &p, &a, &s);
-                t.evaluate(&strict, &p, &mut u, None);
-            });
-            let approx: Vec<DVec3> = u.iter().step_by(stride).copied().collect();
-            let size = format!("{n}@θ={STRICT_THETA}");
-            rows.push(row("vpm-tree", size.clone(), "time", secs * 1e3, "ms"));
-            let err = tree::rms_relative_error(&approx, &exact);
-            rows.push(row("vpm-tree", size.clone(), "rms-error", err, "1"));
-            rows.push(row("vpm-tree", size, "speedup", direct / secs, "× direct"));
-            // The fast multipole method on the same vortons.
             let fmm = TreeParams {
                 theta: FMM_THETA,
                 method: TreeMethod::Fmm,
                 ..params
             };
-            let secs = time(reps, || {
-                t = Tree::default();
-                t.build(&fmm, &p, &a, &s);
-                t.evaluate(&fmm, &p, &mut u, None);
-            });
-            let approx: Vec<DVec3> = u.iter().step_by(stride).copied().collect();
-            let size = format!("{n}@fmm,θ={FMM_THETA}");
-            rows.push(row("vpm-tree", size.clone(), "time", secs * 1e3, "ms"));
-            let err = tree::rms_relative_error(&approx, &exact);
-            rows.push(row("vpm-tree", size.clone(), "rms-error", err, "1"));
-            rows.push(row("vpm-tree", size, "speedup", direct / secs, "× direct"));
+            for (size, params) in [
+                (format!("{n}@θ={STRICT_THETA}"), strict),
+                (format!("{n}@fmm,θ={FMM_THETA}"), fmm),
+            ] {
+                let (secs, err) = timed(&params);
+                rows.push(row("vpm-tree", size.clone(), "time", secs * 1e3, "ms"));
+                rows.push(row("vpm-tree", size.clone(), "rms-error", err, "1"));
+                rows.push(row("vpm-tree", size, "speedup", direct / secs, "× direct"));
+            }
         }
         times.push((n, secs));
     }
