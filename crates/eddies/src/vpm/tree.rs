@@ -201,7 +201,7 @@ pub struct TreeInfo {
     pub nodes: usize,
     /// Leaf cells.
     pub leaves: usize,
-    /// Target–supervorton interactions.
+    /// Target–supervorton interactions (with [`TreeMethod::Fmm`]: target cell–vorton cell expansions).
     pub far_interactions: u64,
     /// Target–vorton interactions (leaf layer).
     pub near_interactions: u64,
