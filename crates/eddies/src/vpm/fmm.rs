@@ -613,7 +613,7 @@ impl SourceTree<'_> {
 type Field = (DVec3, [f64; 9]);
 
 /// Velocity (m/s), and the gradient (1/s) when `want_jac`, at every target by the fast multipole method,
-/// in the targets' order. `lo`/`width` is a cube that holds the targets.
+/// in the order of `keys`: the targets' Morton keys in a cube that holds them, sorted, with their indices.
 pub(super) fn evaluate(
     src: &SourceTree,
     theta: f64,
