@@ -310,28 +310,22 @@ impl Tree {
             if node.end - node.start > leaf_size && level < LEVELS {
                 let shift = 3 * (LEVELS - 1 - level);
                 let first = self.nodes.len();
-                let mut s = node.start;
                 let half = node.width * 0.5;
-                for digit in 0..8u64 {
-                    let e = s + self.keys[s..node.end]
-                        .partition_point(|&(k, _)| (k >> shift) & 7 <= digit);
-                    if e > s {
-                        let off = DVec3::new(
-                            (digit & 1) as f64,
-                            ((digit >> 1) & 1) as f64,
-                            ((digit >> 2) & 1) as f64,
-                        ) * half;
-                        self.nodes.push(Node {
-                            start: s,
-                            end: e,
-                            first_child: 0,
-                            children: 0,
-                            width: half,
-                            corner: node.corner + off,
-                            padded: (0, 0),
-                        });
-                    }
-                    s = e;
+                for (digit, s, e) in octants(&self.keys, (node.start, node.end), shift) {
+                    let off = DVec3::new(
+                        (digit & 1) as f64,
+                        ((digit >> 1) & 1) as f64,
+                        ((digit >> 2) & 1) as f64,
+                    ) * half;
+                    self.nodes.push(Node {
+                        start: s,
+                        end: e,
+                        first_child: 0,
+                        children: 0,
+                        width: half,
+                        corner: node.corner + off,
+                        padded: (0, 0),
+                    });
                 }
                 self.nodes[i].first_child = first;
                 self.nodes[i].children = self.nodes.len() - first;
@@ -435,25 +429,9 @@ impl Tree {
         let results = self.for_groups(params, targets, GROUP, rows, |tree, members, scratch| {
             let mut out = Vec::with_capacity(members.len());
             for tile in members.chunks(TILE) {
-                // A short last tile repeats its last target; the extra results are dropped.
-                let t: [[f32; 3]; TILE] = std::array::from_fn(|m| {
-                    relative(targets[tile[m.min(tile.len() - 1)].1 as usize], origin)
-                });
-                let mut uv = [[0f32; 3]; TILE];
-                let mut jv = [[0f32; 9]; TILE];
-                if want_jac {
-                    for m in 0..tile.len() {
-                        let (v, g) = biot_savart::velocity_gradient_ranges(
-                            &tree.sorted,
-                            &scratch.near,
-                            t[m],
-                        );
-                        uv[m] = v;
-                        jv[m] = g;
-                    }
-                } else {
-                    uv = biot_savart::velocity_tile(&tree.sorted, &scratch.near, &t);
-                }
+                let t = tile_targets(targets, tile, origin);
+                let (mut uv, mut jv) =
+                    near_tile(&tree.sorted, &scratch.near, &t, tile.len(), want_jac);
                 for m in 0..tile.len() {
                     add(&mut uv[m], &far_velocity(&scratch.far, t[m]));
                     if want_jac {
@@ -467,15 +445,7 @@ impl Tree {
             }
             out
         });
-        let tk = &self.target_keys;
-        for (v, &(_, i)) in results.iter().zip(tk) {
-            u[i as usize] = v.0;
-        }
-        if let Some(jac) = jac {
-            for (v, &(_, i)) in results.iter().zip(tk) {
-                jac[i as usize] = v.1;
-            }
-        }
+        scatter(&results, &self.target_keys, u, jac);
     }
 
     /// [`Tree::evaluate`] by the fast multipole method ([`fmm`]): the vortons' expansions are made on the
@@ -499,16 +469,8 @@ impl Tree {
             cells: &self.cells,
             sorted: &self.sorted,
         };
-        let want_jac = jac.is_some();
-        let (results, counts) = fmm::evaluate(&source, params.theta, targets, &tk, want_jac);
-        for (v, &(_, i)) in results.iter().zip(&tk) {
-            u[i as usize] = v.0;
-        }
-        if let Some(jac) = jac {
-            for (v, &(_, i)) in results.iter().zip(&tk) {
-                jac[i as usize] = v.1;
-            }
-        }
+        let (results, counts) = fmm::evaluate(&source, params.theta, targets, &tk, jac.is_some());
+        scatter(&results, &tk, u, jac);
         self.target_keys = tk;
         self.info.far_interactions = counts.expansions;
         self.info.near_interactions = counts.pairs;
@@ -696,6 +658,74 @@ fn sorted_keys_in(
     }
     keys.par_sort();
     keys
+}
+
+/// Velocity and gradient at targets in sorted order, written back to their places: `keys[k].1` is the
+/// index of the k-th.
+fn scatter(
+    results: &[(DVec3, [f64; 9])],
+    keys: &[(u64, u32)],
+    u: &mut [DVec3],
+    jac: Option<&mut [[f64; 9]]>,
+) {
+    for (v, &(_, i)) in results.iter().zip(keys) {
+        u[i as usize] = v.0;
+    }
+    if let Some(jac) = jac {
+        for (v, &(_, i)) in results.iter().zip(keys) {
+            jac[i as usize] = v.1;
+        }
+    }
+}
+
+/// The non-empty octants of the sorted `keys[range]` at the level whose digit starts at bit `shift`:
+/// (digit, start, end) in key order.
+pub(super) fn octants(
+    keys: &[(u64, u32)],
+    range: (usize, usize),
+    shift: u32,
+) -> impl Iterator<Item = (u64, usize, usize)> + '_ {
+    let mut s = range.0;
+    (0..8u64).filter_map(move |digit| {
+        let e = s + keys[s..range.1].partition_point(|&(k, _)| (k >> shift) & 7 <= digit);
+        let octant = (e > s).then_some((digit, s, e));
+        s = e;
+        octant
+    })
+}
+
+/// A tile of [`TILE`] targets relative to `origin` from sorted `(key, index)` pairs: a short last tile
+/// repeats its last target (the extra results are dropped).
+#[inline]
+pub(super) fn tile_targets(
+    targets: &[DVec3],
+    tile: &[(u64, u32)],
+    origin: DVec3,
+) -> [[f32; 3]; TILE] {
+    std::array::from_fn(|m| relative(targets[tile[m.min(tile.len() - 1)].1 as usize], origin))
+}
+
+/// The near sums of a tile of targets over the padded source `ranges`, without the factor 1/4π: velocities,
+/// and gradients when `want_jac` (zero otherwise); only the first `count` targets when gradients are
+/// asked for.
+#[inline]
+pub(super) fn near_tile(
+    sources: &Sources,
+    ranges: &[(usize, usize)],
+    t: &[[f32; 3]; TILE],
+    count: usize,
+    want_jac: bool,
+) -> ([[f32; 3]; TILE], [[f32; 9]; TILE]) {
+    let mut uv = [[0f32; 3]; TILE];
+    let mut jv = [[0f32; 9]; TILE];
+    if want_jac {
+        for m in 0..count {
+            (uv[m], jv[m]) = biot_savart::velocity_gradient_ranges(sources, ranges, t[m]);
+        }
+    } else {
+        uv = biot_savart::velocity_tile(sources, ranges, t);
+    }
+    (uv, jv)
 }
 
 /// `p` relative to `origin`, in f32.
