@@ -53,7 +53,7 @@ pub fn decode_f32(bytes: &[u8]) -> Result<(Vec<usize>, Vec<f32>), String> {
     }
     let hlen = u16::from_le_bytes([bytes[8], bytes[9]]) as usize;
     let start = 10 + hlen;
-    if start % 64 != 0 {
+    if !start.is_multiple_of(64) {
         return Err("NPY data is not 64-byte aligned".into());
     }
     let header = std::str::from_utf8(bytes.get(10..start).ok_or("truncated header")?)
@@ -73,7 +73,7 @@ pub fn decode_f32(bytes: &[u8]) -> Result<(Vec<usize>, Vec<f32>), String> {
         .chunks_exact(4)
         .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
         .collect();
-    if data.len() != shape.iter().product::<usize>() || (bytes.len() - start) % 4 != 0 {
+    if data.len() != shape.iter().product::<usize>() || !(bytes.len() - start).is_multiple_of(4) {
         return Err("NPY data length does not match the shape".into());
     }
     Ok((shape, data))

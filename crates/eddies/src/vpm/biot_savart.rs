@@ -108,7 +108,7 @@ impl Sources {
 
     /// Pads with zero-strength sources (σ² = [`PAD_S2`], far from nothing) to a whole number of lane arrays.
     pub fn pad(&mut self) {
-        while self.x.len() % LANES != 0 {
+        while !self.x.len().is_multiple_of(LANES) {
             self.x.push(0.0);
             self.y.push(0.0);
             self.z.push(0.0);

@@ -69,7 +69,7 @@ pub const TASK_TARGETS: usize = 2048;
 /// Coefficients per multi-index for the three components (the fourth lane pads the loops to four wide).
 type Coeffs = [[f64; 4]; NT];
 
-/// Multi-index bookkeeping, built once.
+/// Multi-index bookkeeping for the f64 expansions, built once.
 struct Tables {
     /// Order `|n|` of each multi-index (they are listed by order).
     degree: [usize; NT],
@@ -79,100 +79,107 @@ struct Tables {
     sum: Vec<[u16; NT]>,
     /// For `n ≠ 0`: an axis `i` with `nᵢ > 0`, the index of `n − eᵢ`, of `n − 2eᵢ` (or `NT`), and `nᵢ`.
     step: [(usize, usize, usize, f64); NT],
-    /// The derivative recurrence as one flat list over the table `D[j · NT + n]` (`j` the order of `D⁽ʲ⁾`,
-    /// plus a zero entry at [`ZERO`]): entry `out = r_axis · D[back1] + factor · D[back2]`, in an order in
-    /// which every entry read was written before.
-    recurrence: Vec<Step>,
 }
-
-/// One step of the derivative recurrence (see [`Tables::recurrence`]).
-#[derive(Clone, Copy)]
-struct Step {
-    out: u16,
-    axis: u16,
-    back1: u16,
-    back2: u16,
-    factor: f32,
-}
-
-/// Entries of the flat derivative table: `D⁽ʲ⁾ₙ` at `j · NT + n`, then a zero.
-const DTABLE: usize = (ORDER + 1) * NT + 1;
-
-/// The zero entry of the flat derivative table.
-const ZERO: usize = DTABLE - 1;
 
 /// The multi-indices of order ≤ [`ORDER`], by order, x-heaviest first: `(0,0,0)`, `(1,0,0)`, `(0,1,0)`,
 /// `(0,0,1)`, `(2,0,0)`, …
-fn multi_indices() -> Vec<[usize; 3]> {
-    let mut list = Vec::with_capacity(NT);
-    for d in 0..=ORDER {
-        for a in (0..=d).rev() {
-            for b in (0..=d - a).rev() {
-                list.push([a, b, d - a - b]);
+const LIST: [[usize; 3]; NT] = {
+    let mut list = [[0; 3]; NT];
+    let (mut i, mut d) = (0, 0);
+    while d <= ORDER {
+        let mut a = d + 1;
+        while a > 0 {
+            a -= 1;
+            let mut b = d - a + 1;
+            while b > 0 {
+                b -= 1;
+                list[i] = [a, b, d - a - b];
+                i += 1;
             }
         }
+        d += 1;
     }
     list
+};
+
+/// Order `|n|` of the multi-index at `n`.
+const fn order_of(n: usize) -> usize {
+    LIST[n][0] + LIST[n][1] + LIST[n][2]
+}
+
+/// Position of the multi-index `m` in [`LIST`], or [`NT`] when its order exceeds [`ORDER`].
+const fn index_of(m: [usize; 3]) -> usize {
+    let mut i = 0;
+    while i < NT {
+        if LIST[i][0] == m[0] && LIST[i][1] == m[1] && LIST[i][2] == m[2] {
+            return i;
+        }
+        i += 1;
+    }
+    NT
+}
+
+/// How many multi-indices have order ≤ q.
+const fn upto(q: usize) -> usize {
+    (q + 1) * (q + 2) * (q + 3) / 6
+}
+
+/// For `n ≠ 0`: an axis `i` with `nᵢ > 0`, and `nᵢ` (the recurrences step down along it).
+const fn step_axis(n: usize) -> (usize, usize) {
+    let m = LIST[n];
+    let i = if m[0] > 0 {
+        0
+    } else if m[1] > 0 {
+        1
+    } else {
+        2
+    };
+    (i, m[i])
+}
+
+/// `n` with one unit less along axis `i`, or `n − 2eᵢ` for `twice`; [`NT`] when that component is
+/// too small.
+const fn lower(n: usize, i: usize, twice: bool) -> usize {
+    let mut m = LIST[n];
+    let by = if twice { 2 } else { 1 };
+    if m[i] < by {
+        return NT;
+    }
+    m[i] -= by;
+    index_of(m)
 }
 
 fn tables() -> &'static Tables {
     static T: OnceLock<Tables> = OnceLock::new();
     T.get_or_init(|| {
-        let list = multi_indices();
-        let index = |n: [usize; 3]| list.iter().position(|&m| m == n);
         let mut degree = [0; NT];
         let mut step = [(0, 0, NT, 0.0); NT];
-        for (k, &n) in list.iter().enumerate() {
-            degree[k] = n.iter().sum();
-            if let Some(i) = (0..3).find(|&i| n[i] > 0) {
-                let mut m = n;
-                m[i] -= 1;
-                let back1 = index(m).expect("lower order listed");
-                let back2 = if n[i] >= 2 {
-                    m[i] -= 1;
-                    index(m).expect("lower order listed")
-                } else {
-                    NT
-                };
-                step[k] = (i, back1, back2, n[i] as f64);
+        for (k, d) in degree.iter_mut().enumerate() {
+            *d = order_of(k);
+            if k > 0 {
+                let (i, ni) = step_axis(k);
+                step[k] = (i, lower(k, i, false), lower(k, i, true), ni as f64);
             }
         }
-        let mut upto = [0; ORDER + 1];
-        for (q, u) in upto.iter_mut().enumerate() {
-            *u = degree.iter().filter(|&&d| d <= q).count();
-        }
-        let sum = list
+        let upto = std::array::from_fn(upto);
+        let sum = LIST
             .iter()
             .map(|&k| {
                 let mut row = [NT as u16; NT];
-                for (j, &n) in list.iter().enumerate() {
-                    if let Some(s) = index([k[0] + n[0], k[1] + n[1], k[2] + n[2]]) {
+                for (j, &n) in LIST.iter().enumerate() {
+                    let s = index_of([k[0] + n[0], k[1] + n[1], k[2] + n[2]]);
+                    if s < NT {
                         row[j] = s as u16;
                     }
                 }
                 row
             })
             .collect();
-        let mut recurrence = Vec::new();
-        for n in 1..NT {
-            let (i, back1, back2, ni) = step[n];
-            for j in 0..=ORDER - degree[n] {
-                let below = (j + 1) * NT;
-                recurrence.push(Step {
-                    out: (j * NT + n) as u16,
-                    axis: i as u16,
-                    back1: (below + back1) as u16,
-                    back2: if back2 < NT { below + back2 } else { ZERO } as u16,
-                    factor: ni as f32 - 1.0,
-                });
-            }
-        }
         Tables {
             degree,
             upto,
             sum,
             step,
-            recurrence,
         }
     })
 }
@@ -236,145 +243,274 @@ fn shift_up(t: &Tables, c: &Coeffs, weight: &[f64; NT], out: &mut Coeffs) {
 /// Vorton cells whose cell-to-cell terms are computed side by side, one per f32 lane.
 const BATCH: usize = 16;
 
-/// Half a batch: the derivative recurrence runs on eight lanes at a time, whose stores the next steps'
-/// loads can take straight from the store buffer (sixteen-lane stores made it several times slower).
-const HALF: usize = BATCH / 2;
-
 /// One value per lane of a batch.
 type Lanes = [f32; BATCH];
 
-/// One value per lane of half a batch.
-type Half = [f32; HALF];
+/// Multipole coefficients the cell-to-cell terms read: the orders below [`ORDER`]. The terms keep
+/// `|n| + |k| ≤ ORDER`, and the local coefficient `L⁰` (the potential itself) is never evaluated, only
+/// its derivatives, so the multipole's order-[`ORDER`] coefficients, which reach `L⁰` alone, are left out
+/// (and `L⁰` stays zero).
+const NM: usize = upto(ORDER - 1);
+
+/// [`NM`] rounded up to whole groups of four, the f32 multipoles' length (the transpose of
+/// [`stage_multipoles`] reads four coefficients of a cell at a time).
+const NM4: usize = NM.next_multiple_of(4);
+
+/// The batch's derivative table: `D⁽ʲ⁾ₙ` for `|n| ≤ ORDER − j` at `DBASE[j] + n`, then a zero entry at
+/// [`DZERO`].
+const DBASE: [usize; ORDER + 2] = {
+    let mut base = [0; ORDER + 2];
+    let mut j = 0;
+    while j <= ORDER {
+        base[j + 1] = base[j] + upto(ORDER - j);
+        j += 1;
+    }
+    base
+};
+
+/// The zero entry of the derivative table.
+const DZERO: usize = DBASE[ORDER + 1];
+
+/// One step of the derivative recurrence: `D[out] = R_axis · D[back1] + factor · D[back2]`.
+#[derive(Clone, Copy)]
+struct Step {
+    out: usize,
+    axis: usize,
+    back1: usize,
+    back2: usize,
+    factor: f32,
+}
+
+/// Steps of the recurrence: every entry of the table but the `ORDER + 1` entries `D⁽ʲ⁾₀`.
+const NSTEPS: usize = DZERO - (ORDER + 1);
+
+/// The derivative recurrence of the module's doc, `∂ⁿ⁺ᵉⁱD⁽ʲ⁾ = Rᵢ ∂ⁿD⁽ʲ⁺¹⁾ + nᵢ ∂ⁿ⁻ᵉⁱD⁽ʲ⁺¹⁾`, over the
+/// table of [`DBASE`], in an order in which every entry read was written before (by the order of `n`).
+const RECURRENCE: [Step; NSTEPS] = {
+    let mut steps = [Step {
+        out: 0,
+        axis: 0,
+        back1: 0,
+        back2: 0,
+        factor: 0.0,
+    }; NSTEPS];
+    let mut s = 0;
+    let mut n = 1;
+    while n < NT {
+        let (i, ni) = step_axis(n);
+        let (b1, b2) = (lower(n, i, false), lower(n, i, true));
+        let mut j = 0;
+        while j + order_of(n) <= ORDER {
+            let below = DBASE[j + 1];
+            steps[s] = Step {
+                out: DBASE[j] + n,
+                axis: i,
+                back1: below + b1,
+                back2: if b2 < NT { below + b2 } else { DZERO },
+                factor: (ni - 1) as f32,
+            };
+            s += 1;
+            j += 1;
+        }
+        n += 1;
+    }
+    assert!(s == NSTEPS);
+    steps
+};
+
+/// `SUM[k][n]`: the index of `k + n` for `|k| ≥ 1` and `|k| + |n| ≤ ORDER` (so `|n| < ORDER`), else 0.
+const SUM: [[u8; NM]; NT] = {
+    let mut sum = [[0; NM]; NT];
+    let mut k = 1;
+    while k < NT {
+        let mut n = 0;
+        while n < NM {
+            if order_of(k) + order_of(n) <= ORDER {
+                let (a, b) = (LIST[k], LIST[n]);
+                sum[k][n] = index_of([a[0] + b[0], a[1] + b[1], a[2] + b[2]]) as u8;
+            }
+            n += 1;
+        }
+        k += 1;
+    }
+    sum
+};
 
 /// Buffers of [`expand_batch`], reused: the batch's multipoles lane by lane and the derivative table.
 struct BatchScratch {
-    stage: [[[f32; 4]; BATCH]; NT],
-    m: [[Lanes; 3]; NT],
-    d: [[Half; DTABLE]; 2],
+    m: [[Lanes; 3]; NM4],
+    d: [Lanes; DZERO + 1],
 }
 
 impl BatchScratch {
     fn new() -> Box<Self> {
         Box::new(BatchScratch {
-            stage: [[[0.0; 4]; BATCH]; NT],
-            m: [[[0.0; BATCH]; 3]; NT],
-            d: [[[0.0; HALF]; DTABLE]; 2],
+            m: [[[0.0; BATCH]; 3]; NM4],
+            d: [[0.0; BATCH]; DZERO + 1],
         })
     }
 }
 
 /// The cell-to-cell terms of [`BATCH`] vorton cells (padded with [`EMPTY`]) for the target cell centred at
 /// `z`, added lane by lane to `acc` (`acc[k][q][lane]`; the caller sums the lanes in a fixed order):
-/// `Lᵏ += Σₙ Mⁿ ∂ⁿ⁺ᵏh(|R|²)`, `|n| + |k| ≤ ORDER`, each lane its own R and σ².
+/// `Lᵏ += Σₙ Mⁿ ∂ⁿ⁺ᵏh(|R|²)`, `1 ≤ |k|`, `|n| + |k| ≤ ORDER`, each lane its own R and σ².
 fn expand_batch(
-    t: &Tables,
     z: DVec3,
     cells: &[&SourceCell; BATCH],
     scratch: &mut BatchScratch,
     acc: &mut [[Lanes; 3]; NT],
 ) {
-    let BatchScratch { stage, m, d } = scratch;
-    let mut r = [[[0f32; HALF]; 3]; 2];
-    let mut s2 = [[0f32; HALF]; 2];
+    let BatchScratch { m, d } = scratch;
+    let mut r = [[0f32; BATCH]; 3];
+    let mut s2 = [0f32; BATCH];
     for (l, c) in cells.iter().enumerate() {
         let rc = (z - c.centre).to_array();
         for i in 0..3 {
-            r[l / HALF][i][l % HALF] = rc[i] as f32;
+            r[i][l] = rc[i] as f32;
         }
-        s2[l / HALF][l % HALF] = c.s2 as f32;
+        s2[l] = c.s2 as f32;
     }
-    // The multipoles, copied a row at a time and then turned lane by lane.
-    for (n, sn) in stage.iter_mut().enumerate() {
-        for (sl, c) in sn.iter_mut().zip(cells) {
-            *sl = c.multipole32[n];
+    stage_multipoles(cells, m);
+    // D⁽ʲ⁾₀ = 2ʲ h⁽ʲ⁾(|R|²) with h(s) = u^(−1/2) + (σ²/2) u^(−3/2), u = s + σ²:
+    // (−1)ʲ [(2j − 1)!! u^(−j−1/2) + (σ²/2)(2j + 1)!! u^(−j−3/2)].
+    let mut inv_u = [0f32; BATCH];
+    let mut p1 = [0f32; BATCH];
+    let mut p3 = [0f32; BATCH];
+    for l in 0..BATCH {
+        let r2 = r[0][l].mul_add(r[0][l], r[1][l].mul_add(r[1][l], r[2][l] * r[2][l]));
+        inv_u[l] = 1.0 / (r2 + s2[l]);
+        p1[l] = inv_u[l].sqrt();
+        p3[l] = 0.5 * s2[l] * p1[l] * inv_u[l];
+    }
+    let (mut odd1, mut odd3) = (1f32, 1f32);
+    for j in 0..=ORDER {
+        let sign = if j % 2 == 0 { 1.0 } else { -1.0 };
+        odd3 *= (2 * j + 1) as f32;
+        for l in 0..BATCH {
+            d[DBASE[j]][l] = sign * odd1.mul_add(p1[l], odd3 * p3[l]);
+            p1[l] *= inv_u[l];
+            p3[l] *= inv_u[l];
         }
+        odd1 *= (2 * j + 1) as f32;
     }
-    for (mn, sn) in m.iter_mut().zip(stage.iter()) {
-        for q in 0..3 {
-            for l in 0..BATCH {
-                mn[q][l] = sn[l][q];
+    d[DZERO] = [0.0; BATCH];
+    // The rest of the table, unrolled (constant indices, no table reads): tens of the step index, then
+    // units; steps past NSTEPS are no-ops.
+    macro_rules! steps {
+        ($($t:literal)*) => { $( steps!(@units $t 0 1 2 3 4 5 6 7 8 9); )* };
+        (@units $t:literal $($u:literal)*) => { $( recurrence_step::<{ 10 * $t + $u }>(&r, d); )* };
+    }
+    const _: () = assert!(NSTEPS <= 130, "the unrolled recurrence covers 130 steps");
+    steps!(0 1 2 3 4 5 6 7 8 9 10 11 12);
+    // The terms, a few rows of Lᵏ at a time so that each load of a multipole serves them all: the rows of
+    // order 1 (3 of them, 35 terms each), 2 (6, 20), 3 (10, 10), 4 (15, 4) and 5 (21, 1).
+    const _: () = assert!(ORDER == 5, "the row blocks below are laid out for order 5");
+    let (m, d) = (&*m, &*d);
+    rows::<3, 35>(1, m, d, acc);
+    rows::<3, 20>(4, m, d, acc);
+    rows::<3, 20>(7, m, d, acc);
+    rows::<5, 10>(10, m, d, acc);
+    rows::<5, 10>(15, m, d, acc);
+    rows::<5, 4>(20, m, d, acc);
+    rows::<5, 4>(25, m, d, acc);
+    rows::<5, 4>(30, m, d, acc);
+    rows::<7, 1>(35, m, d, acc);
+    rows::<7, 1>(42, m, d, acc);
+    rows::<7, 1>(49, m, d, acc);
+}
+
+/// Step `I` of [`RECURRENCE`] on all lanes, its indices constants; a no-op past the last step.
+#[inline(always)]
+fn recurrence_step<const I: usize>(r: &[Lanes; 3], d: &mut [Lanes; DZERO + 1]) {
+    if I < NSTEPS {
+        let st = const { RECURRENCE[if I < NSTEPS { I } else { 0 }] };
+        let (a, b1, b2) = (&r[st.axis], &d[st.back1], &d[st.back2]);
+        let mut v = [0f32; BATCH];
+        for l in 0..BATCH {
+            v[l] = st.factor.mul_add(b2[l], a[l] * b1[l]);
+        }
+        d[st.out] = v;
+    }
+}
+
+/// `acc[k][q] += Σₙ m[n][q] · D[SUM[k][n]]` lane by lane for the `KB` rows from `k0`, whose terms run over
+/// the first `LEN` multipole coefficients; the rows' sums stay in registers through the terms.
+#[inline(always)]
+fn rows<const KB: usize, const LEN: usize>(
+    k0: usize,
+    m: &[[Lanes; 3]; NM4],
+    d: &[Lanes; DZERO + 1],
+    acc: &mut [[Lanes; 3]; NT],
+) {
+    let mut a: [[Lanes; 3]; KB] = std::array::from_fn(|i| acc[k0 + i]);
+    for (n, mn) in m.iter().enumerate().take(LEN) {
+        for (i, ai) in a.iter_mut().enumerate() {
+            let dv = &d[usize::from(SUM[k0 + i][n]).min(DZERO)];
+            for q in 0..3 {
+                for l in 0..BATCH {
+                    ai[q][l] = mn[q][l].mul_add(dv[l], ai[q][l]);
+                }
             }
         }
     }
-    // D⁽ʲ⁾ₙ = ∂ⁿ D⁽ʲ⁾ for |n| ≤ ORDER − j, by the recurrence of the module's doc, half a batch at a time.
-    for ((dh, rh), sh) in d.iter_mut().zip(&r).zip(&s2) {
-        // D⁽ʲ⁾₀ = 2ʲ hʲ⁾(|R|²) with h(s) = u^(−1/2) + (σ²/2) u^(−3/2), u = s + σ²:
-        // (−1)ʲ [(2j − 1)!! u^(−j−1/2) + (σ²/2)(2j + 1)!! u^(−j−3/2)].
-        let mut inv_u = [0f32; HALF];
-        let mut p1 = [0f32; HALF];
-        let mut p3 = [0f32; HALF];
-        for l in 0..HALF {
-            let r2 = rh[0][l].mul_add(rh[0][l], rh[1][l].mul_add(rh[1][l], rh[2][l] * rh[2][l]));
-            inv_u[l] = 1.0 / (r2 + sh[l]);
-            p1[l] = inv_u[l].sqrt();
-            p3[l] = 0.5 * sh[l] * p1[l] * inv_u[l];
-        }
-        let (mut odd1, mut odd3) = (1f32, 1f32);
-        for j in 0..=ORDER {
-            let sign = if j % 2 == 0 { 1.0 } else { -1.0 };
-            odd3 *= (2 * j + 1) as f32;
-            for l in 0..HALF {
-                dh[j * NT][l] = sign * odd1.mul_add(p1[l], odd3 * p3[l]);
-                p1[l] *= inv_u[l];
-                p3[l] *= inv_u[l];
-            }
-            odd1 *= (2 * j + 1) as f32;
-        }
-        dh[ZERO] = [0.0; HALF];
-        for st in &t.recurrence {
-            let v = recur(
-                &rh[st.axis as usize],
-                &dh[st.back1 as usize],
-                &dh[st.back2 as usize],
-                st.factor,
-            );
-            dh[st.out as usize] = v;
-        }
-    }
-    let m = &*m;
-    // Even and odd terms summed apart: six independent sums, so the multiply–adds do not wait on each
-    // other (a single sum measured 15% slower over the whole evaluation).
-    for (k, ak) in acc.iter_mut().enumerate() {
-        let row = &t.sum[k][..t.upto[ORDER - t.degree[k]]];
-        let mut even = [[0f32; BATCH]; 3];
-        let mut odd = [[0f32; BATCH]; 3];
-        let mut n = 0;
-        while n + 1 < row.len() {
-            term(&m[n], d, row[n] as usize, &mut even);
-            term(&m[n + 1], d, row[n + 1] as usize, &mut odd);
-            n += 2;
-        }
-        if n < row.len() {
-            term(&m[n], d, row[n] as usize, &mut even);
-        }
-        for q in 0..3 {
-            for l in 0..BATCH {
-                ak[q][l] += even[q][l] + odd[q][l];
+    acc[k0..k0 + KB].copy_from_slice(&a);
+}
+
+/// The batch's f32 multipoles lane by lane: `m[n][q][l] = cells[l].multipole32[n][q]`.
+#[cfg(not(all(target_arch = "x86_64", target_feature = "avx512f")))]
+fn stage_multipoles(cells: &[&SourceCell; BATCH], m: &mut [[Lanes; 3]; NM4]) {
+    for (mn, n) in m.iter_mut().zip(0..NM4) {
+        for (q, mq) in mn.iter_mut().enumerate() {
+            for (l, c) in cells.iter().enumerate() {
+                mq[l] = c.multipole32[n][q];
             }
         }
     }
 }
 
-/// `a[q] += m[q] · D[s]`, lane by lane, with the derivative table in halves.
-#[inline(always)]
-fn term(m: &[Lanes; 3], d: &[[Half; DTABLE]; 2], s: usize, a: &mut [Lanes; 3]) {
-    let (d0, d1) = (&d[0][s], &d[1][s]);
-    for q in 0..3 {
-        for l in 0..HALF {
-            a[q][l] = m[q][l].mul_add(d0[l], a[q][l]);
-            a[q][HALF + l] = m[q][HALF + l].mul_add(d1[l], a[q][HALF + l]);
+/// The batch's f32 multipoles lane by lane: `m[n][q][l] = cells[l].multipole32[n][q]`, as 16 × 16
+/// transposes of four coefficients (sixteen floats) of each cell at a time. The compiler makes gathers and
+/// scatters of the plain loops, which cost as much as all the terms.
+#[cfg(all(target_arch = "x86_64", target_feature = "avx512f"))]
+fn stage_multipoles(cells: &[&SourceCell; BATCH], m: &mut [[Lanes; 3]; NM4]) {
+    use std::arch::x86_64::*;
+    for g in 0..NM4 / 4 {
+        // SAFETY: AVX-512F is enabled at compile time (the cfg above). Each load reads the 16 floats of
+        // `multipole32[4g..4g + 4]`, inside the array (its length NM4 is a multiple of four), and each store
+        // writes the 16 floats of one `m[n][q]`.
+        unsafe {
+            let rows: [__m512; BATCH] =
+                std::array::from_fn(|l| _mm512_loadu_ps(cells[l].multipole32[4 * g].as_ptr()));
+            // Within each 128-bit lane (one coefficient n of a cell): rows 4h..4h + 4 interleaved, so that
+            // v[h][q] holds, per lane i, component q of coefficient 4g + i of cells 4h..4h + 4.
+            let mut v = [[_mm512_setzero_ps(); 3]; 4];
+            for (h, vh) in v.iter_mut().enumerate() {
+                let [a, b, c, e] = [0, 1, 2, 3].map(|i| rows[4 * h + i]);
+                let (ab_lo, ab_hi) = (_mm512_unpacklo_ps(a, b), _mm512_unpackhi_ps(a, b));
+                let (ce_lo, ce_hi) = (_mm512_unpacklo_ps(c, e), _mm512_unpackhi_ps(c, e));
+                let pd = _mm512_castps_pd;
+                vh[0] = _mm512_castpd_ps(_mm512_unpacklo_pd(pd(ab_lo), pd(ce_lo)));
+                vh[1] = _mm512_castpd_ps(_mm512_unpackhi_pd(pd(ab_lo), pd(ce_lo)));
+                vh[2] = _mm512_castpd_ps(_mm512_unpacklo_pd(pd(ab_hi), pd(ce_hi)));
+            }
+            // Then the 128-bit lanes transposed across the four groups of cells.
+            for q in 0..3 {
+                let w0 = _mm512_shuffle_f32x4::<0b01_00_01_00>(v[0][q], v[1][q]);
+                let w1 = _mm512_shuffle_f32x4::<0b11_10_11_10>(v[0][q], v[1][q]);
+                let w2 = _mm512_shuffle_f32x4::<0b01_00_01_00>(v[2][q], v[3][q]);
+                let w3 = _mm512_shuffle_f32x4::<0b11_10_11_10>(v[2][q], v[3][q]);
+                let out = [
+                    _mm512_shuffle_f32x4::<0b10_00_10_00>(w0, w2),
+                    _mm512_shuffle_f32x4::<0b11_01_11_01>(w0, w2),
+                    _mm512_shuffle_f32x4::<0b10_00_10_00>(w1, w3),
+                    _mm512_shuffle_f32x4::<0b11_01_11_01>(w1, w3),
+                ];
+                for (i, o) in out.into_iter().enumerate() {
+                    _mm512_storeu_ps(m[4 * g + i][q].as_mut_ptr(), o);
+                }
+            }
         }
     }
-}
-
-/// `a · b1 + f · b2`, lane by lane: one step of the derivative recurrence.
-#[inline(always)]
-fn recur(a: &Half, b1: &Half, b2: &Half, f: f32) -> Half {
-    let mut v = [0f32; HALF];
-    for l in 0..HALF {
-        v[l] = f.mul_add(b2[l], a[l] * b1[l]);
-    }
-    v
 }
 
 /// `out[k] += Σₘ w[m] · c[k + m]` with scalar weights and vector coefficients: a local expansion shifted
@@ -410,7 +546,7 @@ pub(super) struct SourceCell {
     /// the `c − xⱼ`).
     multipole: Coeffs,
     /// The multipole in f32, as the cell-to-cell terms read it.
-    multipole32: [[f32; 4]; NT],
+    multipole32: [[f32; 4]; NM4],
 }
 
 /// A cell of no strength (the padding of a batch), far from everything.
@@ -420,7 +556,7 @@ static EMPTY: SourceCell = SourceCell {
     s2: 1.0,
     sigma: 0.0,
     multipole: [[0.0; 4]; NT],
-    multipole32: [[0.0; 4]; NT],
+    multipole32: [[0.0; 4]; NM4],
 };
 
 /// The vorton cells' expansions, from the treecode's cells (children after their parent), each cell's
@@ -441,7 +577,7 @@ pub(super) fn source_cells(
                 s2,
                 sigma: 0.0,
                 multipole: [[0.0; 4]; NT],
-                multipole32: [[0.0; 4]; NT],
+                multipole32: [[0.0; 4]; NM4],
             };
             if node.children == 0 {
                 for &(x, a, r) in &vortons[node.start..node.end] {
@@ -486,9 +622,10 @@ pub(super) fn source_cells(
         cell.sigma = sigma;
     }
     cells.par_iter_mut().for_each(|c| {
-        c.multipole32 = c
-            .multipole
-            .map(|m| [m[0] as f32, m[1] as f32, m[2] as f32, 0.0]);
+        c.multipole32 = std::array::from_fn(|n| {
+            let m = if n < NM { c.multipole[n] } else { [0.0; 4] };
+            [m[0] as f32, m[1] as f32, m[2] as f32, 0.0]
+        });
     });
     cells
 }
@@ -661,7 +798,7 @@ pub(super) fn evaluate(
                             .get(l)
                             .map_or(&EMPTY, |&(_, b)| &src.cells[b as usize])
                     });
-                    expand_batch(t, tc[a].centre, &cells, &mut scratch, &mut acc);
+                    expand_batch(tc[a].centre, &cells, &mut scratch, &mut acc);
                 }
                 let l = &mut local[a - root];
                 for (lk, ak) in l.iter_mut().zip(acc.iter()) {
@@ -789,8 +926,7 @@ mod tests {
     #[test]
     fn derivatives_match_closed_forms() {
         let t = tables();
-        let list = multi_indices();
-        let index = |n: [usize; 3]| list.iter().position(|&m| m == n).expect("listed");
+        let index = |n: [usize; 3]| LIST.iter().position(|&m| m == n).expect("listed");
         let r = DVec3::new(0.3, -0.7, 1.1);
         let (x, y, z, r2) = (r.x, r.y, r.z, r.length_squared());
         let len = r2.sqrt();
@@ -888,14 +1024,15 @@ mod tests {
 
     /// A batch's cell-to-cell terms for a unit strength along x (the multipole's n = 0 entry alone) are the
     /// kernel's derivatives at each lane's R: the f32 batch against the f64 reference, to 1e-5 relative to
-    /// the largest derivative of the same order (f32 rounding through five recurrence steps).
+    /// the largest derivative of the same order (f32 rounding through five recurrence steps). The potential's
+    /// own coefficient `L⁰` is not computed and stays zero.
     #[test]
     fn batch_terms_are_the_kernel_derivatives() {
         let t = tables();
         let z = DVec3::new(0.2, 0.1, -0.3);
         let cells: Vec<SourceCell> = (0..BATCH)
             .map(|l| {
-                let mut multipole32 = [[0.0; 4]; NT];
+                let mut multipole32 = [[0.0; 4]; NM4];
                 multipole32[0][0] = 1.0;
                 SourceCell {
                     centre: z - DVec3::new(0.5 + 0.1 * l as f64, -0.3, 0.2 * (l % 3) as f64),
@@ -910,10 +1047,11 @@ mod tests {
         let batch: [&SourceCell; BATCH] = std::array::from_fn(|l| &cells[l]);
         let mut scratch = BatchScratch::new();
         let mut acc = Box::new([[[0f32; BATCH]; 3]; NT]);
-        expand_batch(t, z, &batch, &mut scratch, &mut acc);
+        expand_batch(z, &batch, &mut scratch, &mut acc);
         for (l, c) in cells.iter().enumerate() {
             let d = derivatives(t, z - c.centre, c.s2);
-            for k in 0..NT {
+            assert_eq!(acc[0], [[0.0; BATCH]; 3]);
+            for k in 1..NT {
                 let scale = (0..NT)
                     .filter(|&j| t.degree[j] == t.degree[k])
                     .map(|j| d[j].abs())
