@@ -37,7 +37,7 @@ const TARGET_CHUNK: usize = 32;
 /// seven source arrays fit AVX-512's 32 registers.
 pub const TILE: usize = 4;
 
-/// Vorton sources as f32 structs of arrays, padded with zero-strength sources to a multiple of [`LANES`].
+/// Vorton sources as f32 structs of arrays, padded with zero-strength sources (see [`Sources::pad`]).
 #[derive(Clone, Debug, Default)]
 pub struct Sources {
     /// Point the coordinates are relative to (m).
@@ -106,58 +106,40 @@ impl Sources {
         self.len += 1;
     }
 
-    /// Pads with zero-strength sources (σ² = [`PAD_S2`], far from nothing) to a whole number of lane arrays.
+    /// Pads with zero-strength sources (σ² = [`PAD_S2`]) to a whole number of lane arrays and one more: the
+    /// pair loops read a range's last partial lane array whole (masking the lanes past its end), up to
+    /// `LANES − 1` sources past the last one.
     pub fn pad(&mut self) {
-        while !self.x.len().is_multiple_of(LANES) {
-            self.x.push(0.0);
-            self.y.push(0.0);
-            self.z.push(0.0);
-            self.ax.push(0.0);
-            self.ay.push(0.0);
-            self.az.push(0.0);
-            self.s2.push(PAD_S2);
+        let total = Self::padded_for(self.len);
+        for (c, col) in self.columns().into_iter().enumerate() {
+            col.resize(total, if c == 6 { PAD_S2 } else { 0.0 });
         }
     }
 
-    /// Clears and refills from `runs` of `vortons` (position, strength, core radius), each run padded to whole
-    /// lanes on its own (as [`push`](Self::push) then [`pad`](Self::pad) would), column by column in
-    /// parallel. Returns each run's range in the padded arrays.
-    pub fn fill_runs(
-        &mut self,
-        origin: DVec3,
-        vortons: &[(DVec3, DVec3, f64)],
-        runs: &[(usize, usize)],
-    ) -> Vec<(usize, usize)> {
-        let mut total = 0;
-        let padded: Vec<(usize, usize)> = runs
-            .iter()
-            .map(|&(start, end)| {
-                let from = total;
-                total += (end - start).next_multiple_of(LANES);
-                (from, total)
-            })
-            .collect();
+    /// Stored length, padding included, for `len` sources.
+    fn padded_for(len: usize) -> usize {
+        len.next_multiple_of(LANES) + LANES
+    }
+
+    /// Clears and refills from `vortons` (position, strength, core radius) in order, column by column in
+    /// parallel, then pads as [`pad`](Self::pad) does.
+    pub fn fill_sorted(&mut self, origin: DVec3, vortons: &[(DVec3, DVec3, f64)]) {
         self.clear(origin);
-        self.len = runs.iter().map(|&(start, end)| end - start).sum();
+        self.len = vortons.len();
+        let total = Self::padded_for(vortons.len());
         self.columns()
             .into_par_iter()
             .enumerate()
             .for_each(|(c, col)| {
                 col.resize(total, if c == 6 { PAD_S2 } else { 0.0 });
-                let value = |&(p, a, r): &(DVec3, DVec3, f64)| -> f32 {
-                    match c {
+                for (o, &(p, a, r)) in col.iter_mut().zip(vortons) {
+                    *o = match c {
                         0..=2 => (p - origin)[c] as f32,
                         3..=5 => a[c - 3] as f32,
                         _ => (r * r) as f32,
-                    }
-                };
-                for (&(start, end), &(from, to)) in runs.iter().zip(&padded) {
-                    for (o, v) in col[from..to].iter_mut().zip(&vortons[start..end]) {
-                        *o = value(v);
-                    }
+                    };
                 }
             });
-        padded
     }
 
     /// Stored sources including padding.
@@ -169,11 +151,6 @@ impl Sources {
     pub fn bytes(&self) -> usize {
         self.x.capacity() * 7 * 4
     }
-}
-
-#[inline(always)]
-fn lanes(v: &[f32], j: usize) -> &[f32; LANES] {
-    v[j..j + LANES].try_into().expect("padded to whole lanes")
 }
 
 /// Sum of `LANES` partial sums in a fixed order.
@@ -204,7 +181,7 @@ fn cross(a: [f32; 3], b: [f32; 3]) -> [f32; 3] {
     ]
 }
 
-/// The sources of `start..end` (padded) as seven arrays of whole lane blocks.
+/// The sources of `start..end` (a multiple of [`LANES`] long) as seven arrays of whole lane blocks.
 type Blocks<'a> = [&'a [[f32; LANES]]; 7];
 
 #[inline(always)]
@@ -218,14 +195,40 @@ fn blocks(src: &Sources, start: usize, end: usize) -> Blocks<'_> {
     })
 }
 
-/// Adds the velocity kernel of the sources `start..end` at the `T` targets to the lane sums `acc`. The sums
-/// are held in registers for the range (a local copy, so the compiler need not keep them in memory) and
-/// the source arrays are walked as whole blocks (no bounds checks in the loop).
+/// Adds the velocity kernel of the sources `start..end` at the `T` targets to the lane sums `acc`: whole
+/// lane arrays from `start`, then a last partial one whose lanes past `end` are masked out. The sums are
+/// held in registers for the range (a local copy, so the compiler need not keep them in memory) and the
+/// source arrays are walked as whole blocks (no bounds checks in the loop).
 #[inline(always)]
 fn velocity_range<const T: usize>(
     src: &Sources,
     start: usize,
     end: usize,
+    t: &[[f32; 3]; T],
+    acc: &mut [[[f32; LANES]; 3]; T],
+) {
+    let (full, rest) = split(start, end);
+    velocity_blocks::<T, false>(src, start, full, LANES, t, acc);
+    if rest > 0 {
+        velocity_blocks::<T, true>(src, full, full + LANES, rest, t, acc);
+    }
+}
+
+/// `start..end` as the end of its whole lane arrays from `start` and the sources left after them.
+#[inline(always)]
+fn split(start: usize, end: usize) -> (usize, usize) {
+    let full = start + (end - start) / LANES * LANES;
+    (full, end - full)
+}
+
+/// The lane arrays of `start..end` (a multiple of [`LANES`] long) at the `T` targets; with `MASKED`, only the
+/// first `keep` lanes of each count.
+#[inline(always)]
+fn velocity_blocks<const T: usize, const MASKED: bool>(
+    src: &Sources,
+    start: usize,
+    end: usize,
+    keep: usize,
     t: &[[f32; 3]; T],
     acc: &mut [[[f32; LANES]; 3]; T],
 ) {
@@ -239,7 +242,10 @@ fn velocity_range<const T: usize>(
             for l in 0..LANES {
                 let r = [t[m][0] - sx[l], t[m][1] - sy[l], t[m][2] - sz[l]];
                 let r2 = r[0].mul_add(r[0], r[1].mul_add(r[1], r[2] * r[2]));
-                let f = kernel_f(r2, s2[l]);
+                let mut f = kernel_f(r2, s2[l]);
+                if MASKED && l >= keep {
+                    f = 0.0;
+                }
                 let c = cross([bx[l], by[l], bz[l]], r);
                 for q in 0..3 {
                     a[m][q][l] = f.mul_add(c[q], a[m][q][l]);
@@ -250,8 +256,8 @@ fn velocity_range<const T: usize>(
     *acc = a;
 }
 
-/// Velocity at each of the `T` targets `t` (relative to the sources' origin) induced by the padded sources
-/// in `ranges` (each a multiple of [`LANES`]), without the factor 1/4π.
+/// Velocity at each of the `T` targets `t` (relative to the sources' origin) induced by the sources in
+/// `ranges`, without the factor 1/4π.
 ///
 /// The targets share each load of sixteen sources (a tile of targets held in registers), and the lane sums
 /// run on across all ranges, so short ranges (a treecode's leaves) cost no reduction each. Every target
@@ -274,15 +280,15 @@ pub fn velocity_tile<const T: usize>(
     out
 }
 
-/// Velocity at `t` (relative to the sources' origin) induced by the padded sources `start..end` (multiples of
-/// [`LANES`]), without the factor 1/4π: [`velocity_tile`] for one target and one range.
+/// Velocity at `t` (relative to the sources' origin) induced by the sources `start..end`, without the factor
+/// 1/4π: [`velocity_tile`] for one target and one range.
 #[inline]
 pub fn velocity_at(src: &Sources, start: usize, end: usize, t: [f32; 3]) -> [f32; 3] {
     velocity_tile(src, &[(start, end)], &[t])[0]
 }
 
-/// Velocity and velocity gradient `J[i][k] = ∂uᵢ/∂x_k` (row-major) at `t` from the padded sources
-/// `start..end`, without the factor 1/4π.
+/// Velocity and velocity gradient `J[i][k] = ∂uᵢ/∂x_k` (row-major) at `t` from the sources `start..end`,
+/// without the factor 1/4π.
 ///
 /// With `g(r) = r f(|r|²)`, `f(s) = (s + 5σ²/2)(s + σ²)^{−5/2}`, one source contributes
 /// `∂u/∂x = f [α]ₓ + 2 f'(|r|²) (α × r) rᵀ`, `f'(s) = −(3s/2 + 21σ²/4)(s + σ²)^{−7/2}`.
@@ -296,7 +302,7 @@ pub fn velocity_gradient_at(
     velocity_gradient_ranges(src, &[(start, end)], t)
 }
 
-/// [`velocity_gradient_at`] over several padded ranges, the lane sums running on across them.
+/// [`velocity_gradient_at`] over several ranges, the lane sums running on across them.
 #[inline]
 pub fn velocity_gradient_ranges(
     src: &Sources,
@@ -306,34 +312,10 @@ pub fn velocity_gradient_ranges(
     let mut u = [[0f32; LANES]; 3];
     let mut jac = [[0f32; LANES]; 9];
     for &(start, end) in ranges {
-        let [x, y, z, bx, by, bz, bs2] = blocks(src, start, end);
-        let n = x.len();
-        let (y, z, bx, by, bz, bs2) = (&y[..n], &z[..n], &bx[..n], &by[..n], &bz[..n], &bs2[..n]);
-        for b in 0..n {
-            let (sx, sy, sz, s2) = (&x[b], &y[b], &z[b], &bs2[b]);
-            let (ax, ay, az) = (&bx[b], &by[b], &bz[b]);
-            for l in 0..LANES {
-                let r = [t[0] - sx[l], t[1] - sy[l], t[2] - sz[l]];
-                let r2 = r[0].mul_add(r[0], r[1].mul_add(r[1], r[2] * r[2]));
-                let d = r2 + s2[l];
-                let inv72 = 1.0 / (d * d * d * d.sqrt());
-                let f = s2[l].mul_add(2.5, r2) * (inv72 * d);
-                let g = -2.0 * s2[l].mul_add(5.25, 1.5 * r2) * inv72;
-                let a = [ax[l], ay[l], az[l]];
-                let c = cross(a, r);
-                for q in 0..3 {
-                    u[q][l] = f.mul_add(c[q], u[q][l]);
-                }
-                // f [α]ₓ: the cross-product matrix of α.
-                let fa = [f * a[0], f * a[1], f * a[2]];
-                let fcross = [0.0, -fa[2], fa[1], fa[2], 0.0, -fa[0], -fa[1], fa[0], 0.0];
-                for i in 0..3 {
-                    let gc = g * c[i];
-                    for k in 0..3 {
-                        jac[3 * i + k][l] += gc.mul_add(r[k], fcross[3 * i + k]);
-                    }
-                }
-            }
+        let (full, rest) = split(start, end);
+        gradient_blocks::<false>(src, start, full, LANES, t, &mut u, &mut jac);
+        if rest > 0 {
+            gradient_blocks::<true>(src, full, full + LANES, rest, t, &mut u, &mut jac);
         }
     }
     let mut g = [0f32; 9];
@@ -341,6 +323,52 @@ pub fn velocity_gradient_ranges(
         *g = hsum(j);
     }
     ([hsum(&u[0]), hsum(&u[1]), hsum(&u[2])], g)
+}
+
+/// The velocity and gradient lane sums of the lane arrays of `start..end` (a multiple of [`LANES`] long) at
+/// `t`; with `MASKED`, only the first `keep` lanes of each count.
+#[inline(always)]
+fn gradient_blocks<const MASKED: bool>(
+    src: &Sources,
+    start: usize,
+    end: usize,
+    keep: usize,
+    t: [f32; 3],
+    u: &mut [[f32; LANES]; 3],
+    jac: &mut [[f32; LANES]; 9],
+) {
+    let [x, y, z, bx, by, bz, bs2] = blocks(src, start, end);
+    let n = x.len();
+    let (y, z, bx, by, bz, bs2) = (&y[..n], &z[..n], &bx[..n], &by[..n], &bz[..n], &bs2[..n]);
+    for b in 0..n {
+        let (sx, sy, sz, s2) = (&x[b], &y[b], &z[b], &bs2[b]);
+        let (ax, ay, az) = (&bx[b], &by[b], &bz[b]);
+        for l in 0..LANES {
+            let r = [t[0] - sx[l], t[1] - sy[l], t[2] - sz[l]];
+            let r2 = r[0].mul_add(r[0], r[1].mul_add(r[1], r[2] * r[2]));
+            let d = r2 + s2[l];
+            let inv72 = 1.0 / (d * d * d * d.sqrt());
+            let mut f = s2[l].mul_add(2.5, r2) * (inv72 * d);
+            let mut g = -2.0 * s2[l].mul_add(5.25, 1.5 * r2) * inv72;
+            if MASKED && l >= keep {
+                (f, g) = (0.0, 0.0);
+            }
+            let a = [ax[l], ay[l], az[l]];
+            let c = cross(a, r);
+            for q in 0..3 {
+                u[q][l] = f.mul_add(c[q], u[q][l]);
+            }
+            // f [α]ₓ: the cross-product matrix of α.
+            let fa = [f * a[0], f * a[1], f * a[2]];
+            let fcross = [0.0, -fa[2], fa[1], fa[2], 0.0, -fa[0], -fa[1], fa[0], 0.0];
+            for i in 0..3 {
+                let gc = g * c[i];
+                for k in 0..3 {
+                    jac[3 * i + k][l] += gc.mul_add(r[k], fcross[3 * i + k]);
+                }
+            }
+        }
+    }
 }
 
 /// Direct Biot–Savart summation over all sources at every target (m): velocity (m/s) into `u`, and, when
@@ -388,8 +416,8 @@ pub fn direct(src: &Sources, targets: &[DVec3], u: &mut [DVec3], jac: Option<&mu
     }
 }
 
-/// Vector potential at `t` (relative to the sources' origin) from the padded sources `start..end`, without
-/// the factor 1/4π: `Σ αⱼ h(|r|²)` with the stream-function kernel of the high-order algebraic core,
+/// Vector potential at `t` (relative to the sources' origin) from the sources `start..end`, without the
+/// factor 1/4π: `Σ αⱼ h(|r|²)` with the stream-function kernel of the high-order algebraic core,
 /// `h(s) = (s + 3σ²/2)(s + σ²)^{−3/2}`.
 ///
 /// This `h` is the one whose curl gives the velocity kernel of [`velocity_at`]: `h'(s) = −f(s)/2`, so
@@ -400,31 +428,52 @@ pub fn potential_at(src: &Sources, start: usize, end: usize, t: [f32; 3]) -> [f3
     potential_ranges(src, &[(start, end)], t)
 }
 
-/// [`potential_at`] over several padded ranges, the lane sums running on across them.
+/// [`potential_at`] over several ranges, the lane sums running on across them.
 #[inline]
 pub fn potential_ranges(src: &Sources, ranges: &[(usize, usize)], t: [f32; 3]) -> [f32; 3] {
-    let (mut px, mut py, mut pz) = ([0f32; LANES], [0f32; LANES], [0f32; LANES]);
+    let mut p = [[0f32; LANES]; 3];
     for &(start, end) in ranges {
-        let mut j = start;
-        while j < end {
-            let (sx, sy, sz) = (lanes(&src.x, j), lanes(&src.y, j), lanes(&src.z, j));
-            let (ax, ay, az) = (lanes(&src.ax, j), lanes(&src.ay, j), lanes(&src.az, j));
-            let s2 = lanes(&src.s2, j);
-            for l in 0..LANES {
-                let rx = t[0] - sx[l];
-                let ry = t[1] - sy[l];
-                let rz = t[2] - sz[l];
-                let r2 = rx * rx + ry * ry + rz * rz;
-                let inv = 1.0 / (r2 + s2[l]);
-                let h = (r2 + 1.5 * s2[l]) * inv * inv.sqrt();
-                px[l] += h * ax[l];
-                py[l] += h * ay[l];
-                pz[l] += h * az[l];
-            }
-            j += LANES;
+        let (full, rest) = split(start, end);
+        potential_blocks::<false>(src, start, full, LANES, t, &mut p);
+        if rest > 0 {
+            potential_blocks::<true>(src, full, full + LANES, rest, t, &mut p);
         }
     }
-    [hsum(&px), hsum(&py), hsum(&pz)]
+    [hsum(&p[0]), hsum(&p[1]), hsum(&p[2])]
+}
+
+/// The vector potential lane sums of the lane arrays of `start..end` (a multiple of [`LANES`] long) at `t`;
+/// with `MASKED`, only the first `keep` lanes of each count.
+#[inline(always)]
+fn potential_blocks<const MASKED: bool>(
+    src: &Sources,
+    start: usize,
+    end: usize,
+    keep: usize,
+    t: [f32; 3],
+    p: &mut [[f32; LANES]; 3],
+) {
+    let [x, y, z, bx, by, bz, bs2] = blocks(src, start, end);
+    let n = x.len();
+    let (y, z, bx, by, bz, bs2) = (&y[..n], &z[..n], &bx[..n], &by[..n], &bz[..n], &bs2[..n]);
+    for b in 0..n {
+        let (sx, sy, sz, s2) = (&x[b], &y[b], &z[b], &bs2[b]);
+        let (ax, ay, az) = (&bx[b], &by[b], &bz[b]);
+        for l in 0..LANES {
+            let rx = t[0] - sx[l];
+            let ry = t[1] - sy[l];
+            let rz = t[2] - sz[l];
+            let r2 = rx * rx + ry * ry + rz * rz;
+            let inv = 1.0 / (r2 + s2[l]);
+            let mut h = (r2 + 1.5 * s2[l]) * inv * inv.sqrt();
+            if MASKED && l >= keep {
+                h = 0.0;
+            }
+            p[0][l] += h * ax[l];
+            p[1][l] += h * ay[l];
+            p[2][l] += h * az[l];
+        }
+    }
 }
 
 /// Direct summation of the vector potential `A(x) = (1/4π) Σ αⱼ h(|x − xⱼ|²)` (m²/s) over all sources at

@@ -77,8 +77,6 @@ struct Tables {
     upto: [usize; ORDER + 1],
     /// `sum[k][n]`: the index of `k + n` where `|k| + |n| ≤ ORDER`.
     sum: Vec<[u16; NT]>,
-    /// For `n ≠ 0`: an axis `i` with `nᵢ > 0`, the index of `n − eᵢ`, of `n − 2eᵢ` (or `NT`), and `nᵢ`.
-    step: [(usize, usize, usize, f64); NT],
 }
 
 /// The multi-indices of order ≤ [`ORDER`], by order, x-heaviest first: `(0,0,0)`, `(1,0,0)`, `(0,1,0)`,
@@ -152,15 +150,7 @@ const fn lower(n: usize, i: usize, twice: bool) -> usize {
 fn tables() -> &'static Tables {
     static T: OnceLock<Tables> = OnceLock::new();
     T.get_or_init(|| {
-        let mut degree = [0; NT];
-        let mut step = [(0, 0, NT, 0.0); NT];
-        for (k, d) in degree.iter_mut().enumerate() {
-            *d = order_of(k);
-            if k > 0 {
-                let (i, ni) = step_axis(k);
-                step[k] = (i, lower(k, i, false), lower(k, i, true), ni as f64);
-            }
-        }
+        let degree = std::array::from_fn(order_of);
         let upto = std::array::from_fn(upto);
         let sum = LIST
             .iter()
@@ -175,24 +165,31 @@ fn tables() -> &'static Tables {
                 row
             })
             .collect();
-        Tables {
-            degree,
-            upto,
-            sum,
-            step,
-        }
+        Tables { degree, upto, sum }
     })
 }
 
+/// For [`monomials`]: each multi-index's step axis `i`, the index of `n − eᵢ`, and `1/nᵢ`.
+const MONOMIAL_STEPS: [(usize, usize, f64); NT] = {
+    let mut steps = [(0, 0, 0.0); NT];
+    let mut n = 1;
+    while n < NT {
+        let (i, ni) = step_axis(n);
+        steps[n] = (i, lower(n, i, false), 1.0 / ni as f64);
+        n += 1;
+    }
+    steps
+};
+
 /// `yⁿ / n!` for every multi-index.
 #[inline]
-fn monomials(t: &Tables, y: DVec3) -> [f64; NT] {
+fn monomials(y: DVec3) -> [f64; NT] {
     let y = y.to_array();
     let mut m = [0.0; NT];
     m[0] = 1.0;
     for n in 1..NT {
-        let (i, back, _, ni) = t.step[n];
-        m[n] = m[back] * y[i] / ni;
+        let (i, back, inv) = MONOMIAL_STEPS[n];
+        m[n] = m[back] * y[i] * inv;
     }
     m
 }
@@ -214,11 +211,12 @@ fn derivatives(t: &Tables, r: DVec3, s2: f64) -> [f64; NT] {
         odd1 *= (2 * j + 1) as f64;
     }
     for n in 1..NT {
-        let (i, back1, back2, ni) = t.step[n];
+        let (i, ni) = step_axis(n);
+        let (back1, back2) = (lower(n, i, false), lower(n, i, true));
         for j in 0..=ORDER - t.degree[n] {
             let mut v = r[i] * d[j + 1][back1];
             if back2 < NT {
-                v += (ni - 1.0) * d[j + 1][back2];
+                v += (ni as f64 - 1.0) * d[j + 1][back2];
             }
             d[j][n] = v;
         }
@@ -582,7 +580,7 @@ pub(super) fn source_cells(
             if node.children == 0 {
                 for &(x, a, r) in &vortons[node.start..node.end] {
                     cell.sigma = cell.sigma.max(r);
-                    let w = monomials(t, centre - x);
+                    let w = monomials(centre - x);
                     let a = a.to_array();
                     for (m, &w) in cell.multipole.iter_mut().zip(&w) {
                         for q in 0..3 {
@@ -608,7 +606,7 @@ pub(super) fn source_cells(
             shift_up(
                 t,
                 &ch.multipole,
-                &monomials(t, centre - ch.centre),
+                &monomials(centre - ch.centre),
                 &mut multipole,
             );
             radius = radius.max(ch.radius + (ch.centre - centre).length());
@@ -743,6 +741,25 @@ impl SourceTree<'_> {
     }
 }
 
+/// `pairs` (target cell, vorton cell) of the task whose `size` target cells start at `root`, grouped by
+/// target cell in cell order and in traversal order within each (a counting sort).
+fn group_by_target(pairs: &mut Vec<(u32, u32)>, root: usize, size: usize) {
+    let mut start = vec![0usize; size + 1];
+    for &(a, _) in pairs.iter() {
+        start[a as usize - root + 1] += 1;
+    }
+    for c in 1..=size {
+        start[c] += start[c - 1];
+    }
+    let mut sorted = vec![(0, 0); pairs.len()];
+    for &(a, b) in pairs.iter() {
+        let slot = &mut start[a as usize - root];
+        sorted[*slot] = (a, b);
+        *slot += 1;
+    }
+    *pairs = sorted;
+}
+
 /// A target's velocity (m/s) and velocity gradient (1/s, row-major, zero when not asked for).
 type Field = (DVec3, [f64; 9]);
 
@@ -784,7 +801,7 @@ pub(super) fn evaluate(
             let mut local = vec![[[0.0; 4]; NT]; size];
             let mut touched = vec![false; size];
             // Each target cell's vorton cells, BATCH at a time in traversal order.
-            lists.expand.sort_by_key(|&(a, _)| a);
+            group_by_target(&mut lists.expand, root, size);
             let mut scratch = BatchScratch::new();
             let mut acc = Box::new([[[0f32; BATCH]; 3]; NT]);
             for run in lists.expand.chunk_by(|x, y| x.0 == y.0) {
@@ -815,13 +832,13 @@ pub(super) fn evaluate(
                 }
                 let parent = local[a - root];
                 for c in children(tc, a) {
-                    let w = monomials(t, tc[c].centre - tc[a].centre);
+                    let w = monomials(tc[c].centre - tc[a].centre);
                     shift_down(t, &parent, &w, &mut local[c - root]);
                     touched[c - root] = true;
                 }
             }
             // Each leaf's direct pairs, in traversal order.
-            lists.direct.sort_by_key(|&(a, _)| a);
+            group_by_target(&mut lists.direct, root, size);
             let mut out = Vec::with_capacity(tc[root].end - tc[root].start);
             let mut ranges: Vec<(usize, usize)> = Vec::new();
             let mut pairs = 0u64;
@@ -833,7 +850,8 @@ pub(super) fn evaluate(
                 }
                 ranges.clear();
                 while next < lists.direct.len() && lists.direct[next].0 as usize == a {
-                    let range = src.nodes[lists.direct[next].1 as usize].padded;
+                    let node = &src.nodes[lists.direct[next].1 as usize];
+                    let range = (node.start, node.end);
                     match ranges.last_mut() {
                         Some(last) if last.1 == range.0 => last.1 = range.1,
                         _ => ranges.push(range),
@@ -847,7 +865,7 @@ pub(super) fn evaluate(
                     let rel = tile_targets(targets, tile, origin);
                     let (uv, jv) = near_tile(src.sorted, &ranges, &rel, tile.len(), want_jac);
                     for (m, &(_, i)) in tile.iter().enumerate() {
-                        let w = monomials(t, targets[i as usize] - cell.centre);
+                        let w = monomials(targets[i as usize] - cell.centre);
                         let (fu, fj) = local_field(t, l, &w, want_jac);
                         let u = DVec3::from_array(uv[m].map(f64::from)) + fu;
                         let mut g = [0.0; 9];
@@ -955,7 +973,8 @@ mod tests {
         for s2 in [0.0, 0.01] {
             let d = derivatives(t, r, s2);
             for n in 1..NT {
-                let (i, back1, _, _) = t.step[n];
+                let i = step_axis(n).0;
+                let back1 = lower(n, i, false);
                 let step = DVec3::AXES[i] * h;
                 let diff = (derivatives(t, r + step, s2)[back1]
                     - derivatives(t, r - step, s2)[back1])
@@ -1000,7 +1019,7 @@ mod tests {
             inner += 1;
             let mut direct = [[0.0; 4]; NT];
             for &(x, a, _) in own {
-                let w = monomials(t, cell.centre - x);
+                let w = monomials(cell.centre - x);
                 for (m, &w) in direct.iter_mut().zip(&w) {
                     for q in 0..3 {
                         m[q] += w * a[q];

@@ -55,8 +55,6 @@ pub(super) struct Node {
     pub width: f64,
     /// Lower corner of the cell (m), the centre when it has no circulation.
     pub corner: DVec3,
-    /// Range of the leaf's vortons in the padded sorted sources.
-    pub padded: (usize, usize),
 }
 
 /// A supervorton: the far-field moments of one cell.
@@ -216,7 +214,7 @@ pub struct Tree {
     gathered: Vec<(DVec3, DVec3, f64)>,
     nodes: Vec<Node>,
     moments: Vec<Moments>,
-    /// Sorted vortons, each leaf padded to whole lanes.
+    /// Sorted vortons as f32 sources (padded at the end).
     sorted: Sources,
     /// Each cell's supervorton as an f32 row of [`COLS`] columns.
     rows: Vec<[f32; COLS]>,
@@ -299,7 +297,6 @@ impl Tree {
             children: 0,
             width,
             corner: lo,
-            padded: (0, 0),
         });
         let leaf_size = params.leaf_size.max(1);
         // Breadth-first: children of a node are contiguous.
@@ -324,7 +321,6 @@ impl Tree {
                         children: 0,
                         width: half,
                         corner: node.corner + off,
-                        padded: (0, 0),
                     });
                 }
                 self.nodes[i].first_child = first;
@@ -333,20 +329,9 @@ impl Tree {
             i += 1;
         }
 
-        // Sorted sources, leaves padded to whole lanes, in sorted (depth-first key) order.
-        let mut leaves: Vec<usize> = (0..self.nodes.len())
-            .filter(|&k| self.nodes[k].children == 0)
-            .collect();
-        leaves.sort_unstable_by_key(|&k| self.nodes[k].start);
-        let runs: Vec<(usize, usize)> = leaves
-            .iter()
-            .map(|&k| (self.nodes[k].start, self.nodes[k].end))
-            .collect();
+        // Sorted sources, in sorted (depth-first key) order: a cell's vortons are `start..end` there too.
         let origin = lo + DVec3::splat(width * 0.5);
-        let padded = self.sorted.fill_runs(origin, &self.gathered, &runs);
-        for (&k, &range) in leaves.iter().zip(&padded) {
-            self.nodes[k].padded = range;
-        }
+        self.sorted.fill_sorted(origin, &self.gathered);
 
         // Leaves from their vortons, in parallel; inner cells from their children's moments shifted to the
         // cell's centre (children follow their parent in `nodes`, so a reverse pass meets them first): each
@@ -405,7 +390,7 @@ impl Tree {
         }));
         self.info = TreeInfo {
             nodes: self.nodes.len(),
-            leaves: leaves.len(),
+            leaves: self.nodes.iter().filter(|n| n.children == 0).count(),
             ..Default::default()
         };
     }
@@ -593,8 +578,8 @@ impl Tree {
             } else if leaf {
                 // Leaves are stored in key order, so neighbours in the walk are often adjacent in memory.
                 match scratch.near.last_mut() {
-                    Some(last) if last.1 == node.padded.0 => last.1 = node.padded.1,
-                    _ => scratch.near.push(node.padded),
+                    Some(last) if last.1 == node.start => last.1 = node.end,
+                    _ => scratch.near.push((node.start, node.end)),
                 }
             } else {
                 // Reverse so that children are visited in key order.
@@ -705,7 +690,7 @@ pub(super) fn tile_targets(
     std::array::from_fn(|m| relative(targets[tile[m.min(tile.len() - 1)].1 as usize], origin))
 }
 
-/// The near sums of a tile of targets over the padded source `ranges`, without the factor 1/4π: velocities,
+/// The near sums of a tile of targets over the source `ranges`, without the factor 1/4π: velocities,
 /// and gradients when `want_jac` (zero otherwise); only the first `count` targets when gradients are
 /// asked for.
 #[inline]
