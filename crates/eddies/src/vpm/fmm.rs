@@ -66,8 +66,12 @@ pub const TARGET_LEAF: usize = 128;
 /// alone, so the results do not depend on the thread count).
 pub const TASK_TARGETS: usize = 2048;
 
-/// Coefficients per multi-index for the three components (the fourth lane pads the loops to four wide).
+/// Coefficients per multi-index for the three components (the fourth lane pads the loops to four wide): a
+/// local expansion.
 type Coeffs = [[f64; 4]; NT];
+
+/// A multipole: coefficients of the orders below [`ORDER`] (see [`NM`]), laid out as [`Coeffs`].
+type Multipole = [[f64; 4]; NM];
 
 /// Multi-index bookkeeping for the f64 expansions, built once.
 struct Tables {
@@ -181,13 +185,14 @@ const MONOMIAL_STEPS: [(usize, usize, f64); NT] = {
     steps
 };
 
-/// `yⁿ / n!` for every multi-index.
+/// `yⁿ / n!` for the multi-indices of order below [`ORDER`] (all that the multipoles, the shifts and the
+/// evaluation at a target use; see [`NM`]).
 #[inline]
-fn monomials(y: DVec3) -> [f64; NT] {
+fn monomials(y: DVec3) -> [f64; NM] {
     let y = y.to_array();
-    let mut m = [0.0; NT];
+    let mut m = [0.0; NM];
     m[0] = 1.0;
-    for n in 1..NT {
+    for n in 1..NM {
         let (i, back, inv) = MONOMIAL_STEPS[n];
         m[n] = m[back] * y[i] * inv;
     }
@@ -226,9 +231,9 @@ fn derivatives(t: &Tables, r: DVec3, s2: f64) -> [f64; NT] {
 
 /// `out[k + m] += weight[m] · c[k]` over `|k| + |m| ≤ ORDER`: a multipole's shift to a new centre (with
 /// the monomials of the new centre minus the old).
-fn shift_up(t: &Tables, c: &Coeffs, weight: &[f64; NT], out: &mut Coeffs) {
-    for k in 0..NT {
-        let row = &t.sum[k][..t.upto[ORDER - t.degree[k]]];
+fn shift_up(t: &Tables, c: &Multipole, weight: &[f64; NM], out: &mut Multipole) {
+    for k in 0..NM {
+        let row = &t.sum[k][..t.upto[ORDER - 1 - t.degree[k]]];
         for (&s, &w) in row.iter().zip(weight) {
             let o = &mut out[s as usize];
             for q in 0..4 {
@@ -513,8 +518,8 @@ fn stage_multipoles(cells: &[&SourceCell; BATCH], m: &mut [[Lanes; 3]; NM4]) {
 
 /// `out[k] += Σₘ w[m] · c[k + m]` with scalar weights and vector coefficients: a local expansion shifted
 /// to a child's centre (w the monomials of the offset).
-fn shift_down(t: &Tables, c: &Coeffs, w: &[f64; NT], out: &mut Coeffs) {
-    for k in 0..NT {
+fn shift_down(t: &Tables, c: &Coeffs, w: &[f64; NM], out: &mut Coeffs) {
+    for k in 1..NT {
         let row = &t.sum[k][..t.upto[ORDER - t.degree[k]]];
         let mut acc = [0.0; 4];
         for (&s, &w) in row.iter().zip(w) {
@@ -542,7 +547,7 @@ pub(super) struct SourceCell {
     sigma: f64,
     /// The multipole `Mⁿ = Σⱼ αⱼ (c − xⱼ)ⁿ / n!` of the module's doc (the cell-to-cell term's sign is in
     /// the `c − xⱼ`).
-    multipole: Coeffs,
+    multipole: Multipole,
     /// The multipole in f32, as the cell-to-cell terms read it.
     multipole32: [[f32; 4]; NM4],
 }
@@ -553,7 +558,7 @@ static EMPTY: SourceCell = SourceCell {
     radius: 0.0,
     s2: 1.0,
     sigma: 0.0,
-    multipole: [[0.0; 4]; NT],
+    multipole: [[0.0; 4]; NM],
     multipole32: [[0.0; 4]; NM4],
 };
 
@@ -574,7 +579,7 @@ pub(super) fn source_cells(
                 radius: 0.0,
                 s2,
                 sigma: 0.0,
-                multipole: [[0.0; 4]; NT],
+                multipole: [[0.0; 4]; NM],
                 multipole32: [[0.0; 4]; NM4],
             };
             if node.children == 0 {
@@ -599,7 +604,7 @@ pub(super) fn source_cells(
             continue;
         }
         let centre = cells[k].centre;
-        let mut multipole = [[0.0; 4]; NT];
+        let mut multipole = [[0.0; 4]; NM];
         let mut radius: f64 = 0.0;
         let mut sigma: f64 = 0.0;
         for ch in &cells[node.first_child..node.first_child + node.children] {
@@ -898,7 +903,7 @@ pub(super) fn evaluate(
 /// The curl of ψ, and its gradient when `want_jac`, from the local expansion `l` at the point whose
 /// monomials are `w` (without the factor 1/4π).
 #[inline]
-fn local_field(t: &Tables, l: &Coeffs, w: &[f64; NT], want_jac: bool) -> (DVec3, [f64; 9]) {
+fn local_field(t: &Tables, l: &Coeffs, w: &[f64; NM], want_jac: bool) -> (DVec3, [f64; 9]) {
     // g[j][q] = ∂ⱼ ψ_q.
     let mut g = [[0.0; 4]; 3];
     for (k, &wk) in w.iter().enumerate().take(t.upto[ORDER - 1]) {
@@ -1017,7 +1022,7 @@ mod tests {
                 continue;
             }
             inner += 1;
-            let mut direct = [[0.0; 4]; NT];
+            let mut direct = [[0.0; 4]; NM];
             for &(x, a, _) in own {
                 let w = monomials(cell.centre - x);
                 for (m, &w) in direct.iter_mut().zip(&w) {
@@ -1027,7 +1032,7 @@ mod tests {
                 }
             }
             let weight: f64 = own.iter().map(|v| v.1.length()).sum();
-            for k in 0..NT {
+            for k in 0..NM {
                 let scale = weight * node.width.powi(t.degree[k] as i32);
                 for q in 0..3 {
                     let (got, want) = (cell.multipole[k][q], direct[k][q]);
@@ -1058,7 +1063,7 @@ mod tests {
                     radius: 0.0,
                     s2: 1e-3 * l as f64,
                     sigma: 0.0,
-                    multipole: [[0.0; 4]; NT],
+                    multipole: [[0.0; 4]; NM],
                     multipole32,
                 }
             })
