@@ -142,6 +142,21 @@ impl Sources {
             });
     }
 
+    /// Clears and refills with the sources of `ranges` of `from`, in order, and pads: a near list made one
+    /// run, so that the pair loops meet one partial lane array instead of one per range.
+    pub fn gather(&mut self, from: &Sources, ranges: &[(usize, usize)]) {
+        self.clear(from.origin);
+        for (col, src) in self.columns().into_iter().zip([
+            &from.x, &from.y, &from.z, &from.ax, &from.ay, &from.az, &from.s2,
+        ]) {
+            for &(start, end) in ranges {
+                col.extend_from_slice(&src[start..end]);
+            }
+        }
+        self.len = self.x.len();
+        self.pad();
+    }
+
     /// Stored sources including padding.
     pub fn padded_len(&self) -> usize {
         self.x.len()

@@ -846,6 +846,7 @@ pub(super) fn evaluate(
             group_by_target(&mut lists.direct, root, size);
             let mut out = Vec::with_capacity(tc[root].end - tc[root].start);
             let mut ranges: Vec<(usize, usize)> = Vec::new();
+            let mut near = Sources::default();
             let mut pairs = 0u64;
             let mut next = 0;
             for a in root..root + size {
@@ -866,9 +867,11 @@ pub(super) fn evaluate(
                 let members = &keys[cell.start..cell.end];
                 pairs += (members.len() * ranges.iter().map(|r| r.1 - r.0).sum::<usize>()) as u64;
                 let l = &local[a - root];
+                near.gather(src.sorted, &ranges);
+                let run = [(0, near.len)];
                 for tile in members.chunks(TILE) {
                     let rel = tile_targets(targets, tile, origin);
-                    let (uv, jv) = near_tile(src.sorted, &ranges, &rel, tile.len(), want_jac);
+                    let (uv, jv) = near_tile(&near, &run, &rel, tile.len(), want_jac);
                     for (m, &(_, i)) in tile.iter().enumerate() {
                         let w = monomials(targets[i as usize] - cell.centre);
                         let (fu, fj) = local_field(t, l, &w, want_jac);
