@@ -15,7 +15,8 @@
 //! - multipole of a cell about its centre `c` (the circulation-weighted centre of the treecode):
 //!   `Mⁿ = Σⱼ αⱼ (c − xⱼ)ⁿ / n!`, shifted to a parent's centre exactly;
 //! - cell-to-cell: `Lᵏ += Σₙ Mⁿ ∂ⁿ⁺ᵏh(|R|²)` at `R = z − c` (z the target cell's centre), the terms with
-//!   `|n| + |k| ≤ p` ([`ORDER`]);
+//!   `|n| + |k| ≤ p` ([`ORDER`]) and `|k| ≥ 1`: the velocity needs only derivatives of ψ, so `L⁰` is never
+//!   formed, and the multipoles stop at order p − 1 ([`NM`] coefficients);
 //! - local to child: `L'ᵏ = Σₘ tᵐ/m! Lᵏ⁺ᵐ`, `t` the child's centre minus the parent's;
 //! - at a target `z + y`: `∂ⱼψ = Σₖ yᵏ/k! Lᵏ⁺ᵉʲ`, and the gradient from `Lᵏ⁺ᵉʲ⁺ᵉˡ`.
 //!
@@ -30,8 +31,9 @@
 //! the nearest, densest cells, whose terms dominate a target's velocity: on 10⁵ random vortons at θ = 0.8
 //! it brings the RMS error from 9.2e-3 to 9.3e-4 (`vpm_tree_sweep`, docs/PERFORMANCE.md).
 //!
-//! **Precision.** Moments and local expansions are f64; the cell-to-cell terms, the bulk of the work, run
-//! in f32 sixteen vorton cells at a time (as the direct sums do), each cell's lanes summed in a fixed order.
+//! **Precision.** Moments and local expansions are f64; the cell-to-cell terms, the bulk of the far-field
+//! work, run in f32 sixteen vorton cells at a time (as the direct sums do), each cell's lanes summed in a
+//! fixed order. Each target leaf's near vortons are gathered into one run before its direct sums.
 //!
 //! **Determinism.** The target tree is cut into subtrees of at most [`TASK_TARGETS`] targets, a cut that
 //! depends on the targets alone; each subtree runs the dual traversal against the whole vorton tree, then
@@ -53,13 +55,14 @@ pub const ORDER: usize = 5;
 const NT: usize = (ORDER + 1) * (ORDER + 2) * (ORDER + 3) / 6;
 
 /// Least gap between accepted cells, in core radii (the largest of the vorton cell). On 10⁵ random vortons
-/// at θ = 0.8 (RMS error, time): no gap 9.2e-3 in 108 ms, 3σ 2.4e-3 in 135 ms, 4σ 1.5e-3 in 147 ms, 5σ
-/// 9.3e-4 in 177 ms; smaller θ reaches the same errors later.
+/// at θ = 0.8 (RMS error): no gap 9.2e-3, 3σ 2.4e-3, 4σ 1.5e-3, 5σ 9.3e-4; smaller θ reaches the same
+/// errors later (docs/PERFORMANCE.md).
 pub const GAP: f64 = 5.0;
 
 /// Most targets in a leaf of the target tree. Its cells share one local expansion each, so larger leaves
 /// mean fewer cell-to-cell terms and more direct pairs: at 10⁵ vortons (`vpm_tree_sweep`, θ = 0.8) 128
-/// measured fastest of 64, 96, 128, 192 and 256.
+/// measured fastest of 64, 96, 128, 192 and 256, and still as fast as 160 and 192 after the cell-to-cell
+/// terms became 2.4× cheaper (256 then exceeds an RMS error of 1e-3).
 pub const TARGET_LEAF: usize = 128;
 
 /// Target subtrees of at most this many targets are the parallel tasks (a cut that depends on the targets
