@@ -447,8 +447,20 @@ impl Tree {
                 self.moments.iter().map(|m| (m.centre, m.s2)).collect();
             self.cells = fmm::source_cells(&self.nodes, &centres, &self.gathered);
         }
-        let (lo, width) = cube(targets);
-        let tk = sorted_keys_in(lo, width, std::mem::take(&mut self.target_keys), targets);
+        // At the vortons themselves (the usual case) the targets' keys are the vortons' own.
+        let at_vortons = targets.len() == self.gathered.len()
+            && self
+                .keys
+                .par_iter()
+                .zip(&self.gathered)
+                .all(|(&(_, j), v)| targets[j as usize] == v.0);
+        let mut tk = std::mem::take(&mut self.target_keys);
+        if at_vortons {
+            tk.clone_from(&self.keys);
+        } else {
+            let (lo, width) = cube(targets);
+            tk = sorted_keys_in(lo, width, tk, targets);
+        }
         let source = fmm::SourceTree {
             nodes: &self.nodes,
             cells: &self.cells,
