@@ -210,6 +210,17 @@ fn blocks(src: &Sources, start: usize, end: usize) -> Blocks<'_> {
     })
 }
 
+/// The lane arrays of `start..end` (a multiple of [`LANES`] long), one `[x, y, z, αx, αy, αz, σ²]` each.
+#[inline(always)]
+fn lane_arrays(
+    src: &Sources,
+    start: usize,
+    end: usize,
+) -> impl Iterator<Item = [&[f32; LANES]; 7]> {
+    let columns = blocks(src, start, end);
+    (0..columns[0].len()).map(move |b| columns.map(|c| &c[b]))
+}
+
 /// Adds the velocity kernel of the sources `start..end` at the `T` targets to the lane sums `acc`: whole
 /// lane arrays from `start`, then a last partial one whose lanes past `end` are masked out. The sums are
 /// held in registers for the range (a local copy, so the compiler need not keep them in memory) and the
@@ -352,12 +363,7 @@ fn gradient_blocks<const MASKED: bool>(
     u: &mut [[f32; LANES]; 3],
     jac: &mut [[f32; LANES]; 9],
 ) {
-    let [x, y, z, bx, by, bz, bs2] = blocks(src, start, end);
-    let n = x.len();
-    let (y, z, bx, by, bz, bs2) = (&y[..n], &z[..n], &bx[..n], &by[..n], &bz[..n], &bs2[..n]);
-    for b in 0..n {
-        let (sx, sy, sz, s2) = (&x[b], &y[b], &z[b], &bs2[b]);
-        let (ax, ay, az) = (&bx[b], &by[b], &bz[b]);
+    for [sx, sy, sz, ax, ay, az, s2] in lane_arrays(src, start, end) {
         for l in 0..LANES {
             let r = [t[0] - sx[l], t[1] - sy[l], t[2] - sz[l]];
             let r2 = r[0].mul_add(r[0], r[1].mul_add(r[1], r[2] * r[2]));
@@ -468,12 +474,7 @@ fn potential_blocks<const MASKED: bool>(
     t: [f32; 3],
     p: &mut [[f32; LANES]; 3],
 ) {
-    let [x, y, z, bx, by, bz, bs2] = blocks(src, start, end);
-    let n = x.len();
-    let (y, z, bx, by, bz, bs2) = (&y[..n], &z[..n], &bx[..n], &by[..n], &bz[..n], &bs2[..n]);
-    for b in 0..n {
-        let (sx, sy, sz, s2) = (&x[b], &y[b], &z[b], &bs2[b]);
-        let (ax, ay, az) = (&bx[b], &by[b], &bz[b]);
+    for [sx, sy, sz, ax, ay, az, s2] in lane_arrays(src, start, end) {
         for l in 0..LANES {
             let rx = t[0] - sx[l];
             let ry = t[1] - sy[l];
