@@ -16,7 +16,7 @@
 //!   `Mⁿ = Σⱼ αⱼ (c − xⱼ)ⁿ / n!`, shifted to a parent's centre exactly;
 //! - cell-to-cell: `Lᵏ += Σₙ Mⁿ ∂ⁿ⁺ᵏh(|R|²)` at `R = z − c` (z the target cell's centre), the terms with
 //!   `|n| + |k| ≤ p` ([`ORDER`]) and `|k| ≥ 1`: the velocity needs only derivatives of ψ, so `L⁰` is never
-//!   formed, and the multipoles stop at order p − 1 ([`NM`] coefficients);
+//!   formed, and the multipoles stop at order p − 1 (35 coefficients at p = 5);
 //! - local to child: `L'ᵏ = Σₘ tᵐ/m! Lᵏ⁺ᵐ`, `t` the child's centre minus the parent's;
 //! - at a target `z + y`: `∂ⱼψ = Σₖ yᵏ/k! Lᵏ⁺ᵉʲ`, and the gradient from `Lᵏ⁺ᵉʲ⁺ᵉˡ`.
 //!
