@@ -45,7 +45,6 @@ use super::biot_savart::{Sources, FOUR_PI_INV, TILE};
 use super::tree::{near_tile, octants, tile_targets, Node, Vorton, LEVELS};
 use glam::DVec3;
 use rayon::prelude::*;
-use std::sync::OnceLock;
 
 /// Expansion order p: the cell-to-cell terms keep `|n| + |k| ≤ p`, so the potential is accurate to about
 /// `θᵖ⁺¹` and the velocity to `θᵖ`.
@@ -75,16 +74,6 @@ type Coeffs = [[f64; 4]; NT];
 
 /// A multipole: coefficients of the orders below [`ORDER`] (see [`NM`]), laid out as [`Coeffs`].
 type Multipole = [[f64; 4]; NM];
-
-/// Multi-index bookkeeping for the f64 expansions, built once.
-struct Tables {
-    /// Order `|n|` of each multi-index (they are listed by order).
-    degree: [usize; NT],
-    /// `upto[q]`: how many multi-indices have order ≤ q.
-    upto: [usize; ORDER + 1],
-    /// `sum[k][n]`: the index of `k + n` where `|k| + |n| ≤ ORDER`.
-    sum: Vec<[u16; NT]>,
-}
 
 /// The multi-indices of order ≤ [`ORDER`], by order, x-heaviest first: `(0,0,0)`, `(1,0,0)`, `(0,1,0)`,
 /// `(0,0,1)`, `(2,0,0)`, …
@@ -154,27 +143,21 @@ const fn lower(n: usize, i: usize, twice: bool) -> usize {
     index_of(m)
 }
 
-fn tables() -> &'static Tables {
-    static T: OnceLock<Tables> = OnceLock::new();
-    T.get_or_init(|| {
-        let degree = std::array::from_fn(order_of);
-        let upto = std::array::from_fn(upto);
-        let sum = LIST
-            .iter()
-            .map(|&k| {
-                let mut row = [NT as u16; NT];
-                for (j, &n) in LIST.iter().enumerate() {
-                    let s = index_of([k[0] + n[0], k[1] + n[1], k[2] + n[2]]);
-                    if s < NT {
-                        row[j] = s as u16;
-                    }
-                }
-                row
-            })
-            .collect();
-        Tables { degree, upto, sum }
-    })
-}
+/// `SUMS[k][n]`: the index of the multi-index `k + n`, or [`NT`] when its order exceeds [`ORDER`].
+const SUMS: [[u16; NT]; NT] = {
+    let mut sums = [[0; NT]; NT];
+    let mut k = 0;
+    while k < NT {
+        let mut n = 0;
+        while n < NT {
+            let (a, b) = (LIST[k], LIST[n]);
+            sums[k][n] = index_of([a[0] + b[0], a[1] + b[1], a[2] + b[2]]) as u16;
+            n += 1;
+        }
+        k += 1;
+    }
+    sums
+};
 
 /// For [`monomials`]: each multi-index's step axis `i`, the index of `n − eᵢ`, and `1/nᵢ`.
 const MONOMIAL_STEPS: [(usize, usize, f64); NT] = {
@@ -205,7 +188,7 @@ fn monomials(y: DVec3) -> [f64; NM] {
 /// `∂ⁿ h(|r|²)` for every multi-index, in f64, by the recurrence of the module's doc: the reference the
 /// tests check the batched f32 terms against.
 #[cfg(test)]
-fn derivatives(t: &Tables, r: DVec3, s2: f64) -> [f64; NT] {
+fn derivatives(r: DVec3, s2: f64) -> [f64; NT] {
     let u = r.length_squared() + s2;
     let r = r.to_array();
     // d[j][n] = ∂ⁿ D⁽ʲ⁾, needed for |n| ≤ ORDER − j.
@@ -221,7 +204,7 @@ fn derivatives(t: &Tables, r: DVec3, s2: f64) -> [f64; NT] {
     for n in 1..NT {
         let (i, ni) = step_axis(n);
         let (back1, back2) = (lower(n, i, false), lower(n, i, true));
-        for j in 0..=ORDER - t.degree[n] {
+        for j in 0..=ORDER - order_of(n) {
             let mut v = r[i] * d[j + 1][back1];
             if back2 < NT {
                 v += (ni as f64 - 1.0) * d[j + 1][back2];
@@ -234,9 +217,9 @@ fn derivatives(t: &Tables, r: DVec3, s2: f64) -> [f64; NT] {
 
 /// `out[k + m] += weight[m] · c[k]` over `|k| + |m| ≤ ORDER`: a multipole's shift to a new centre (with
 /// the monomials of the new centre minus the old).
-fn shift_up(t: &Tables, c: &Multipole, weight: &[f64; NM], out: &mut Multipole) {
+fn shift_up(c: &Multipole, weight: &[f64; NM], out: &mut Multipole) {
     for k in 0..NM {
-        let row = &t.sum[k][..t.upto[ORDER - 1 - t.degree[k]]];
+        let row = &SUMS[k][..upto(ORDER - 1 - order_of(k))];
         for (&s, &w) in row.iter().zip(weight) {
             let o = &mut out[s as usize];
             for q in 0..4 {
@@ -322,24 +305,6 @@ const RECURRENCE: [Step; NSTEPS] = {
     }
     assert!(s == NSTEPS);
     steps
-};
-
-/// `SUM[k][n]`: the index of `k + n` for `|k| ≥ 1` and `|k| + |n| ≤ ORDER` (so `|n| < ORDER`), else 0.
-const SUM: [[u8; NM]; NT] = {
-    let mut sum = [[0; NM]; NT];
-    let mut k = 1;
-    while k < NT {
-        let mut n = 0;
-        while n < NM {
-            if order_of(k) + order_of(n) <= ORDER {
-                let (a, b) = (LIST[k], LIST[n]);
-                sum[k][n] = index_of([a[0] + b[0], a[1] + b[1], a[2] + b[2]]) as u8;
-            }
-            n += 1;
-        }
-        k += 1;
-    }
-    sum
 };
 
 /// Buffers of [`expand_batch`], reused: the batch's multipoles lane by lane and the derivative table.
@@ -439,7 +404,7 @@ fn recurrence_step<const I: usize>(r: &[Lanes; 3], d: &mut [Lanes; DZERO + 1]) {
     }
 }
 
-/// `acc[k][q] += Σₙ m[n][q] · D[SUM[k][n]]` lane by lane for the `KB` rows from `k0`, whose terms run over
+/// `acc[k][q] += Σₙ m[n][q] · D[SUMS[k][n]]` lane by lane for the `KB` rows from `k0`, whose terms run over
 /// the first `LEN` multipole coefficients; the rows' sums stay in registers through the terms.
 #[inline(always)]
 fn rows<const KB: usize, const LEN: usize>(
@@ -451,7 +416,7 @@ fn rows<const KB: usize, const LEN: usize>(
     let mut a: [[Lanes; 3]; KB] = std::array::from_fn(|i| acc[k0 + i]);
     for (n, mn) in m.iter().enumerate().take(LEN) {
         for (i, ai) in a.iter_mut().enumerate() {
-            let dv = &d[usize::from(SUM[k0 + i][n]).min(DZERO)];
+            let dv = &d[usize::from(SUMS[k0 + i][n]).min(DZERO)];
             for q in 0..3 {
                 for l in 0..BATCH {
                     ai[q][l] = mn[q][l].mul_add(dv[l], ai[q][l]);
@@ -521,9 +486,9 @@ fn stage_multipoles(cells: &[&SourceCell; BATCH], m: &mut [[Lanes; 3]; NM4]) {
 
 /// `out[k] += Σₘ w[m] · c[k + m]` with scalar weights and vector coefficients: a local expansion shifted
 /// to a child's centre (w the monomials of the offset).
-fn shift_down(t: &Tables, c: &Coeffs, w: &[f64; NM], out: &mut Coeffs) {
+fn shift_down(c: &Coeffs, w: &[f64; NM], out: &mut Coeffs) {
     for k in 1..NT {
-        let row = &t.sum[k][..t.upto[ORDER - t.degree[k]]];
+        let row = &SUMS[k][..upto(ORDER - order_of(k))];
         let mut acc = [0.0; 4];
         for (&s, &w) in row.iter().zip(w) {
             let v = &c[s as usize];
@@ -572,7 +537,6 @@ pub(super) fn source_cells(
     centres: &[(DVec3, f64)],
     vortons: &[Vorton],
 ) -> Vec<SourceCell> {
-    let t = tables();
     let mut cells: Vec<SourceCell> = nodes
         .par_iter()
         .zip(centres)
@@ -612,7 +576,6 @@ pub(super) fn source_cells(
         let mut sigma: f64 = 0.0;
         for ch in &cells[node.first_child..node.first_child + node.children] {
             shift_up(
-                t,
                 &ch.multipole,
                 &monomials(centre - ch.centre),
                 &mut multipole,
@@ -780,7 +743,6 @@ pub(super) fn evaluate(
     keys: &[(u64, u32)],
     want_jac: bool,
 ) -> (Vec<Field>, Counts) {
-    let t = tables();
     let n = targets.len();
     if n == 0 {
         return (Vec::new(), Counts::default());
@@ -841,7 +803,7 @@ pub(super) fn evaluate(
                 let parent = local[a - root];
                 for c in children(tc, a) {
                     let w = monomials(tc[c].centre - tc[a].centre);
-                    shift_down(t, &parent, &w, &mut local[c - root]);
+                    shift_down(&parent, &w, &mut local[c - root]);
                     touched[c - root] = true;
                 }
             }
@@ -877,7 +839,7 @@ pub(super) fn evaluate(
                     let (uv, jv) = near_tile(&near, &run, &rel, tile.len(), want_jac);
                     for (m, &(_, i)) in tile.iter().enumerate() {
                         let w = monomials(targets[i as usize] - cell.centre);
-                        let (fu, fj) = local_field(t, l, &w, want_jac);
+                        let (fu, fj) = local_field(l, &w, want_jac);
                         let u = DVec3::from_array(uv[m].map(f64::from)) + fu;
                         let mut g = [0.0; 9];
                         if want_jac {
@@ -909,12 +871,12 @@ pub(super) fn evaluate(
 /// The curl of ψ, and its gradient when `want_jac`, from the local expansion `l` at the point whose
 /// monomials are `w` (without the factor 1/4π).
 #[inline]
-fn local_field(t: &Tables, l: &Coeffs, w: &[f64; NM], want_jac: bool) -> (DVec3, [f64; 9]) {
+fn local_field(l: &Coeffs, w: &[f64; NM], want_jac: bool) -> (DVec3, [f64; 9]) {
     // g[j][q] = ∂ⱼ ψ_q.
     let mut g = [[0.0; 4]; 3];
-    for (k, &wk) in w.iter().enumerate().take(t.upto[ORDER - 1]) {
+    for (k, &wk) in w.iter().enumerate().take(upto(ORDER - 1)) {
         for (j, gj) in g.iter_mut().enumerate() {
-            let c = &l[t.sum[k][1 + j] as usize];
+            let c = &l[SUMS[k][1 + j] as usize];
             for q in 0..4 {
                 gj[q] = wk.mul_add(c[q], gj[q]);
             }
@@ -925,10 +887,10 @@ fn local_field(t: &Tables, l: &Coeffs, w: &[f64; NM], want_jac: bool) -> (DVec3,
     if want_jac {
         // h[j][l][q] = ∂ₗ∂ⱼ ψ_q, from the second-order multi-index e_j + e_l.
         let mut h = [[[0.0; 4]; 3]; 3];
-        for (k, &wk) in w.iter().enumerate().take(t.upto[ORDER - 2]) {
+        for (k, &wk) in w.iter().enumerate().take(upto(ORDER - 2)) {
             for (j, hj) in h.iter_mut().enumerate() {
                 for (m, hjm) in hj.iter_mut().enumerate() {
-                    let c = &l[t.sum[k][t.sum[1 + j][1 + m] as usize] as usize];
+                    let c = &l[SUMS[k][SUMS[1 + j][1 + m] as usize] as usize];
                     for q in 0..4 {
                         hjm[q] = wk.mul_add(c[q], hjm[q]);
                     }
@@ -954,12 +916,11 @@ mod tests {
     /// and `∂ₓh = 2x h'(s)` with `h'(s) = −(s + 5σ²/2)(s + σ²)^(−5/2)/2`. f64 rounding only: 1e-12.
     #[test]
     fn derivatives_match_closed_forms() {
-        let t = tables();
         let index = |n: [usize; 3]| LIST.iter().position(|&m| m == n).expect("listed");
         let r = DVec3::new(0.3, -0.7, 1.1);
         let (x, y, z, r2) = (r.x, r.y, r.z, r.length_squared());
         let len = r2.sqrt();
-        let d = derivatives(t, r, 0.0);
+        let d = derivatives(r, 0.0);
         let close = |a: f64, b: f64| (a - b).abs() <= 1e-12 * b.abs().max(1.0);
         assert!(close(d[0], 1.0 / len));
         assert!(close(d[index([1, 0, 0])], -x / len.powi(3)));
@@ -967,7 +928,7 @@ mod tests {
         assert!(close(d[index([2, 0, 0])], (3.0 * x * x - r2) / len.powi(5)));
         assert!(close(d[index([1, 1, 1])], -15.0 * x * y * z / len.powi(7)));
         let s2 = 0.04;
-        let d = derivatives(t, r, s2);
+        let d = derivatives(r, s2);
         let u = r2 + s2;
         assert!(close(d[0], (r2 + 1.5 * s2) / u.powf(1.5)));
         let h1 = -0.5 * (r2 + 2.5 * s2) / u.powf(2.5);
@@ -978,17 +939,15 @@ mod tests {
     /// 1e-8 relative, rounding about 1e-12 / 1e-4), with and without a core.
     #[test]
     fn derivatives_are_consistent_differences() {
-        let t = tables();
         let r = DVec3::new(-0.45, 0.62, 0.38);
         let h = 1e-4;
         for s2 in [0.0, 0.01] {
-            let d = derivatives(t, r, s2);
+            let d = derivatives(r, s2);
             for n in 1..NT {
                 let i = step_axis(n).0;
                 let back1 = lower(n, i, false);
                 let step = DVec3::AXES[i] * h;
-                let diff = (derivatives(t, r + step, s2)[back1]
-                    - derivatives(t, r - step, s2)[back1])
+                let diff = (derivatives(r + step, s2)[back1] - derivatives(r - step, s2)[back1])
                     / (2.0 * h);
                 assert!(
                     (diff - d[n]).abs() <= 1e-6 * d[n].abs().max(1.0),
@@ -1017,7 +976,6 @@ mod tests {
         let mut u = vec![DVec3::ZERO; 4];
         tree.evaluate(&params, &p[..4], &mut u, None);
         let (nodes, cells, vortons) = tree.fmm_parts();
-        let t = tables();
         let mut inner = 0;
         for (node, cell) in nodes.iter().zip(cells) {
             let own = &vortons[node.start..node.end];
@@ -1039,7 +997,7 @@ mod tests {
             }
             let weight: f64 = own.iter().map(|v| v.1.length()).sum();
             for k in 0..NM {
-                let scale = weight * node.width.powi(t.degree[k] as i32);
+                let scale = weight * node.width.powi(order_of(k) as i32);
                 for q in 0..3 {
                     let (got, want) = (cell.multipole[k][q], direct[k][q]);
                     assert!(
@@ -1058,7 +1016,6 @@ mod tests {
     /// own coefficient `L⁰` is not computed and stays zero.
     #[test]
     fn batch_terms_are_the_kernel_derivatives() {
-        let t = tables();
         let z = DVec3::new(0.2, 0.1, -0.3);
         let cells: Vec<SourceCell> = (0..BATCH)
             .map(|l| {
@@ -1079,11 +1036,11 @@ mod tests {
         let mut acc = Box::new([[[0f32; BATCH]; 3]; NT]);
         expand_batch(z, &batch, &mut scratch, &mut acc);
         for (l, c) in cells.iter().enumerate() {
-            let d = derivatives(t, z - c.centre, c.s2);
+            let d = derivatives(z - c.centre, c.s2);
             assert_eq!(acc[0], [[0.0; BATCH]; 3]);
             for k in 1..NT {
                 let scale = (0..NT)
-                    .filter(|&j| t.degree[j] == t.degree[k])
+                    .filter(|&j| order_of(j) == order_of(k))
                     .map(|j| d[j].abs())
                     .fold(0.0, f64::max);
                 let got = f64::from(acc[k][0][l]);
