@@ -106,15 +106,17 @@ pub fn sum_n<const K: usize>(n: usize, f: impl Fn(usize) -> [f64; K] + Sync + Se
     )
 }
 
+/// The larger of `a` and `b`, NaN when either is (`f64::max` would drop the NaN and hide a blow-up).
+pub fn nan_max(a: f64, b: f64) -> f64 {
+    if a.is_nan() || b.is_nan() {
+        f64::NAN
+    } else {
+        a.max(b)
+    }
+}
+
 /// Maximum of `f(i)` over `0..n` (`-inf` when empty; NaN-propagating so that a blow-up is never hidden).
 pub fn max(n: usize, f: impl Fn(usize) -> f64 + Sync + Send) -> f64 {
-    let nan_max = |a: f64, b: f64| {
-        if a.is_nan() || b.is_nan() {
-            f64::NAN
-        } else {
-            a.max(b)
-        }
-    };
     reduce(
         n,
         REDUCE_CHUNK,

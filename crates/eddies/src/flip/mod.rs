@@ -118,6 +118,18 @@ pub struct FlipSim<const D: usize> {
     timer: StageTimer,
 }
 
+/// What [`FlipSim::measure_state`] finds in one pass over the particles.
+struct Measured<const D: usize> {
+    /// Kinetic energy (J, or J/m in 2D).
+    kinetic: f64,
+    /// Momentum (kg·m/s, or per metre of depth in 2D).
+    momentum: [f64; D],
+    /// Largest speed (m/s).
+    max_speed: f64,
+    /// Whether a velocity, or with closed walls a position, is not finite.
+    broken: bool,
+}
+
 /// Relative residual of the volume correction's solve (see [`FlipSim::volume_correction`]).
 const VOLUME_TOLERANCE: f64 = 1e-2;
 
@@ -406,24 +418,50 @@ impl<const D: usize> FlipSim<D> {
 
     /// Total particle kinetic energy (J, or J/m in 2D), momentum and largest speed (m/s).
     fn measure(&self) -> (f64, [f64; D], f64) {
+        let m = self.measure_state();
+        (m.kinetic, m.momentum, m.max_speed)
+    }
+
+    /// [`measure`](Self::measure) and whether a particle holds a non-finite velocity (or, with closed walls,
+    /// position), in one pass over the particles. Sums add sequentially within each chunk of
+    /// [`par::REDUCE_CHUNK`] and then chunk by chunk, as [`par::sum_n`] does; the largest speed is the square
+    /// root of the largest squared speed, the same bits as the largest root since rounding is monotonic.
+    fn measure_state(&self) -> Measured<D> {
         let p = &self.particles;
-        let m = self.particle_mass;
-        let sums = par::sum_n::<4>(p.len(), |i| {
-            let v = p.velocity(i);
-            let mut out = [0.0; 4];
-            out[0] = v.iter().map(|x| x * x).sum();
-            out[1..=D].copy_from_slice(&v);
-            out
-        });
-        let max = par::max(p.len(), |i| {
-            let v = p.velocity(i);
-            v.iter().map(|x| x * x).sum::<f64>().sqrt()
-        });
-        (
-            0.5 * m * sums[0],
-            std::array::from_fn(|k| m * sums[k + 1]),
-            if p.is_empty() { 0.0 } else { max },
-        )
+        let mass = self.particle_mass;
+        let closed = self.cfg.boundary == Boundary::Closed;
+        // Per chunk: Σ|v|², Σv, the largest |v|² (NaN-propagating) and whether something is not finite.
+        type Partial<const D: usize> = ([f64; D], f64, f64, bool);
+        let combine = |a: Partial<D>, b: Partial<D>| -> Partial<D> {
+            (
+                std::array::from_fn(|k| a.0[k] + b.0[k]),
+                a.1 + b.1,
+                par::nan_max(a.2, b.2),
+                a.3 || b.3,
+            )
+        };
+        let identity: Partial<D> = ([0.0; D], 0.0, f64::NEG_INFINITY, false);
+        let (momentum, squares, max2, broken) = par::reduce(
+            p.len(),
+            par::REDUCE_CHUNK,
+            identity,
+            |r| {
+                r.fold(identity, |acc, i| {
+                    let v = p.velocity(i);
+                    let v2: f64 = v.iter().map(|x| x * x).sum();
+                    let bad = v.iter().any(|x| !x.is_finite())
+                        || (closed && (0..D).any(|k| !p.pos[k][i].is_finite()));
+                    combine(acc, (v, v2, v2, bad))
+                })
+            },
+            combine,
+        );
+        Measured {
+            kinetic: 0.5 * mass * squares,
+            momentum: momentum.map(|x| mass * x),
+            max_speed: if p.is_empty() { 0.0 } else { max2.sqrt() },
+            broken,
+        }
     }
 
     /// Total momentum of the particles (kg·m/s, per metre of depth in 2D).
@@ -816,23 +854,6 @@ impl<const D: usize> FlipSim<D> {
         Ok(true)
     }
 
-    fn broken(&self) -> bool {
-        let p = &self.particles;
-        par::reduce(
-            p.len(),
-            par::REDUCE_CHUNK,
-            false,
-            |r| {
-                r.into_iter().any(|i| {
-                    (0..D).any(|k| !p.vel[k][i].is_finite())
-                        || (self.cfg.boundary == Boundary::Closed
-                            && (0..D).any(|k| !p.pos[k][i].is_finite()))
-                })
-            },
-            |a, b| a || b,
-        )
-    }
-
     fn interior_field(&self, signed: bool, f: impl Fn(usize) -> f64) -> Field {
         Field {
             shape: self.cfg.resolution.iter().rev().copied().collect(),
@@ -908,7 +929,12 @@ impl<const D: usize> Simulation for FlipSim<D> {
         }
         self.steps += 1;
         let t = Instant::now();
-        let (kinetic, momentum, max_speed) = self.measure();
+        let Measured {
+            kinetic,
+            momentum,
+            max_speed,
+            broken,
+        } = self.measure_state();
         let fluid_cells = self.flags.count(CellFlag::Fluid);
         let volume = self.fluid_volume();
         let div_after = par::max(self.div_after.len(), |i| {
@@ -920,7 +946,7 @@ impl<const D: usize> Simulation for FlipSim<D> {
         });
         self.timer
             .add("diagnostics", t.elapsed().as_secs_f64() * 1e3);
-        if !(kinetic.is_finite() && max_speed.is_finite()) || self.broken() {
+        if !(kinetic.is_finite() && max_speed.is_finite()) || broken {
             return Err(SimError::Diverged {
                 stage: "advect",
                 step: self.steps,
