@@ -118,7 +118,7 @@ pub struct FlipSim<const D: usize> {
     timer: StageTimer,
 }
 
-/// What [`FlipSim::measure_state`] finds in one pass over the particles.
+/// What [`FlipSim::measure`] finds in one pass over the particles.
 struct Measured<const D: usize> {
     /// Kinetic energy (J, or J/m in 2D).
     kinetic: f64,
@@ -356,7 +356,7 @@ impl<const D: usize> FlipSim<D> {
             }
         }
         self.resort();
-        self.max_speed = self.measure().2;
+        self.max_speed = self.measure().max_speed;
     }
 
     /// Position (m) of seed `j` of cell `c` on an `m`ᴰ lattice, jittered by the scene seed and `salt`.
@@ -416,21 +416,15 @@ impl<const D: usize> FlipSim<D> {
         self.bins.counts_into(&mut self.count);
     }
 
-    /// Total particle kinetic energy (J, or J/m in 2D), momentum and largest speed (m/s).
-    fn measure(&self) -> (f64, [f64; D], f64) {
-        let m = self.measure_state();
-        (m.kinetic, m.momentum, m.max_speed)
-    }
-
-    /// [`measure`](Self::measure) and whether a particle holds a non-finite velocity (or, with closed walls,
-    /// position), in one pass over the particles. Sums add sequentially within each chunk of
+    /// Total particle kinetic energy, momentum and largest speed, and whether a particle holds a non-finite
+    /// velocity (or, with closed walls, position), in one pass over the particles. Sums add sequentially within each chunk of
     /// [`par::REDUCE_CHUNK`] and then chunk by chunk, as [`par::sum_n`] does; the largest speed is the square
     /// root of the largest squared speed, the same bits as the largest root since rounding is monotonic.
-    fn measure_state(&self) -> Measured<D> {
+    fn measure(&self) -> Measured<D> {
         let p = &self.particles;
         let mass = self.particle_mass;
         let closed = self.cfg.boundary == Boundary::Closed;
-        // Per chunk: Σ|v|², Σv, the largest |v|² (NaN-propagating) and whether something is not finite.
+        // Per chunk: Σv, Σ|v|², the largest |v|² (NaN-propagating) and whether something is not finite.
         type Partial<const D: usize> = ([f64; D], f64, f64, bool);
         let combine = |a: Partial<D>, b: Partial<D>| -> Partial<D> {
             (
@@ -466,12 +460,12 @@ impl<const D: usize> FlipSim<D> {
 
     /// Total momentum of the particles (kg·m/s, per metre of depth in 2D).
     pub fn momentum(&self) -> [f64; D] {
-        self.measure().1
+        self.measure().momentum
     }
 
     /// Total kinetic energy of the particles (J, per metre of depth in 2D).
     pub fn kinetic_energy(&self) -> f64 {
-        self.measure().0
+        self.measure().kinetic
     }
 
     /// Angular momentum about `center` (m) of the particles, z component in 2D, `[x, y, z]` in 3D
@@ -934,7 +928,7 @@ impl<const D: usize> Simulation for FlipSim<D> {
             momentum,
             max_speed,
             broken,
-        } = self.measure_state();
+        } = self.measure();
         let fluid_cells = self.flags.count(CellFlag::Fluid);
         let volume = self.fluid_volume();
         let div_after = par::max(self.div_after.len(), |i| {

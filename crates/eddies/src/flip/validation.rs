@@ -67,7 +67,7 @@ pub fn hydrostatic_2d(n: usize, t_end: f64) -> (f64, FlipSim<2>) {
     let mut sim = FlipSim::new(cfg).expect("valid configuration");
     sim.fill(&Shape::box2([0.0, 0.0], [1.0, depth]), [0.0, 0.0]);
     run_until(&mut sim, t_end, 1.0);
-    let speed = sim.measure().2;
+    let speed = sim.measure().max_speed;
     (speed / (9.81 * depth).sqrt(), sim)
 }
 

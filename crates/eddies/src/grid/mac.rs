@@ -160,13 +160,7 @@ impl<const D: usize> MacGrid<D> {
         self.u
             .iter()
             .map(Grid::max_abs)
-            .fold(f64::NEG_INFINITY, |a, b| {
-                if a.is_nan() || b.is_nan() {
-                    f64::NAN
-                } else {
-                    a.max(b)
-                }
-            })
+            .fold(f64::NEG_INFINITY, crate::par::nan_max)
     }
 
     /// Calls `f(k, face coords, &mut value)` for every face of every component, in parallel (see
