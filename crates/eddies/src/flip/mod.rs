@@ -1112,3 +1112,79 @@ pub fn field_names(dim: usize) -> Vec<&'static str> {
     ]);
     names
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A 2D sim whose particles carry varied velocities: enough of them for several reduction chunks.
+    fn sim_with_velocities(boundary: Boundary) -> FlipSim<2> {
+        let cfg = FlipConfig::<2> {
+            resolution: [128, 128],
+            cell_size: 1.0 / 128.0,
+            boundary,
+            ..Default::default()
+        };
+        let mut sim = FlipSim::new(cfg).expect("valid config");
+        sim.fill_with(&Shape::box2([0.0, 0.0], [1.0, 0.8]), |x| {
+            [(7.0 * x[1]).sin(), x[0] * x[0] - 0.3]
+        });
+        assert!(sim.particles.len() > 2 * par::REDUCE_CHUNK);
+        sim
+    }
+
+    #[test]
+    fn one_pass_measure_matches_its_definitions() {
+        let sim = sim_with_velocities(Boundary::Closed);
+        let p = &sim.particles;
+        let m = sim.particle_mass;
+        let mut kinetic = 0.0;
+        let mut momentum = [0.0; 2];
+        let mut max_speed: f64 = 0.0;
+        for i in 0..p.len() {
+            let v = p.velocity(i);
+            let v2 = v[0] * v[0] + v[1] * v[1];
+            kinetic += 0.5 * m * v2;
+            momentum[0] += m * v[0];
+            momentum[1] += m * v[1];
+            max_speed = max_speed.max(v2.sqrt());
+        }
+        let got = sim.measure();
+        // The reduction adds in chunks, the loop above in one run: the same sums up to rounding (1e-12
+        // relative over ~5·10⁴ terms of one sign for the energy; the momentum sums are O(1) with cancellation,
+        // so they are compared against the total mass times the largest speed).
+        assert!((got.kinetic - kinetic).abs() <= 1e-12 * kinetic);
+        let scale = m * p.len() as f64 * max_speed;
+        for k in 0..2 {
+            assert!((got.momentum[k] - momentum[k]).abs() <= 1e-12 * scale);
+        }
+        // The largest speed is one particle's: exactly equal.
+        assert_eq!(got.max_speed, max_speed);
+        assert!(!got.broken);
+    }
+
+    #[test]
+    fn one_pass_measure_flags_non_finite_particles() {
+        // A non-finite velocity is a blow-up; it also poisons the largest speed.
+        let mut sim = sim_with_velocities(Boundary::Closed);
+        let last = sim.particles.len() - 1;
+        sim.particles.vel[1][last] = f32::INFINITY;
+        let got = sim.measure();
+        assert!(got.broken);
+        assert!(!got.kinetic.is_finite());
+
+        let mut sim = sim_with_velocities(Boundary::Closed);
+        sim.particles.vel[0][5] = f32::NAN;
+        assert!(sim.measure().max_speed.is_nan());
+
+        // A non-finite position is a blow-up behind closed walls; through open ones it is a particle that
+        // left the domain (dropped at the next sort).
+        for (boundary, broken) in [(Boundary::Closed, true), (Boundary::Open, false)] {
+            let mut sim = sim_with_velocities(boundary);
+            sim.particles.pos[0][last / 2] = f32::NAN;
+            let got = sim.measure();
+            assert_eq!(got.broken, broken, "{boundary:?}");
+            assert!(got.kinetic.is_finite());
+        }
+    }
+}
