@@ -94,7 +94,7 @@ impl Default for MultigridParams {
 #[derive(Clone, Debug)]
 struct Level<const D: usize, T> {
     op: PoissonOperator<D>,
-    /// The cells around the unknowns that a correction is extended into ([`extend`]).
+    /// The cells around the unknowns that a correction is extended into ([`extend`]); none on the finest level.
     ghost: Ghosts,
     b: Vec<T>,
     x: Vec<T>,
@@ -166,9 +166,14 @@ impl<const D: usize, T: Real> Multigrid<D, T> {
     pub fn set_operator(&mut self, op: PoissonOperator<D>) {
         let params = self.params;
         let mut old = std::mem::take(&mut self.levels).into_iter();
+        // `half` is 0 on the finest level, which is never extended into (only coarse corrections are).
         let mut level = |op: PoissonOperator<D>, half: usize| {
             let n = op.layout().len();
-            let ghost = ghost_coefficients(&op);
+            let ghost = if half == 0 {
+                Ghosts::default()
+            } else {
+                ghost_coefficients(&op)
+            };
             let inv = op
                 .diagonal_units()
                 .par_iter()

@@ -382,6 +382,22 @@ impl<const D: usize> PoissonOperator<D> {
         outside: DomainBoundary,
         kind: impl Fn([usize; D]) -> CellKind + Sync + Send,
     ) -> Result<Self, SolveError> {
+        Self::from_rows(dims, spacing, outside, |mut c, row| {
+            for (x, k) in row.iter_mut().enumerate() {
+                c[0] = x;
+                *k = kind(c);
+            }
+        })
+    }
+
+    /// As [`unlabelled`](Self::unlabelled), the kinds given a row at a time: `fill(c, row)` sets the cells of
+    /// the interior row whose first cell has coordinates `c`.
+    fn from_rows(
+        dims: [usize; D],
+        spacing: f64,
+        outside: DomainBoundary,
+        fill: impl Fn([usize; D], &mut [CellKind]) + Sync + Send,
+    ) -> Result<Self, SolveError> {
         if dims.contains(&0) {
             return Err(SolveError::BadInput(format!(
                 "the grid has no cells ({dims:?})"
@@ -397,11 +413,8 @@ impl<const D: usize> PoissonOperator<D> {
         let rl = layout.row_len();
         kinds.par_chunks_mut(rl).enumerate().for_each(|(r, row)| {
             if layout.is_interior_row(r) {
-                let mut c = coords_of(layout.padded, r * rl).map(|v| v.saturating_sub(1));
-                for (x, k) in row[1..=dims[0]].iter_mut().enumerate() {
-                    c[0] = x;
-                    *k = kind(c);
-                }
+                let c = coords_of(layout.padded, r * rl).map(|v| v.saturating_sub(1));
+                fill(c, &mut row[1..=dims[0]]);
             }
         });
         Self::from_kinds(layout, kinds, spacing, outside)
@@ -416,7 +429,15 @@ impl<const D: usize> PoissonOperator<D> {
         flags: &Grid<CellFlag, D>,
         outside: DomainBoundary,
     ) -> Result<Self, SolveError> {
-        Self::new(flags.dims, flags.spacing, outside, |c| flags[c].into())
+        let mut op = Self::from_rows(flags.dims, flags.spacing, outside, |c, row| {
+            let start = flags.index(c);
+            let n = row.len();
+            for (k, &f) in row.iter_mut().zip(&flags.data[start..start + n]) {
+                *k = f.into();
+            }
+        })?;
+        op.label_null_space();
+        Ok(op)
     }
 
     /// Builds the operator from padded kinds (halo included).
@@ -447,16 +468,23 @@ impl<const D: usize> PoissonOperator<D> {
                 }
             }
         });
-        let mut unknowns = 0;
-        for (k, &c) in kind.iter_mut().zip(&count) {
-            if *k == CellKind::Unknown {
-                if c == 0 {
-                    *k = CellKind::Solid;
-                } else {
-                    unknowns += 1;
+        let unknowns: usize = kind
+            .par_chunks_mut(rl)
+            .zip(count.par_chunks(rl))
+            .map(|(kinds, counts)| {
+                let mut n = 0;
+                for (k, &c) in kinds.iter_mut().zip(counts) {
+                    if *k == CellKind::Unknown {
+                        if c == 0 {
+                            *k = CellKind::Solid;
+                        } else {
+                            n += 1;
+                        }
+                    }
                 }
-            }
-        }
+                n
+            })
+            .sum();
         if unknowns == 0 {
             return Err(SolveError::BadInput(
                 "the problem has no unknowns (no fluid cell)".into(),
