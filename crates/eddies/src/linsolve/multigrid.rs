@@ -19,6 +19,7 @@
 
 use super::poisson::{CellKind, Layout, PoissonOperator, Row};
 use rayon::prelude::*;
+use std::sync::Arc;
 
 use super::poisson::residual;
 use super::vector::CHUNK;
@@ -93,7 +94,8 @@ impl Default for MultigridParams {
 /// One level of the hierarchy: its operator and vectors, in precision `T`.
 #[derive(Clone, Debug)]
 struct Level<const D: usize, T> {
-    op: PoissonOperator<D>,
+    /// The level's operator; the finest is shared with the solver that owns the hierarchy.
+    op: Arc<PoissonOperator<D>>,
     /// The cells around the unknowns that a correction is extended into ([`extend`]); none on the finest level.
     ghost: Ghosts,
     b: Vec<T>,
@@ -145,29 +147,34 @@ impl<const D: usize> Multigrid<D> {
     /// # Errors
     /// [`SolveError::BadInput`] for parameters out of range.
     pub fn new(op: PoissonOperator<D>, params: MultigridParams) -> Result<Self, SolveError> {
-        Self::build(op, params)
+        Self::build(Arc::new(op), params)
     }
 }
 
 impl<const D: usize, T: Real> Multigrid<D, T> {
     /// The hierarchy of `op` in precision `T`.
-    fn build(op: PoissonOperator<D>, params: MultigridParams) -> Result<Self, SolveError> {
+    fn build(op: Arc<PoissonOperator<D>>, params: MultigridParams) -> Result<Self, SolveError> {
         check_params(&params)?;
         let mut mg = Multigrid {
             levels: Vec::new(),
             params,
         };
-        mg.set_operator(op);
+        mg.set_shared_operator(op);
         Ok(mg)
     }
 
     /// Rebuilds the hierarchy for a new finest operator (new cell flags), keeping the vectors of every level
     /// whose size is unchanged: a simulation calls this each step instead of allocating a new solver.
     pub fn set_operator(&mut self, op: PoissonOperator<D>) {
+        self.set_shared_operator(Arc::new(op));
+    }
+
+    /// As [`set_operator`](Self::set_operator), for an operator that its caller keeps too (no copy).
+    pub(crate) fn set_shared_operator(&mut self, op: Arc<PoissonOperator<D>>) {
         let params = self.params;
         let mut old = std::mem::take(&mut self.levels).into_iter();
         // `half` is 0 on the finest level, which is never extended into (only coarse corrections are).
-        let mut level = |op: PoissonOperator<D>, half: usize| {
+        let mut level = |op: Arc<PoissonOperator<D>>, half: usize| {
             let n = op.layout().len();
             let ghost = if half == 0 {
                 Ghosts::default()
@@ -217,14 +224,13 @@ impl<const D: usize, T: Real> Multigrid<D, T> {
             let fine_rows = fine.layout().rows();
             let Some(op) = coarsen(fine) else { break };
             let half = fine_rows * op.layout().row_len();
-            levels.push(level(op, half));
+            levels.push(level(Arc::new(op), half));
         }
         // Only the coarsest level projects out its null space (the finest has its own labels).
         if levels.len() > 1 {
-            levels
-                .last_mut()
-                .expect("a coarse level")
-                .op
+            let coarsest = &mut levels.last_mut().expect("a coarse level").op;
+            Arc::get_mut(coarsest)
+                .expect("coarse operators are the hierarchy's own")
                 .label_null_space();
         }
         self.levels = levels;
@@ -526,6 +532,14 @@ impl<const D: usize> MultigridPreconditioner<D> {
     /// # Errors
     /// As [`Multigrid::new`].
     pub fn new(op: PoissonOperator<D>, params: MultigridParams) -> Result<Self, SolveError> {
+        Self::shared(Arc::new(op), params)
+    }
+
+    /// As [`new`](Self::new), for an operator that the caller keeps too (no copy).
+    pub(crate) fn shared(
+        op: Arc<PoissonOperator<D>>,
+        params: MultigridParams,
+    ) -> Result<Self, SolveError> {
         let sweeps = params.pre_sweeps.max(params.post_sweeps);
         let params = MultigridParams {
             restriction: Restriction::FullWeighting,
@@ -546,6 +560,11 @@ impl<const D: usize> MultigridPreconditioner<D> {
     /// Rebuilds the hierarchy for a new operator, reusing its memory (see [`Multigrid::set_operator`]).
     pub fn set_operator(&mut self, op: PoissonOperator<D>) {
         self.mg.set_operator(op);
+    }
+
+    /// As [`set_operator`](Self::set_operator), for an operator that the caller keeps too (no copy).
+    pub(crate) fn set_shared_operator(&mut self, op: Arc<PoissonOperator<D>>) {
+        self.mg.set_shared_operator(op);
     }
 }
 

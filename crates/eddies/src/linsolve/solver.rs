@@ -7,6 +7,7 @@ use super::poisson::{DomainBoundary, PoissonOperator};
 use super::precond::{IncompleteCholesky, IncompletePoisson, Jacobi};
 use super::{Identity, Info, Preconditioner, SolveError};
 use crate::grid::{CellFlag, Grid};
+use std::sync::Arc;
 
 /// The preconditioner of a [`PoissonSolver`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -67,7 +68,7 @@ enum Built<const D: usize> {
 
 impl<const D: usize> Built<D> {
     fn new(
-        op: &PoissonOperator<D>,
+        op: &Arc<PoissonOperator<D>>,
         kind: PreconditionerKind,
         mg: MultigridParams,
     ) -> Result<Self, SolveError> {
@@ -82,7 +83,7 @@ impl<const D: usize> Built<D> {
                 Built::IncompletePoisson(IncompletePoisson::new(op))
             }
             PreconditionerKind::Multigrid => {
-                Built::Multigrid(Box::new(MultigridPreconditioner::new(op.clone(), mg)?))
+                Built::Multigrid(Box::new(MultigridPreconditioner::shared(op.clone(), mg)?))
             }
         })
     }
@@ -123,7 +124,8 @@ impl<const D: usize> Preconditioner for Built<D> {
 /// ```
 #[derive(Clone, Debug)]
 pub struct PoissonSolver<const D: usize> {
-    op: PoissonOperator<D>,
+    /// The operator, shared with a multigrid preconditioner's finest level.
+    op: Arc<PoissonOperator<D>>,
     kind: PreconditionerKind,
     precond: Built<D>,
     mg: MultigridParams,
@@ -157,6 +159,7 @@ impl<const D: usize> PoissonSolver<D> {
         params: PcgParams,
         mg: MultigridParams,
     ) -> Result<Self, SolveError> {
+        let op = Arc::new(op);
         let precond = Built::new(&op, kind, mg)?;
         let n = op.layout().len();
         Ok(PoissonSolver {
@@ -203,8 +206,9 @@ impl<const D: usize> PoissonSolver<D> {
     /// # Errors
     /// As [`MultigridPreconditioner::new`].
     pub fn set_operator(&mut self, op: PoissonOperator<D>) -> Result<(), SolveError> {
+        let op = Arc::new(op);
         match &mut self.precond {
-            Built::Multigrid(m) => m.set_operator(op.clone()),
+            Built::Multigrid(m) => m.set_shared_operator(op.clone()),
             _ => self.precond = Built::new(&op, self.kind, self.mg)?,
         }
         let n = op.layout().len();
@@ -230,7 +234,7 @@ impl<const D: usize> PoissonSolver<D> {
     /// As [`pcg`].
     pub fn solve(&mut self, b: &[f64], x: &mut [f64]) -> Result<Info, SolveError> {
         pcg(
-            &self.op,
+            &*self.op,
             &mut self.precond,
             b,
             x,
@@ -264,7 +268,7 @@ impl<const D: usize> PoissonSolver<D> {
         self.op.mask(&mut self.b);
         self.op.mask(&mut self.x);
         let info = pcg(
-            &self.op,
+            &*self.op,
             &mut self.precond,
             &self.b,
             &mut self.x,
