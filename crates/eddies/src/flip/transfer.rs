@@ -366,9 +366,51 @@ pub(crate) fn particles_to_grid<const D: usize>(
                         let axis: [&AxisWeights; D] =
                             std::array::from_fn(|a| &at[a][(a == k) as usize]);
                         let strides = face_strides[k];
-                        // Per corner of the window (bit a: upper face along axis a), its weight and weighted
-                        // velocity for each particle; with APIC the velocity at the face is
-                        // `v + Σ_a C_ka (x_f − x_p)_a`.
+                        // The particles' lower window corners (bit a: upper face along axis a) in this slab's
+                        // rows.
+                        let base = |j: usize| -> usize {
+                            let mut base = 0;
+                            for (a, ax) in axis.iter().enumerate() {
+                                let row = if a == last {
+                                    ax.i0[j] - rows_lo
+                                } else {
+                                    ax.i0[j]
+                                };
+                                base += row * strides[a];
+                            }
+                            base
+                        };
+                        let o = &mut *out[k];
+                        if !apic {
+                            // Without APIC every face of the window takes the particle's own velocity, so a
+                            // window row's two faces along x (adjacent in memory) are added together: the
+                            // weights `(w_x w_y) w_z` of both and their products with `v`, as four lanes.
+                            for j in 0..m {
+                                let v = p.vel[k][i + j] as f64;
+                                let (w0, w1) = (axis[0].w[0][j], axis[0].w[1][j]);
+                                let b = base(j);
+                                for r in 0..(1usize << (D - 1)) {
+                                    let mut w = [w0, w0, w1, w1];
+                                    let mut at = b;
+                                    for (a, ax) in axis.iter().enumerate().skip(1) {
+                                        let up = (r >> (a - 1)) & 1;
+                                        at += up * strides[a];
+                                        for wl in w.iter_mut() {
+                                            *wl *= ax.w[up][j];
+                                        }
+                                    }
+                                    let add = [w[0], w[1] * v, w[2], w[3] * v];
+                                    let pair = &mut o[at..at + 2];
+                                    pair[0][0] += add[0];
+                                    pair[0][1] += add[1];
+                                    pair[1][0] += add[2];
+                                    pair[1][1] += add[3];
+                                }
+                            }
+                            continue;
+                        }
+                        // Per corner of the window, its weight and weighted velocity for each particle; with
+                        // APIC the velocity at the face is `v + Σ_a C_ka (x_f − x_p)_a`.
                         let mut w = [[0.0f64; BATCH]; 8];
                         let mut wv = [[0.0f64; BATCH]; 8];
                         let mut vk = [0.0f64; BATCH];
@@ -397,17 +439,8 @@ pub(crate) fn particles_to_grid<const D: usize>(
                                 wv[corner][j] = wc[j] * vc[j];
                             }
                         }
-                        let o = &mut *out[k];
                         for j in 0..m {
-                            let mut base = 0;
-                            for (a, ax) in axis.iter().enumerate() {
-                                let row = if a == last {
-                                    ax.i0[j] - rows_lo
-                                } else {
-                                    ax.i0[j]
-                                };
-                                base += row * strides[a];
-                            }
+                            let base = base(j);
                             for corner in 0..(1usize << D) {
                                 let f = &mut o[base + offset[corner]];
                                 f[0] += w[corner][j];
