@@ -165,11 +165,24 @@ pub(crate) fn sort_particles<const D: usize>(
         .par_chunks_mut(buckets)
         .enumerate()
         .for_each(|(c, count)| {
+            // The particles were sorted at the last step and have moved little, so their keys come in long
+            // runs of one bucket: a run is counted in a register, and a division finds the bucket only where
+            // a run starts.
+            let (mut b, mut keys_of_b, mut run) = (0, 0..0, 0);
             for &k in &keys[par::chunk_range(n, PARTICLE_CHUNK, c)] {
-                if k != DEAD {
-                    count[k as usize / slab] += 1;
+                if k == DEAD {
+                    continue;
                 }
+                let k = k as usize;
+                if !keys_of_b.contains(&k) {
+                    count[b] += run;
+                    b = k / slab;
+                    keys_of_b = b * slab..(b + 1) * slab;
+                    run = 0;
+                }
+                run += 1;
             }
+            count[b] += run;
         });
     // Each (bucket, chunk) pair's first slot: buckets in order, chunks in order within a bucket.
     let bucket_start = &mut bins.bucket_start;
@@ -193,17 +206,26 @@ pub(crate) fn sort_particles<const D: usize>(
             .par_chunks_mut(buckets)
             .enumerate()
             .for_each(|(c, cursor)| {
+                // As for the counts: the cursor of a run's bucket stays in a register until the run ends.
+                let (mut b, mut keys_of_b, mut at) = (0, 0..0, cursor[0]);
                 for i in par::chunk_range(n, PARTICLE_CHUNK, c) {
                     let k = keys[i];
-                    if k != DEAD {
-                        let b = k as usize / slab;
-                        let at = cursor[b] as usize;
-                        cursor[b] += 1;
-                        // SAFETY: slot `at` lies in the range of pair (b, c), which only this task writes,
-                        // and the cursor visits each slot of it once.
-                        unsafe { grouped.slice_mut(at..at + 1)[0] = i as u32 };
+                    if k == DEAD {
+                        continue;
                     }
+                    let k = k as usize;
+                    if !keys_of_b.contains(&k) {
+                        cursor[b] = at;
+                        b = k / slab;
+                        keys_of_b = b * slab..(b + 1) * slab;
+                        at = cursor[b];
+                    }
+                    // SAFETY: slot `at` lies in the range of pair (b, c), which only this task writes, and
+                    // the cursor visits each slot of it once.
+                    unsafe { grouped.slice_mut(at as usize..at as usize + 1)[0] = i as u32 };
+                    at += 1;
                 }
+                cursor[b] = at;
             });
     }
     bins.order.resize(alive, 0);
