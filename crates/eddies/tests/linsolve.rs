@@ -431,6 +431,19 @@ fn bad_input_gives_an_error_not_a_panic() {
         matches!(&e, SolveError::BadInput(m) if m.contains("non-finite")),
         "{e}"
     );
+    assert!(e.to_string().contains("right-hand side"), "{e}");
+    // NaN initial guess, with a right-hand side and without one (checked where the norms find it).
+    for rhs in [1.0, 0.0] {
+        let mut guess = flags.same_shape(0.0);
+        guess.data[9] = f64::NAN;
+        let e = solver
+            .solve_grid(&flags.same_shape(rhs), &mut guess)
+            .unwrap_err();
+        assert!(
+            matches!(&e, SolveError::BadInput(m) if m.contains("initial guess") && m.contains("non-finite")),
+            "{e}"
+        );
+    }
     // No fluid cell.
     let air = Grid::new([8, 8], [0.0; 2], 0.1, CellFlag::Air);
     let e = PoissonOperator::from_flags(&air, DomainBoundary::Solid).unwrap_err();

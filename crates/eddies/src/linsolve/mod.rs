@@ -56,6 +56,12 @@ pub trait LinearOperator: Sync {
         vector::dot(x, y)
     }
 
+    /// `r −= A x`, in one pass where the operator can; `scratch` (as long as `x`) may be used for `A x`.
+    fn subtract_apply(&self, x: &[f64], r: &mut [f64], scratch: &mut [f64]) {
+        self.apply(x, scratch);
+        vector::axpy(-1.0, scratch, r);
+    }
+
     /// Removes from `v` its component in the operator's null space (e.g. the constant pressure of a closed
     /// container), so that a singular but consistent system can be solved. The default does nothing.
     fn remove_null_space(&self, _v: &mut [f64]) {}

@@ -41,8 +41,13 @@ pub fn pcg<A: LinearOperator, M: Preconditioner>(
     scratch: &mut Vec<Vec<f64>>,
 ) -> Result<Info, SolveError> {
     let n = a.len();
-    check_vector("the right-hand side", b, n)?;
-    check_vector("the initial guess", x, n)?;
+    // Lengths now; finiteness only where a norm below is not finite (a non-finite entry makes it so), which
+    // saves two passes over the vectors.
+    for (what, v) in [("the right-hand side", b), ("the initial guess", &*x)] {
+        if v.len() != n {
+            check_vector(what, v, n)?;
+        }
+    }
     if !(params.tolerance.is_finite() && params.tolerance > 0.0) {
         return Err(SolveError::BadInput(format!(
             "the tolerance must be positive, got {}",
@@ -61,7 +66,11 @@ pub fn pcg<A: LinearOperator, M: Preconditioner>(
     vector::copy(b, r);
     a.remove_null_space(r);
     let b_norm = vector::norm(r);
+    if !b_norm.is_finite() {
+        check_vector("the right-hand side", b, n)?;
+    }
     if b_norm == 0.0 {
+        check_vector("the initial guess", x, n)?;
         vector::zero(x);
         return Ok(Info {
             iterations: 0,
@@ -70,10 +79,12 @@ pub fn pcg<A: LinearOperator, M: Preconditioner>(
             stop: StopReason::ZeroRhs,
         });
     }
-    a.apply(x, q);
-    vector::axpy(-1.0, q, r);
+    a.subtract_apply(x, r, q);
     a.remove_null_space(r);
     let mut residual = vector::norm(r) / b_norm;
+    if !residual.is_finite() {
+        check_vector("the initial guess", x, n)?;
+    }
     let mut history = vec![residual];
     if residual <= params.tolerance {
         return Ok(Info {
@@ -91,8 +102,9 @@ pub fn pcg<A: LinearOperator, M: Preconditioner>(
     } else {
         m.apply(r, z);
         a.remove_null_space(z);
-        vector::copy(z, p);
-        vector::dot(r, z)
+        // p = z: the vectors trade places (z is overwritten before it is read again).
+        std::mem::swap(z, p);
+        vector::dot(r, p)
     };
     for it in 1..=params.max_iterations {
         if !(rz > 0.0 && rz.is_finite()) {

@@ -596,6 +596,28 @@ impl<const D: usize> PoissonOperator<D> {
         residual(self, b, x, r)
     }
 
+    /// `out` = the grid values `values` (storage order of [`Grid`](crate::grid::Grid)) padded
+    /// ([`Layout::pad`]) and then [masked](Self::mask), in one pass.
+    pub fn pad_unknowns(&self, values: &[f64], out: &mut [f64]) {
+        let l = &self.layout;
+        assert_eq!(values.len(), l.dims.iter().product::<usize>());
+        assert_eq!(out.len(), l.len());
+        let n = l.dims[0];
+        let rl = l.row_len();
+        l.for_rows(out, |r, row| {
+            row.fill(0.0);
+            if r.interior {
+                let src = l.interior_row_of(r.index) * n;
+                let kind = &self.kind[r.index * rl + 1..r.index * rl + 1 + n];
+                for ((o, &k), &v) in row[1..=n].iter_mut().zip(kind).zip(&values[src..src + n]) {
+                    if k == CellKind::Unknown {
+                        *o = v;
+                    }
+                }
+            }
+        });
+    }
+
     /// Zeroes the entries of `v` that are not unknowns.
     pub fn mask(&self, v: &mut [f64]) {
         let kind = &self.kind;
@@ -694,6 +716,34 @@ impl<const D: usize> LinearOperator for PoissonOperator<D> {
 
     fn apply_dot(&self, x: &[f64], y: &mut [f64]) -> f64 {
         self.apply_rows(x, y)
+    }
+
+    /// Row by row: each row of `A x` goes into a buffer the size of a row and is subtracted from `r` at once.
+    fn subtract_apply(&self, x: &[f64], r: &mut [f64], _scratch: &mut [f64]) {
+        let l = &self.layout;
+        let n = l.dims[0];
+        let s = self.scale;
+        let rl = l.row_len();
+        l.for_row_groups(r, |first, group| {
+            let mut ax = vec![0.0; n];
+            let mut row = l.row(first);
+            for out in group.chunks_mut(rl) {
+                if row.interior {
+                    let start = row.index * rl + 1;
+                    neighbour_sum(x, start, &l.strides, &mut ax);
+                    let (c, xc) = (&self.diag[start..start + n], &x[start..start + n]);
+                    for (((r, a), &c), &x) in out[1..=n].iter_mut().zip(&ax).zip(c).zip(xc) {
+                        // The entry of `apply`, subtracted: the same bits as `r + (−1)·(A x)`.
+                        *r -= if c > 0.0 {
+                            s * (c as f64 * x - *a)
+                        } else {
+                            0.0
+                        };
+                    }
+                }
+                l.next_row(&mut row);
+            }
+        });
     }
 
     fn remove_null_space(&self, v: &mut [f64]) {

@@ -262,11 +262,8 @@ impl<const D: usize> PoissonSolver<D> {
                 )));
             }
         }
-        let layout = self.op.layout().clone();
-        layout.pad(&rhs.data, &mut self.b);
-        layout.pad(&p.data, &mut self.x);
-        self.op.mask(&mut self.b);
-        self.op.mask(&mut self.x);
+        self.op.pad_unknowns(&rhs.data, &mut self.b);
+        self.op.pad_unknowns(&p.data, &mut self.x);
         let info = pcg(
             &*self.op,
             &mut self.precond,
@@ -275,7 +272,7 @@ impl<const D: usize> PoissonSolver<D> {
             &self.params,
             &mut self.scratch,
         )?;
-        layout.unpad(&self.x, &mut p.data);
+        self.op.layout().unpad(&self.x, &mut p.data);
         Ok(info)
     }
 }
