@@ -99,14 +99,35 @@ pub(crate) fn extrapolate<const D: usize>(
             .into_par_iter()
             .map(|t| {
                 let mut found = Vec::new();
+                // Per row, whether each face has a known neighbour, as byte masks (so that it vectorises):
+                // along x within the row, across from the rows on either side that exist.
+                let mut near = vec![0u8; nx];
                 for row in t * per..((t + 1) * per).min(rows) {
                     let first = row * nx;
-                    let mut c = coords_of(dims, first);
+                    let c = coords_of(dims, first);
+                    let here = &known[first..first + nx];
+                    near.fill(0);
                     for x in 0..nx {
-                        c[0] = x;
-                        let i = first + x;
-                        if known[i] == 0 && known_mean(&g.data, known, dims, strides, i, c).1 > 0 {
-                            found.push(i);
+                        let left = if x > 0 { here[x - 1] } else { 0 };
+                        let right = if x + 1 < nx { here[x + 1] } else { 0 };
+                        near[x] = left | right;
+                    }
+                    for a in 1..D {
+                        let s = strides[a];
+                        if c[a] > 0 {
+                            for (m, &k) in near.iter_mut().zip(&known[first - s..first - s + nx]) {
+                                *m |= k;
+                            }
+                        }
+                        if c[a] + 1 < dims[a] {
+                            for (m, &k) in near.iter_mut().zip(&known[first + s..first + s + nx]) {
+                                *m |= k;
+                            }
+                        }
+                    }
+                    for x in 0..nx {
+                        if here[x] == 0 && near[x] != 0 {
+                            found.push(first + x);
                         }
                     }
                 }
@@ -141,20 +162,33 @@ pub(crate) fn extrapolate<const D: usize>(
                 break;
             }
             // The next layer: the unknown neighbours of the faces just added.
+            let known = &*known;
+            let found: Vec<Vec<usize>> = front
+                .faces
+                .par_chunks(GRID_CHUNK)
+                .map(|faces| {
+                    let mut out = Vec::new();
+                    for &i in faces {
+                        let c = coords_of(dims, i);
+                        for a in 0..D {
+                            if c[a] > 0 && known[i - strides[a]] == 0 {
+                                out.push(i - strides[a]);
+                            }
+                            if c[a] + 1 < dims[a] && known[i + strides[a]] == 0 {
+                                out.push(i + strides[a]);
+                            }
+                        }
+                    }
+                    out
+                })
+                .collect();
             let next = &mut front.next;
             next.clear();
-            for &i in &front.faces {
-                let c = coords_of(dims, i);
-                for a in 0..D {
-                    if c[a] > 0 && known[i - strides[a]] == 0 {
-                        next.push(i - strides[a]);
-                    }
-                    if c[a] + 1 < dims[a] && known[i + strides[a]] == 0 {
-                        next.push(i + strides[a]);
-                    }
-                }
+            for f in found {
+                next.extend_from_slice(&f);
             }
-            next.sort_unstable();
+            // A set: its order does not depend on how the faces were split.
+            next.par_sort_unstable();
             next.dedup();
             std::mem::swap(&mut front.faces, next);
         }
