@@ -674,6 +674,7 @@ pub(crate) fn grid_to_particle<const D: usize>(
 mod tests {
     use super::*;
     use crate::grid::coords_of;
+    use crate::validation::SplitMix64;
 
     #[test]
     fn sort_is_stable_by_half_cell_and_drops_the_outside() {
@@ -779,13 +780,8 @@ mod tests {
         let (origin, h) = ([0.25; D], 0.5);
         let apic = transfer == Transfer::Apic;
         let mut p = Particles::<D>::new();
-        let mut state = 99u64;
-        let mut next = || {
-            state = state
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            (state >> 11) as f64 / (1u64 << 53) as f64
-        };
+        let mut rng = SplitMix64::new(99);
+        let mut next = || rng.next_f64();
         // About two particles per cell, some empty cells, some against the walls.
         let cells: usize = dims.iter().product();
         for _ in 0..2 * cells {

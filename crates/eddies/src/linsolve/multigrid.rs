@@ -181,17 +181,7 @@ impl<const D: usize, T: Real> Multigrid<D, T> {
             } else {
                 ghost_coefficients(&op)
             };
-            let inv = op
-                .diagonal_units()
-                .par_iter()
-                .map(|&d| {
-                    if d > 0.0 {
-                        T::from_f64(1.0 / d as f64)
-                    } else {
-                        T::ZERO
-                    }
-                })
-                .collect();
+            let inv = inverse_diagonal(&op);
             match old.next() {
                 Some(l) if l.x.len() == n && l.half.len() == half => Level {
                     op,
@@ -590,6 +580,21 @@ impl<const D: usize> PoissonOperator<D> {
             self.remove_null_space_in(x);
         }
     }
+}
+
+/// `1 / A_ii` in units of `h²` for the unknowns of `op`, 0 elsewhere, in precision `T` (the smoother
+/// multiplies by it).
+fn inverse_diagonal<T: Real, const D: usize>(op: &PoissonOperator<D>) -> Vec<T> {
+    op.diagonal_units()
+        .par_iter()
+        .map(|&d| {
+            if d > 0.0 {
+                T::from_f64(1.0 / d as f64)
+            } else {
+                T::ZERO
+            }
+        })
+        .collect()
 }
 
 /// `dst = src` converted to `dst`'s precision, in parallel.
@@ -1353,16 +1358,7 @@ fn prolong_row<T: Real, const D: usize>(
 mod tests {
     use super::*;
     use crate::linsolve::DomainBoundary;
-
-    /// A deterministic value in [0, 1) per index and salt.
-    fn noise(i: usize, salt: u64) -> f64 {
-        let mut z = (i as u64)
-            .wrapping_mul(0x9E37_79B9_7F4A_7C15)
-            .wrapping_add(salt);
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        ((z ^ (z >> 31)) >> 11) as f64 / (1u64 << 53) as f64
-    }
+    use crate::validation::SplitMix64;
 
     /// Red-black Gauss–Seidel by its definition, one cell at a time: every cell of `first`, then every cell of
     /// the other colour, each from the current values (the neighbour sum in `neighbour_sum`'s order).
@@ -1397,29 +1393,21 @@ mod tests {
     }
 
     fn check_sweep<T: Real, const D: usize>(dims: [usize; D]) {
+        // Kinds drawn cell by cell (the closure runs in parallel, so each cell seeds its own draw).
         let op = PoissonOperator::new(dims, 0.1, DomainBoundary::Solid, |c| {
-            let i = c.iter().fold(0, |a, &v| a * 1000 + v);
-            match noise(i, 1) {
+            let i = c.iter().fold(0, |a, &v| a * 1000 + v as u64);
+            match SplitMix64::new(i).next_f64() {
                 v if v < 0.1 => CellKind::Solid,
                 v if v < 0.2 => CellKind::Dirichlet,
                 _ => CellKind::Unknown,
             }
         })
         .expect("some unknowns");
-        let inv: Vec<T> = op
-            .diagonal_units()
-            .iter()
-            .map(|&d| {
-                if d > 0.0 {
-                    T::from_f64(1.0 / d as f64)
-                } else {
-                    T::ZERO
-                }
-            })
-            .collect();
+        let inv: Vec<T> = inverse_diagonal(&op);
         let n = op.layout().len();
-        let b: Vec<T> = (0..n).map(|i| T::from_f64(noise(i, 2) - 0.5)).collect();
-        let x0: Vec<T> = (0..n).map(|i| T::from_f64(noise(i, 3) - 0.5)).collect();
+        let mut rng = SplitMix64::new(2);
+        let b: Vec<T> = (0..n).map(|_| T::from_f64(rng.range(-0.5, 0.5))).collect();
+        let x0: Vec<T> = (0..n).map(|_| T::from_f64(rng.range(-0.5, 0.5))).collect();
         for first in [Colour::Red, Colour::Black] {
             let mut want = x0.clone();
             reference_sweep(&op, &inv, &b, &mut want, first);
