@@ -649,11 +649,16 @@ pub(crate) fn grid_to_particle<const D: usize>(
     vel: &mut [f64; D],
     affine: &mut [[f64; D]; D],
 ) {
-    for k in 0..D {
-        vel[k] = match transfer {
-            Transfer::Pic => un[k],
-            Transfer::Flip => pic_ratio * un[k] + (1.0 - pic_ratio) * (vel[k] + du[k]),
-            Transfer::Apic => {
+    // One branch per particle, then a loop over the components that the compiler unrolls.
+    match transfer {
+        Transfer::Pic => *vel = un,
+        Transfer::Flip => {
+            for k in 0..D {
+                vel[k] = pic_ratio * un[k] + (1.0 - pic_ratio) * (vel[k] + du[k]);
+            }
+        }
+        Transfer::Apic => {
+            for k in 0..D {
                 let g = &u.u[k];
                 let (idx, grad) = gradient_stencil(g, x);
                 let mut c = [0.0; D];
@@ -664,9 +669,9 @@ pub(crate) fn grid_to_particle<const D: usize>(
                     }
                 }
                 affine[k] = c;
-                un[k]
             }
-        };
+            *vel = un;
+        }
     }
 }
 
