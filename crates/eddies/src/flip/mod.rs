@@ -417,9 +417,10 @@ impl<const D: usize> FlipSim<D> {
     }
 
     /// Total particle kinetic energy, momentum and largest speed, and whether a particle holds a non-finite
-    /// velocity (or, with closed walls, position), in one pass over the particles. Sums add sequentially within each chunk of
-    /// [`par::REDUCE_CHUNK`] and then chunk by chunk, as [`par::sum_n`] does; the largest speed is the square
-    /// root of the largest squared speed, the same bits as the largest root since rounding is monotonic.
+    /// velocity (or, with closed walls, position), in one pass over the particles. Sums add sequentially
+    /// within each chunk of [`par::REDUCE_CHUNK`] and then chunk by chunk, as [`par::sum_n`] does; the largest
+    /// speed is the square root of the largest squared speed, the same bits as the largest root since rounding
+    /// is monotonic.
     fn measure(&self) -> Measured<D> {
         let p = &self.particles;
         let mass = self.particle_mass;

@@ -144,14 +144,20 @@ pub enum SolveError {
     BadInput(String),
 }
 
-/// Checks that `v` has `len` entries, all finite; `what` names it in the error.
-pub(crate) fn check_vector(what: &str, v: &[f64], len: usize) -> Result<(), SolveError> {
+/// Checks that `v` has `len` entries; `what` names it in the error.
+pub(crate) fn check_length(what: &str, v: &[f64], len: usize) -> Result<(), SolveError> {
     if v.len() != len {
         return Err(SolveError::BadInput(format!(
             "{what} has {} entries, the operator {len}",
             v.len()
         )));
     }
+    Ok(())
+}
+
+/// Checks that `v` has `len` entries, all finite; `what` names it in the error.
+pub(crate) fn check_vector(what: &str, v: &[f64], len: usize) -> Result<(), SolveError> {
+    check_length(what, v, len)?;
     if let Some(i) = vector::first_non_finite(v) {
         return Err(SolveError::BadInput(format!(
             "{what} holds a non-finite value ({}) at entry {i}",

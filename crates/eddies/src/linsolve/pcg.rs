@@ -1,7 +1,9 @@
 //! Preconditioned conjugate gradients (Hestenes & Stiefel 1952; Bridson 2015, §5.4, Figure 5.5).
 
 use super::vector::{self, cg_update, xpby};
-use super::{check_vector, Info, LinearOperator, Preconditioner, SolveError, StopReason};
+use super::{
+    check_length, check_vector, Info, LinearOperator, Preconditioner, SolveError, StopReason,
+};
 
 /// Parameters of [`pcg`].
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -43,11 +45,8 @@ pub fn pcg<A: LinearOperator, M: Preconditioner>(
     let n = a.len();
     // Lengths now; finiteness only where a norm below is not finite (a non-finite entry makes it so), which
     // saves two passes over the vectors.
-    for (what, v) in [("the right-hand side", b), ("the initial guess", &*x)] {
-        if v.len() != n {
-            check_vector(what, v, n)?;
-        }
-    }
+    check_length("the right-hand side", b, n)?;
+    check_length("the initial guess", x, n)?;
     if !(params.tolerance.is_finite() && params.tolerance > 0.0) {
         return Err(SolveError::BadInput(format!(
             "the tolerance must be positive, got {}",

@@ -679,7 +679,6 @@ impl<const D: usize> PoissonOperator<D> {
     fn apply_rows(&self, x: &[f64], y: &mut [f64]) -> f64 {
         let l = &self.layout;
         let n = l.dims[0];
-        let s = self.scale;
         l.sum_rows(y, |row, out| {
             if !row.interior {
                 out.fill(0.0);
@@ -689,17 +688,25 @@ impl<const D: usize> PoissonOperator<D> {
             out[n + 1] = 0.0;
             let start = row.index * l.row_len() + 1;
             let o = &mut out[1..=n];
-            neighbour_sum(x, start, &l.strides, o);
-            let (c, xc) = (&self.diag[start..start + n], &x[start..start + n]);
-            for ((o, &c), &x) in o.iter_mut().zip(c).zip(xc) {
-                *o = if c > 0.0 {
-                    s * (c as f64 * x - *o)
-                } else {
-                    0.0
-                };
-            }
+            self.apply_row(x, start, o);
+            let xc = &x[start..start + n];
             lane_sum(n, |i| xc[i] * o[i])
         })
+    }
+
+    /// `out = (A x)` on the interior run of cells from padded index `start` (one row's worth).
+    #[inline(always)]
+    fn apply_row(&self, x: &[f64], start: usize, out: &mut [f64]) {
+        let n = out.len();
+        neighbour_sum(x, start, &self.layout.strides, out);
+        let (c, xc) = (&self.diag[start..start + n], &x[start..start + n]);
+        for ((o, &c), &x) in out.iter_mut().zip(c).zip(xc) {
+            *o = if c > 0.0 {
+                self.scale * (c as f64 * x - *o)
+            } else {
+                0.0
+            };
+        }
     }
 }
 
@@ -718,27 +725,20 @@ impl<const D: usize> LinearOperator for PoissonOperator<D> {
         self.apply_rows(x, y)
     }
 
-    /// Row by row: each row of `A x` goes into a buffer the size of a row and is subtracted from `r` at once.
+    /// Row by row: each row of `A x` goes into a buffer the size of a row and is subtracted from `r` at once
+    /// (the same bits as `r + (−1)·(A x)`).
     fn subtract_apply(&self, x: &[f64], r: &mut [f64], _scratch: &mut [f64]) {
         let l = &self.layout;
         let n = l.dims[0];
-        let s = self.scale;
         let rl = l.row_len();
         l.for_row_groups(r, |first, group| {
             let mut ax = vec![0.0; n];
             let mut row = l.row(first);
             for out in group.chunks_mut(rl) {
                 if row.interior {
-                    let start = row.index * rl + 1;
-                    neighbour_sum(x, start, &l.strides, &mut ax);
-                    let (c, xc) = (&self.diag[start..start + n], &x[start..start + n]);
-                    for (((r, a), &c), &x) in out[1..=n].iter_mut().zip(&ax).zip(c).zip(xc) {
-                        // The entry of `apply`, subtracted: the same bits as `r + (−1)·(A x)`.
-                        *r -= if c > 0.0 {
-                            s * (c as f64 * x - *a)
-                        } else {
-                            0.0
-                        };
+                    self.apply_row(x, row.index * rl + 1, &mut ax);
+                    for (r, a) in out[1..=n].iter_mut().zip(&ax) {
+                        *r -= a;
                     }
                 }
                 l.next_row(&mut row);
