@@ -49,6 +49,7 @@ use crate::par;
 use crate::shape::Shape;
 use crate::sim::{Field, SimError, Simulation};
 use crate::validation::SplitMix64;
+use particles::Tally;
 use std::time::Instant;
 use transfer::Bins;
 
@@ -116,6 +117,19 @@ pub struct FlipSim<const D: usize> {
     last_residual: f64,
     last_substep_dt: f64,
     timer: StageTimer,
+}
+
+/// What [`FlipSim::cell_tally`] finds in one pass over the cells.
+#[derive(Clone, Copy)]
+struct CellTally {
+    /// Cells marked fluid.
+    fluid_cells: usize,
+    /// [`FlipSim::fluid_volume`] (m³, m² in 2D).
+    fluid_volume: f64,
+    /// [`FlipSim::count_volume`] (m³, m² in 2D).
+    count_volume: f64,
+    /// The largest |∇·u| after projection over the fluid cells (1/s), −∞ for none.
+    max_divergence: f64,
 }
 
 /// What [`FlipSim::measure`] finds in one pass over the particles.
@@ -417,45 +431,26 @@ impl<const D: usize> FlipSim<D> {
     }
 
     /// Total particle kinetic energy, momentum and largest speed, and whether a particle holds a non-finite
-    /// velocity (or, with closed walls, position), in one pass over the particles. Sums add sequentially
-    /// within each chunk of [`par::REDUCE_CHUNK`] and then chunk by chunk, as [`par::sum_n`] does; the largest
-    /// speed is the square root of the largest squared speed, the same bits as the largest root since rounding
-    /// is monotonic.
+    /// velocity (or, with closed walls, position), in one pass over the particles ([`Tally::over`]); the
+    /// largest speed is the square root of the largest squared speed, the same bits as the largest root since
+    /// rounding is monotonic.
     fn measure(&self) -> Measured<D> {
-        let p = &self.particles;
-        let mass = self.particle_mass;
         let closed = self.cfg.boundary == Boundary::Closed;
-        // Per chunk: Σv, Σ|v|², the largest |v|² (NaN-propagating) and whether something is not finite.
-        type Partial<const D: usize> = ([f64; D], f64, f64, bool);
-        let combine = |a: Partial<D>, b: Partial<D>| -> Partial<D> {
-            (
-                std::array::from_fn(|k| a.0[k] + b.0[k]),
-                a.1 + b.1,
-                par::nan_max(a.2, b.2),
-                a.3 || b.3,
-            )
-        };
-        let identity: Partial<D> = ([0.0; D], 0.0, f64::NEG_INFINITY, false);
-        let (momentum, squares, max2, broken) = par::reduce(
-            p.len(),
-            par::REDUCE_CHUNK,
-            identity,
-            |r| {
-                r.fold(identity, |acc, i| {
-                    let v = p.velocity(i);
-                    let v2: f64 = v.iter().map(|x| x * x).sum();
-                    let bad = v.iter().any(|x| !x.is_finite())
-                        || (closed && (0..D).any(|k| !p.pos[k][i].is_finite()));
-                    combine(acc, (v, v2, v2, bad))
-                })
-            },
-            combine,
-        );
+        self.measured(Tally::over(&self.particles, closed))
+    }
+
+    /// The step's particle quantities from the particles' tally.
+    fn measured(&self, t: Tally<D>) -> Measured<D> {
+        let mass = self.particle_mass;
         Measured {
-            kinetic: 0.5 * mass * squares,
-            momentum: momentum.map(|x| mass * x),
-            max_speed: if p.is_empty() { 0.0 } else { max2.sqrt() },
-            broken,
+            kinetic: 0.5 * mass * t.squares,
+            momentum: t.sum.map(|x| mass * x),
+            max_speed: if self.particles.is_empty() {
+                0.0
+            } else {
+                t.max_square().sqrt()
+            },
+            broken: t.broken(),
         }
     }
 
@@ -490,14 +485,7 @@ impl<const D: usize> FlipSim<D> {
     /// [`count_volume`](Self::count_volume) it moves continuously with the particles, so the random
     /// positions of jittered particles do not read as a loss of volume (docs/flip.md, "Volume").
     pub fn fluid_volume(&self) -> f64 {
-        let (fill, flags) = (&self.fill, &self.flags);
-        par::sum(fill.len(), |i| {
-            if flags.data[i] == CellFlag::Solid {
-                0.0
-            } else {
-                fill.data[i].min(1.0)
-            }
-        }) * self.cfg.cell_size.powi(D as i32)
+        self.cell_tally().fluid_volume
     }
 
     /// Liquid volume (m³, m² in 2D) from the particle count per cell: `Σ_cells min(1, n_c / n₀) h^D` with
@@ -505,16 +493,57 @@ impl<const D: usize> FlipSim<D> {
     /// cell face, and the cap keeps only the deficits, so a liquid whose particles merely move reads about
     /// 7% low (docs/flip.md, "Volume"); kept to show that.
     pub fn count_volume(&self) -> f64 {
+        self.cell_tally().count_volume
+    }
+
+    /// The step's cell quantities in one pass over the cells: the sums and the largest value add
+    /// sequentially within each chunk of [`par::REDUCE_CHUNK`] and then chunk by chunk, as [`par::sum`] and
+    /// [`par::max`] do.
+    fn cell_tally(&self) -> CellTally {
         let n0 = self.cfg.params.seeds_per_axis.pow(D as u32) as f64;
-        let count = &self.count;
-        let flags = &self.flags;
-        par::sum(count.len(), |i| {
-            if flags.data[i] == CellFlag::Solid {
-                0.0
-            } else {
-                (count.data[i] as f64 / n0).min(1.0)
-            }
-        }) * self.cfg.cell_size.powi(D as i32)
+        let (fill, count, flags, div) = (&self.fill, &self.count, &self.flags, &self.div_after);
+        let identity = CellTally {
+            fluid_cells: 0,
+            fluid_volume: 0.0,
+            count_volume: 0.0,
+            max_divergence: f64::NEG_INFINITY,
+        };
+        let then = |a: CellTally, b: CellTally| CellTally {
+            fluid_cells: a.fluid_cells + b.fluid_cells,
+            fluid_volume: a.fluid_volume + b.fluid_volume,
+            count_volume: a.count_volume + b.count_volume,
+            max_divergence: par::nan_max(a.max_divergence, b.max_divergence),
+        };
+        let t = par::reduce(
+            fill.len(),
+            par::REDUCE_CHUNK,
+            identity,
+            |r| {
+                let mut t = identity;
+                for i in r {
+                    let f = flags.data[i];
+                    if f == CellFlag::Solid {
+                        t.fluid_volume += 0.0;
+                        t.count_volume += 0.0;
+                    } else {
+                        t.fluid_volume += fill.data[i].min(1.0);
+                        t.count_volume += (count.data[i] as f64 / n0).min(1.0);
+                    }
+                    let fluid = f == CellFlag::Fluid;
+                    t.fluid_cells += fluid as usize;
+                    let d = if fluid { div.data[i].abs() } else { 0.0 };
+                    t.max_divergence = par::nan_max(t.max_divergence, d);
+                }
+                t
+            },
+            then,
+        );
+        let cell = self.cfg.cell_size.powi(D as i32);
+        CellTally {
+            fluid_volume: t.fluid_volume * cell,
+            count_volume: t.count_volume * cell,
+            ..t
+        }
     }
 
     /// Volume (m³, m² in 2D) inside the Zhu–Bridson surface: the cells whose centre has a negative signed
@@ -930,15 +959,12 @@ impl<const D: usize> Simulation for FlipSim<D> {
             max_speed,
             broken,
         } = self.measure();
-        let fluid_cells = self.flags.count(CellFlag::Fluid);
-        let volume = self.fluid_volume();
-        let div_after = par::max(self.div_after.len(), |i| {
-            if self.flags.data[i] == CellFlag::Fluid {
-                self.div_after.data[i].abs()
-            } else {
-                0.0
-            }
-        });
+        let CellTally {
+            fluid_cells,
+            fluid_volume: volume,
+            count_volume,
+            max_divergence: div_after,
+        } = self.cell_tally();
         self.timer
             .add("diagnostics", t.elapsed().as_secs_f64() * 1e3);
         if !(kinetic.is_finite() && max_speed.is_finite()) || broken {
@@ -962,7 +988,7 @@ impl<const D: usize> Simulation for FlipSim<D> {
                     Quantity::Count(self.particles.len() as u64),
                 ),
                 ("fluid_volume", Quantity::Scalar(volume)),
-                ("count_volume", Quantity::Scalar(self.count_volume())),
+                ("count_volume", Quantity::Scalar(count_volume)),
                 (
                     "fluid_cell_volume",
                     Quantity::Scalar(fluid_cells as f64 * h.powi(D as i32)),

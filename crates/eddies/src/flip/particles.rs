@@ -4,6 +4,7 @@
 //! advection), so halving its bytes halves the memory traffic that bounds those stages, and f32 resolves
 //! positions to about 10⁻⁷ of the domain, far below a cell. All arithmetic on them is done in f64.
 
+use super::transfer::PARTICLE_CHUNK;
 use rayon::prelude::*;
 
 /// Particles of a `D`-dimensional liquid.
@@ -107,5 +108,149 @@ impl<const D: usize> Particles<D> {
             b += a.capacity() * 4;
         }
         b
+    }
+}
+
+/// Lanes of a [`Tally`]'s chunk: particle `i` of a chunk adds to lane `i mod LANES`, so that the lanes add
+/// side by side in vector registers.
+const LANES: usize = 8;
+
+/// What a step reports of its particles: Σv, Σ|v|², the largest |v|² and a sum of the positions that were
+/// checked, which is not finite exactly when one of them is not (positions lie in the domain, far from
+/// overflow). A non-finite velocity makes Σ|v|² non-finite, so the checks are made once, on the sums
+/// ([`Tally::broken`], [`Tally::max_square`]), and the pass over the particles is only adds.
+///
+/// [`Tally::over`] cuts the particles into chunks of [`PARTICLE_CHUNK`] and each chunk into [`LANES`] lanes:
+/// particle `i` of a chunk adds to lane `i mod LANES`, the lanes are combined in lane order and the chunks in
+/// chunk order, so the result does not depend on the thread count.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct Tally<const D: usize> {
+    /// Σv (m/s).
+    pub sum: [f64; D],
+    /// Σ|v|² (m²/s²).
+    pub squares: f64,
+    /// The largest |v|² (m²/s²; NaNs are skipped here and caught by `squares`), −∞ for no particle.
+    max2: f64,
+    /// Σ of the checked position coordinates (m).
+    positions: f64,
+}
+
+impl<const D: usize> Tally<D> {
+    /// No particle.
+    const EMPTY: Self = Tally {
+        sum: [0.0; D],
+        squares: 0.0,
+        max2: f64::NEG_INFINITY,
+        positions: 0.0,
+    };
+
+    /// `self` followed by `later`.
+    fn then(self, later: Self) -> Self {
+        Tally {
+            sum: std::array::from_fn(|k| self.sum[k] + later.sum[k]),
+            squares: self.squares + later.squares,
+            max2: self.max2.max(later.max2),
+            positions: self.positions + later.positions,
+        }
+    }
+
+    /// Whether some velocity or checked position is not finite (or |v|² overflows).
+    pub fn broken(&self) -> bool {
+        !(self.squares.is_finite() && self.positions.is_finite())
+    }
+
+    /// The largest |v|² (m²/s²): NaN when some velocity is NaN, −∞ for no particle.
+    pub fn max_square(&self) -> f64 {
+        if self.squares.is_nan() {
+            f64::NAN
+        } else {
+            self.max2
+        }
+    }
+
+    /// The tally of every particle of `p`, positions checked when `check_positions`.
+    pub fn over(p: &Particles<D>, check_positions: bool) -> Self {
+        let chunk = |r: std::ops::Range<usize>| {
+            if check_positions {
+                Self::chunk::<true>(p, r)
+            } else {
+                Self::chunk::<false>(p, r)
+            }
+        };
+        crate::par::reduce(p.len(), PARTICLE_CHUNK, Self::EMPTY, chunk, Self::then)
+    }
+
+    /// The tally of the particles `r`, lane by lane.
+    fn chunk<const POSITIONS: bool>(p: &Particles<D>, r: std::ops::Range<usize>) -> Self {
+        let mut lanes = Lanes::<D>::default();
+        let mut start = r.start;
+        while start + LANES <= r.end {
+            lanes.add::<POSITIONS, LANES>(p, start);
+            start += LANES;
+        }
+        for i in start..r.end {
+            lanes.add::<POSITIONS, 1>(p, i);
+        }
+        (0..LANES).fold(Self::EMPTY, |t, l| {
+            t.then(Tally {
+                sum: std::array::from_fn(|k| lanes.sum[k][l]),
+                squares: lanes.squares[l],
+                max2: lanes.max2[l],
+                positions: lanes.positions[l],
+            })
+        })
+    }
+}
+
+/// A [`Tally`] per lane.
+struct Lanes<const D: usize> {
+    sum: [[f64; LANES]; D],
+    squares: [f64; LANES],
+    max2: [f64; LANES],
+    positions: [f64; LANES],
+}
+
+impl<const D: usize> Default for Lanes<D> {
+    fn default() -> Self {
+        Lanes {
+            sum: [[0.0; LANES]; D],
+            squares: [0.0; LANES],
+            max2: [f64::NEG_INFINITY; LANES],
+            positions: [0.0; LANES],
+        }
+    }
+}
+
+impl<const D: usize> Lanes<D> {
+    /// Adds particles `start .. start + N` to lanes `0..N`.
+    #[inline(always)]
+    fn add<const POSITIONS: bool, const N: usize>(&mut self, p: &Particles<D>, start: usize) {
+        let v: [&[f32; N]; D] =
+            std::array::from_fn(|k| p.vel[k][start..start + N].try_into().expect("N velocities"));
+        for l in 0..N {
+            let mut v2 = 0.0;
+            for k in 0..D {
+                let vk = f64::from(v[k][l]);
+                self.sum[k][l] += vk;
+                v2 += vk * vk;
+            }
+            self.squares[l] += v2;
+            // Skips a NaN (the comparison is false); `squares` records it.
+            if v2 > self.max2[l] {
+                self.max2[l] = v2;
+            }
+        }
+        if POSITIONS {
+            let x: [&[f32; N]; D] = std::array::from_fn(|k| {
+                p.pos[k][start..start + N].try_into().expect("N positions")
+            });
+            for l in 0..N {
+                let mut s = 0.0;
+                for xk in &x {
+                    s += f64::from(xk[l]);
+                }
+                self.positions[l] += s;
+            }
+        }
     }
 }
