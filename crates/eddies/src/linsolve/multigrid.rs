@@ -21,7 +21,7 @@ use super::poisson::{CellKind, Layout, PoissonOperator, Row};
 use rayon::prelude::*;
 use std::sync::Arc;
 
-use super::poisson::residual;
+use super::poisson::{residual, residual_row};
 use super::vector::CHUNK;
 use super::{check_vector, Info, LinearOperator, Preconditioner, SolveError, StopReason};
 use crate::grid::Real;
@@ -451,8 +451,11 @@ impl<const D: usize, T: Real> Multigrid<D, T> {
                 p.pre_sweeps,
                 false,
             );
-            residual(&fine.op, &fine.b, &fine.x, &mut fine.t);
-            restrict_to(&fine.op, &fine.t, coarse, p.restriction);
+            let r = Fine::Residual {
+                b: &fine.b,
+                x: &fine.x,
+            };
+            restrict_to(&fine.op, r, coarse, p.restriction);
             fill(&mut coarse.x, T::ZERO);
         }
         let c = &mut self.levels[last];
@@ -489,7 +492,7 @@ impl<const D: usize, T: Real> Multigrid<D, T> {
         for l in 0..last {
             let (lo, hi) = self.levels.split_at_mut(l + 1);
             let (fine, coarse) = (&lo[l], &mut hi[0]);
-            restrict_to(&fine.op, &fine.b, coarse, p.restriction);
+            restrict_to(&fine.op, Fine::Field(&fine.b), coarse, p.restriction);
             restrict_boundary(&fine.op, &fine.x, &coarse.op, &mut coarse.x);
         }
         {
@@ -1103,10 +1106,20 @@ fn solve_coarsest<T: Real, const D: usize>(
     op.remove_null_space_unknowns(x);
 }
 
-/// Restricts the fine field `r` to the unknowns of `coarse` (its `b`): [`restrict`], then [`fold`].
+/// What [`restrict`] restricts.
+#[derive(Clone, Copy)]
+enum Fine<'a, T> {
+    /// A fine field, zero outside the unknowns.
+    Field(&'a [T]),
+    /// The fine level's residual `b − A x`, computed a row at a time as it is restricted (never stored): the
+    /// same values as [`residual`] gives, without the pass that writes them and the one that reads them back.
+    Residual { b: &'a [T], x: &'a [T] },
+}
+
+/// Restricts `r` to the unknowns of `coarse` (its `b`): [`restrict`], then [`fold`].
 fn restrict_to<T: Real, const D: usize>(
     fine: &PoissonOperator<D>,
-    r: &[T],
+    r: Fine<'_, T>,
     coarse: &mut Level<D, T>,
     how: Restriction,
 ) {
@@ -1114,11 +1127,11 @@ fn restrict_to<T: Real, const D: usize>(
     fold(&coarse.op, &coarse.ghost, &coarse.t, &mut coarse.b);
 }
 
-/// Restricts the fine field `r` (zero outside the unknowns) to every coarse cell: `Pᵀ r / 2^D` (full
-/// weighting). Values that land outside the coarse unknowns are handed back to them by [`fold`].
+/// Restricts the fine field `r` to every coarse cell: `Pᵀ r / 2^D` (full weighting). Values that land
+/// outside the coarse unknowns are handed back to them by [`fold`].
 fn restrict<T: Real, const D: usize>(
     fine: &PoissonOperator<D>,
-    r: &[T],
+    r: Fine<'_, T>,
     coarse: &PoissonOperator<D>,
     half: &mut [T],
     out: &mut [T],
@@ -1137,8 +1150,15 @@ fn restrict<T: Real, const D: usize>(
     half[..fine_rows * crl]
         .par_chunks_mut(crl)
         .enumerate()
-        .for_each(|(row, h)| {
-            let fr = &r[row * frl..(row + 1) * frl];
+        .for_each_init(Vec::new, |scratch, (row, h)| {
+            let fr = match r {
+                Fine::Field(r) => &r[row * frl..(row + 1) * frl],
+                Fine::Residual { b, x } => {
+                    scratch.resize(frl, T::ZERO);
+                    residual_row(fine, b, x, row, scratch);
+                    &scratch[..]
+                }
+            };
             let at = |i: isize| {
                 if i >= 0 && (i as usize) < frl {
                     fr[i as usize]

@@ -866,29 +866,48 @@ pub(crate) fn residual<T: Real, const D: usize>(
 ) -> f64 {
     let l = &op.layout;
     let n = l.dims[0];
-    let s = T::from_f64(op.scale);
     l.sum_rows(r, |row, out| {
-        out.fill(T::ZERO);
+        residual_row(op, b, x, row.index, out);
         if !row.interior {
             return 0.0;
         }
-        let start = row.index * l.row_len() + 1;
-        let o = &mut out[1..=n];
-        neighbour_sum(x, start, &l.strides, o);
-        let (c, xc, bc) = (
-            &op.diag[start..start + n],
-            &x[start..start + n],
-            &b[start..start + n],
-        );
-        for (((o, &c), &x), &b) in o.iter_mut().zip(c).zip(xc).zip(bc) {
-            *o = if c > 0.0 {
-                b - s * (T::from_f64(c as f64) * x - *o)
-            } else {
-                T::ZERO
-            };
-        }
+        let o = &out[1..=n];
         lane_sum(n, |i| o[i].to_f64() * o[i].to_f64())
     })
+}
+
+/// Row `row` (padded row index) of `b − A x` into `out` (one padded row): the unknowns' residuals, 0 on every
+/// other cell.
+#[inline]
+pub(crate) fn residual_row<T: Real, const D: usize>(
+    op: &PoissonOperator<D>,
+    b: &[T],
+    x: &[T],
+    row: usize,
+    out: &mut [T],
+) {
+    let l = &op.layout;
+    let n = l.dims[0];
+    out.fill(T::ZERO);
+    if !l.is_interior_row(row) {
+        return;
+    }
+    let s = T::from_f64(op.scale);
+    let start = row * l.row_len() + 1;
+    let o = &mut out[1..=n];
+    neighbour_sum(x, start, &l.strides, o);
+    let (c, xc, bc) = (
+        &op.diag[start..start + n],
+        &x[start..start + n],
+        &b[start..start + n],
+    );
+    for (((o, &c), &x), &b) in o.iter_mut().zip(c).zip(xc).zip(bc) {
+        *o = if c > 0.0 {
+            b - s * (T::from_f64(c as f64) * x - *o)
+        } else {
+            T::ZERO
+        };
+    }
 }
 
 #[cfg(test)]
