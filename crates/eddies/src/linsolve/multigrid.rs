@@ -374,7 +374,7 @@ impl<const D: usize, T: Real> Multigrid<D, T> {
                     tolerance: p.tolerance,
                 });
             }
-            self.vcycle_from(0);
+            self.vcycle_from(0, 0);
             let f = &mut self.levels[0];
             f.op.remove_null_space_unknowns(&mut f.x);
             cycles += 1;
@@ -425,22 +425,31 @@ impl<const D: usize, T: Real> Multigrid<D, T> {
 
     /// One V-cycle on the homogeneous problem from a zero guess: `z ≈ A⁻¹ r` (the MGPCG preconditioner).
     pub fn precondition(&mut self, r: &[f64], z: &mut [f64]) {
-        {
-            let f = &mut self.levels[0];
+        let p = self.params;
+        // The first red-black sweep takes in `r` and the zero guess as it goes (same bits, one pass less).
+        let fused = p.smoother == Smoother::RedBlackGaussSeidel
+            && p.pre_sweeps > 0
+            && self.levels.len() > 1;
+        let f = &mut self.levels[0];
+        if fused {
+            red_black_sweep_from_zero(&f.op, &f.inv, r, &mut f.b, &mut f.x, Colour::Red);
+        } else {
             convert(r, &mut f.b);
             fill(&mut f.x, T::ZERO);
         }
-        self.vcycle_from(0);
+        self.vcycle_from(0, fused as usize);
         convert(&self.levels[0].x, z);
     }
 
-    /// A V-cycle on the vectors of level `top` down to the coarsest.
-    fn vcycle_from(&mut self, top: usize) {
+    /// A V-cycle on the vectors of level `top` down to the coarsest, whose first `presmoothed` sweeps on level
+    /// `top` are done already.
+    fn vcycle_from(&mut self, top: usize, presmoothed: usize) {
         let p = self.params;
         let last = self.levels.len() - 1;
         for l in top..last {
             let (lo, hi) = self.levels.split_at_mut(l + 1);
             let (fine, coarse) = (&mut lo[l], &mut hi[0]);
+            let done = if l == top { presmoothed } else { 0 };
             smooth(
                 &fine.op,
                 &fine.inv,
@@ -448,7 +457,7 @@ impl<const D: usize, T: Real> Multigrid<D, T> {
                 &mut fine.x,
                 &mut fine.t,
                 p.smoother,
-                p.pre_sweeps,
+                p.pre_sweeps - done,
                 false,
             );
             let r = Fine::Residual {
@@ -507,7 +516,7 @@ impl<const D: usize, T: Real> Multigrid<D, T> {
             let (fine, coarse) = (&mut lo[l], &mut hi[0]);
             extend(&coarse.op, &coarse.ghost, &coarse.x, &mut coarse.t, true);
             prolong(&coarse.op, &coarse.t, &fine.op, &mut fine.x, mode);
-            self.vcycle_from(l);
+            self.vcycle_from(l, 0);
         }
     }
 }
@@ -949,20 +958,8 @@ impl Colour {
     }
 }
 
-/// Planes (cells along the slowest axis) per task of a [`red_black_sweep`], at least: below twice this a level
-/// is swept by one task. At least 6, so that the planes around two cuts never meet.
-const SWEEP_SLAB: usize = 8;
-const _: () = assert!(SWEEP_SLAB >= 6);
-
 /// One red-black Gauss–Seidel sweep in place: the cells of colour `first`, then those of the other, each set to
 /// `(h² bᵢ + Σⱼ xⱼ) / nᵢ` (unknowns only), with `1/nᵢ` from `inv`.
-///
-/// The two half-sweeps share one pass over memory: along the slowest axis, plane `p` gets its first colour
-/// just before plane `p − 1` gets its second, which then reads first-colour values that are all final. Every
-/// cell is computed from the same values as by two separate half-sweeps, so the result does not depend on how
-/// the planes are split among tasks. The planes are cut into slabs: each slab does its inner planes in one
-/// task, then the planes around each cut between slabs, whose updates need both slabs' first colour, are done
-/// (the cuts in parallel). A task's planes and the planes it reads are never another task's at the same time.
 fn red_black_sweep<T: Real, const D: usize>(
     op: &PoissonOperator<D>,
     inv: &[T],
@@ -971,20 +968,102 @@ fn red_black_sweep<T: Real, const D: usize>(
     first: Colour,
 ) {
     let l = op.layout();
-    let planes = l.dims[D - 1];
     let plane_len = l.strides[D - 1];
     let h2 = T::from_f64(1.0 / op.scale());
     let shared = crate::par::SharedSlice::new(x);
-    let second = first.other();
-    // From index `shift`, true at every other entry: a row's cells of one colour.
-    let every_other: Vec<bool> = (0..=l.dims[0]).map(|i| i % 2 == 0).collect();
-    // Updates the cells of `colour` in the interior plane `p` (padded coordinate), reading planes p − 1 ..= p + 1.
-    let plane = |colour: Colour, p: usize, sum: &mut Vec<T>| {
+    let every_other = every_other(l);
+    sweep_planes(l, first, |colour, p, sum: &mut Vec<T>| {
         let base = (p - 1) * plane_len;
-        // SAFETY: the callers' plane ranges (see below) make this task the only one touching these planes now.
-        let view = unsafe { shared.slice_mut(base..base + 3 * plane_len) };
-        relax_plane(l, inv, b, h2, &every_other, view, base, p, colour, sum);
-    };
+        let planes = base..base + 3 * plane_len;
+        // SAFETY: `sweep_planes` makes this task the only one touching these planes now.
+        let view = unsafe { shared.slice_mut(planes.clone()) };
+        relax_plane(
+            l,
+            inv,
+            &b[planes],
+            h2,
+            &every_other,
+            view,
+            base,
+            p,
+            colour,
+            sum,
+        );
+    });
+}
+
+/// The first red-black sweep of a V-cycle from a zero guess, with the right-hand side given in f64: sets
+/// `b = r` (converted to `T`), `x = 0`, then sweeps as [`red_black_sweep`], all in the one pass over memory
+/// that the sweep alone takes. With the other colour still zero, a cell of colour `first` is set to
+/// `h² bᵢ / nᵢ` without reading its neighbours; the result has the bits of the conversion, the fill and the
+/// sweep done one after another.
+fn red_black_sweep_from_zero<T: Real, const D: usize>(
+    op: &PoissonOperator<D>,
+    inv: &[T],
+    r: &[f64],
+    b: &mut [T],
+    x: &mut [T],
+    first: Colour,
+) {
+    let l = op.layout();
+    let planes = l.dims[D - 1];
+    let plane_len = l.strides[D - 1];
+    let h2 = T::from_f64(1.0 / op.scale());
+    // The halo planes, which no sweep writes.
+    for p in [0, planes + 1] {
+        let range = p * plane_len..(p + 1) * plane_len;
+        for (b, &r) in b[range.clone()].iter_mut().zip(&r[range.clone()]) {
+            *b = T::from_f64(r);
+        }
+        x[range].fill(T::ZERO);
+    }
+    let (sb, sx) = (
+        crate::par::SharedSlice::new(b),
+        crate::par::SharedSlice::new(x),
+    );
+    let every_other = every_other(l);
+    sweep_planes(l, first, |colour, p, sum: &mut Vec<T>| {
+        let base = (p - 1) * plane_len;
+        let planes = base..base + 3 * plane_len;
+        // SAFETY: as in `red_black_sweep`; `b` is written by plane, like `x`, and read only after its plane's
+        // first colour (which writes it), by the planes' second colour.
+        let (bv, xv) = unsafe { (sb.slice_mut(planes.clone()), sx.slice_mut(planes)) };
+        if colour == first {
+            start_plane(l, inv, r, h2, &every_other, bv, xv, base, p, colour);
+        } else {
+            relax_plane(l, inv, bv, h2, &every_other, xv, base, p, colour, sum);
+        }
+    });
+}
+
+/// From index `shift`, true at every other entry: a row's cells of one colour (one more than a row).
+fn every_other<const D: usize>(l: &Layout<D>) -> Vec<bool> {
+    (0..=l.dims[0]).map(|i| i % 2 == 0).collect()
+}
+
+/// Planes (cells along the slowest axis) per task of a [`sweep_planes`], at least: below twice this a level
+/// is swept by one task. At least 6, so that the planes around two cuts never meet.
+const SWEEP_SLAB: usize = 8;
+const _: () = assert!(SWEEP_SLAB >= 6);
+
+/// Runs `plane(colour, p, scratch)` on every interior plane `p` (padded coordinate along the slowest axis)
+/// for colour `first` and then its other, as one red-black sweep in place needs: `plane(c, p, _)` may read
+/// and write planes p − 1 ..= p + 1, and the second colour of plane q runs only once the first is done on
+/// q − 1, q and q + 1.
+///
+/// The two half-sweeps share one pass over memory: along the slowest axis, plane `p` gets its first colour
+/// just before plane `p − 1` gets its second, which then reads first-colour values that are all final. Every
+/// cell is computed from the same values as by two separate half-sweeps, so the result does not depend on how
+/// the planes are split among tasks. The planes are cut into slabs: each slab does its inner planes in one
+/// task, then the planes around each cut between slabs, whose updates need both slabs' first colour, are done
+/// (the cuts in parallel). A task's planes and the planes it reads are never another task's at the same time.
+fn sweep_planes<T: Send, const D: usize>(
+    l: &Layout<D>,
+    first: Colour,
+    plane: impl Fn(Colour, usize, &mut Vec<T>) + Sync,
+) {
+    let planes = l.dims[D - 1];
+    let second = first.other();
     // Does `first` on the planes of `firsts` and `second` on those of `seconds` in an order in which each
     // update reads final values: `second` on plane q once `first` is done on q − 1, q and q + 1 (or they are
     // halo planes, or another task did them earlier).
@@ -1030,9 +1109,68 @@ fn red_black_sweep<T: Real, const D: usize>(
     });
 }
 
+/// [`red_black_sweep_from_zero`]'s first colour on plane `p`: `b = r` and `x = 0` on the whole plane, then
+/// `x = h² bᵢ / nᵢ` on its unknowns of `colour`. `b` and `x` are views of planes p − 1 ..= p + 1 from padded
+/// index `base`.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn start_plane<T: Real, const D: usize>(
+    l: &Layout<D>,
+    inv: &[T],
+    r: &[f64],
+    h2: T,
+    every_other: &[bool],
+    b: &mut [T],
+    x: &mut [T],
+    base: usize,
+    p: usize,
+    colour: Colour,
+) {
+    let n = l.dims[0];
+    let rl = l.row_len();
+    let plane_len = l.strides[D - 1];
+    let mut row = l.row(p * plane_len / rl);
+    for r_i in 0..plane_len / rl {
+        if r_i > 0 {
+            l.next_row(&mut row);
+        }
+        let local = row.index * rl - base;
+        let (bs, xs) = (&mut b[local..local + rl], &mut x[local..local + rl]);
+        for (b, &r) in bs.iter_mut().zip(&r[row.index * rl..(row.index + 1) * rl]) {
+            *b = T::from_f64(r);
+        }
+        xs.fill(T::ZERO);
+        if !row.interior {
+            continue;
+        }
+        let shift = row_shift(row.coords, colour);
+        let start = row.index * rl + 1;
+        let (inv, bc, xc) = (&inv[start..start + n], &bs[1..=n], &mut xs[1..=n]);
+        let mask = &every_other[shift..shift + n];
+        for i in 0..n {
+            // The neighbours are all of the other colour, still zero: their sum is +0.
+            let update = inv[i] * (h2 * bc[i] + T::ZERO);
+            if mask[i] && inv[i] > T::ZERO {
+                xc[i] = update;
+            }
+        }
+    }
+}
+
+/// Where a row's cells of `colour` start: the parity of the coordinate sum of its first interior cell
+/// (padded coordinates `c` are one more than the cell's).
+#[inline(always)]
+fn row_shift<const D: usize>(c: [usize; D], colour: Colour) -> usize {
+    let row_parity = (1..D).map(|k| c[k] - 1).sum::<usize>() & 1;
+    match colour {
+        Colour::Red => row_parity,
+        Colour::Black => 1 - row_parity,
+    }
+}
+
 /// [`red_black_sweep`]'s update of the cells of `colour` in plane `p` (padded coordinate along the slowest
-/// axis). `view` holds planes p − 1 ..= p + 1 and starts at padded index `base`; `every_other` is true at even
-/// indices (one more than a row); `sum` is scratch.
+/// axis). `b` and `view` (of `x`) hold planes p − 1 ..= p + 1 and start at padded index `base`; `every_other`
+/// is true at even indices (one more than a row); `sum` is scratch.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
 fn relax_plane<T: Real, const D: usize>(
@@ -1062,17 +1200,11 @@ fn relax_plane<T: Real, const D: usize>(
         let start = row.index * rl + 1;
         let local = start - base;
         super::poisson::neighbour_sum(view, local, &l.strides, sum);
-        // Colour of the row's first interior cell: the parity of its coordinate sum (padded coordinates are
-        // one more than the cell's). The row's cells of `colour` are every other one from `shift`.
-        let c = row.coords;
-        let row_parity = (1..D).map(|k| c[k] - 1).sum::<usize>() & 1;
-        let shift = match colour {
-            Colour::Red => row_parity,
-            Colour::Black => 1 - row_parity,
-        };
+        // The row's cells of `colour` are every other one from `shift`.
+        let shift = row_shift(row.coords, colour);
         let (inv, bc, xc) = (
             &inv[start..start + n],
-            &b[start..start + n],
+            &b[local..local + n],
             &mut view[local..local + n],
         );
         // The whole row in one vectorised loop; the other colour's cells are stored back unchanged. The update
@@ -1449,11 +1581,29 @@ mod tests {
                     "{dims:?}, {first:?} first, {threads} threads: differs from the definition"
                 );
             }
+            // From a zero guess with the right-hand side in f64: the conversion, the zero fill and one
+            // sweep by the definition. The vectors start out holding garbage, which must all be overwritten.
+            let r: Vec<f64> = (0..n).map(|_| rng.range(-0.5, 0.5)).collect();
+            let want_b: Vec<T> = r.iter().map(|&v| T::from_f64(v)).collect();
+            let mut want_x = vec![T::ZERO; n];
+            reference_sweep(&op, &inv, &want_b, &mut want_x, first);
+            for threads in [1, 2, 7] {
+                let (got_b, got_x) = crate::par::with_threads(threads, || {
+                    let (mut b, mut x) = (x0.clone(), b.clone());
+                    red_black_sweep_from_zero(&op, &inv, &r, &mut b, &mut x, first);
+                    (b, x)
+                });
+                let bits = |v: &[T]| v.iter().map(|x| x.to_f64().to_bits()).collect::<Vec<_>>();
+                assert!(
+                    bits(&got_b) == bits(&want_b) && bits(&got_x) == bits(&want_x),
+                    "{dims:?}, {first:?} first, {threads} threads: the sweep from zero differs"
+                );
+            }
         }
     }
 
     #[test]
-    fn in_place_red_black_sweep_is_gauss_seidel_by_definition_for_any_split() {
+    fn in_place_red_black_sweeps_are_gauss_seidel_by_definition_for_any_split() {
         // 45 and 70 planes: several slabs, cuts between them, and a last slab with the remainder.
         check_sweep::<f32, 3>([9, 7, 45]);
         check_sweep::<f64, 3>([5, 6, 45]);
