@@ -36,37 +36,65 @@ unsafe fn take<'a, const D: usize>(
     })
 }
 
-/// The face fields that the particle pass reads, packed face by face as f32 `[u, u − u_old, d, 0]` (`d` the
-/// volume correction's displacement, or 0), so that one 16-byte load per stencil corner serves all of them.
-/// f32 suffices: the particles store their velocities and positions in f32, and the FLIP update adds the
-/// difference `u − u_old`, rounded once, rather than two large nearly equal values.
+/// The face fields that the particle pass reads, as f32: the particles store their velocities and positions in
+/// f32, and the FLIP update adds the difference `u − u_old`, rounded once, rather than two large nearly equal
+/// values.
+#[derive(Clone, Debug)]
+pub(crate) struct Packed<const D: usize> {
+    /// `[u, u − u_old, d, 0]` face by face (`d` the volume correction's displacement, or 0), so that one
+    /// 16-byte load per stencil corner serves the sample at the particle's start.
+    fields: [Vec<[f32; 4]>; D],
+    /// `u` alone, for advection's midpoint sample: a quarter of the bytes, so that it stays in cache.
+    u: [Vec<f32>; D],
+}
+
+impl<const D: usize> Default for Packed<D> {
+    fn default() -> Self {
+        Packed {
+            fields: std::array::from_fn(|_| Vec::new()),
+            u: std::array::from_fn(|_| Vec::new()),
+        }
+    }
+}
+
+impl<const D: usize> Packed<D> {
+    /// Bytes held.
+    pub fn bytes(&self) -> usize {
+        self.fields.iter().map(|f| f.capacity() * 16).sum::<usize>()
+            + self.u.iter().map(|u| u.capacity() * 4).sum::<usize>()
+    }
+}
+
+/// Fills `packed` from the grids, both arrays in one pass.
 fn pack<const D: usize>(
     u: &MacGrid<D>,
     u_old: &MacGrid<D>,
     disp: Option<&MacGrid<D>>,
-    packed: &mut [Vec<[f32; 4]>; D],
+    packed: &mut Packed<D>,
 ) {
-    for (k, out) in packed.iter_mut().enumerate() {
+    for (k, (fields, only)) in packed.fields.iter_mut().zip(&mut packed.u).enumerate() {
         let (uk, ok) = (&u.u[k].data, &u_old.u[k].data);
         let dk = disp.map(|d| &d.u[k].data[..]);
-        out.resize(uk.len(), [0.0; 4]);
-        let shared = SharedSlice::new(out);
+        fields.resize(uk.len(), [0.0; 4]);
+        only.resize(uk.len(), 0.0);
+        let (fields, only) = (SharedSlice::new(fields), SharedSlice::new(only));
         par::for_each_chunk(uk.len(), PARTICLE_CHUNK, |r| {
             // SAFETY: chunks are disjoint.
-            let o = unsafe { shared.slice_mut(r.clone()) };
-            for (j, f) in r.zip(o.iter_mut()) {
+            let (f, o) = unsafe { (fields.slice_mut(r.clone()), only.slice_mut(r.clone())) };
+            for ((j, f), o) in r.zip(f.iter_mut()).zip(o.iter_mut()) {
                 let d = dk.map_or(0.0, |d| d[j]);
                 *f = [uk[j] as f32, (uk[j] - ok[j]) as f32, d as f32, 0.0];
+                *o = uk[j] as f32;
             }
         });
     }
 }
 
-/// `packed` ([`pack`]) interpolated at `s`, a position in cell units from the domain's corner: per component
-/// `[u, u − u_old, d]`.
+/// `packed.fields` ([`pack`]) interpolated at `s`, a position in cell units from the domain's corner: per
+/// component `[u, u − u_old, d]`.
 #[inline(always)]
 fn sample<const D: usize>(
-    packed: &[Vec<[f32; 4]>; D],
+    packed: &Packed<D>,
     strides: &[[usize; D]; D],
     dims: [usize; D],
     s: [f64; D],
@@ -75,7 +103,23 @@ fn sample<const D: usize>(
     // A plain loop rather than `array::from_fn`: the closure form is not inlined into the particle loop.
     let mut out = [[0.0; 4]; D];
     for k in 0..D {
-        out[k] = at.stencil(k, strides[k]).sample(&packed[k]);
+        out[k] = at.stencil(k, strides[k]).sample(&packed.fields[k]);
+    }
+    out
+}
+
+/// `packed.u` interpolated at `s` (as [`sample`]).
+#[inline(always)]
+fn sample_velocity<const D: usize>(
+    packed: &Packed<D>,
+    strides: &[[usize; D]; D],
+    dims: [usize; D],
+    s: [f64; D],
+) -> [f64; D] {
+    let at = FacePoint::new(s, dims);
+    let mut out = [0.0; D];
+    for k in 0..D {
+        out[k] = at.stencil(k, strides[k]).sample_one(&packed.u[k]);
     }
     out
 }
@@ -97,7 +141,7 @@ pub(crate) fn transfer_and_advect<const D: usize>(
     transfer: Transfer,
     pic_ratio: f64,
     disp: Option<&MacGrid<D>>,
-    packed: &mut [Vec<[f32; 4]>; D],
+    packed: &mut Packed<D>,
     shapes: &[Shape],
     boundary: Boundary,
     dt: f64,
@@ -151,9 +195,9 @@ pub(crate) fn transfer_and_advect<const D: usize>(
                 }
             }
             let mid: [f64; D] = std::array::from_fn(|k| s0[k] + 0.5 * dt * inv_h * v0[k]);
-            let v1 = sample(packed, &strides, u.dims, mid);
+            let v1 = sample_velocity(packed, &strides, u.dims, mid);
             // The volume correction's displacement, sampled at the particle's start.
-            let mut x: [f64; D] = std::array::from_fn(|k| x0[k] + dt * v1[k][0] + here[k][2]);
+            let mut x: [f64; D] = std::array::from_fn(|k| x0[k] + dt * v1[k] + here[k][2]);
             for s in shapes {
                 let q = to_dvec3(x);
                 let d = s.sdf(q);

@@ -103,8 +103,8 @@ pub struct FlipSim<const D: usize> {
     /// Potential (m²) and displacement (m) of the volume correction.
     excess_potential: Grid<f64, D>,
     disp: MacGrid<D>,
-    /// The face fields of the particle pass packed side by side (`advect::pack`).
-    packed: [Vec<[f32; 4]>; D],
+    /// The face fields of the particle pass (`advect::pack`).
+    packed: advect::Packed<D>,
     /// The flags of the volume correction's solve: fluid stays fluid, air becomes solid.
     closed_flags: Grid<CellFlag, D>,
     solver: Option<PoissonSolver<D>>,
@@ -191,7 +191,7 @@ impl<const D: usize> FlipSim<D> {
             excess: Grid::new(dims, origin, h, 0.0),
             excess_potential: Grid::new(dims, origin, h, 0.0),
             disp: MacGrid::new(dims, origin, h),
-            packed: std::array::from_fn(|_| Vec::new()),
+            packed: advect::Packed::default(),
             closed_flags: Grid::new(dims, origin, h, CellFlag::Air),
             solver: None,
             closed_solver: None,
@@ -284,14 +284,14 @@ impl<const D: usize> FlipSim<D> {
     }
 
     /// Bytes per cell: velocity, saved velocity, and the weights and weighted velocities (4 × D f64), the
-    /// packed face fields of the particle pass (4 × D f32), flags, obstacle id and particle
+    /// packed face fields of the particle pass (5 × D f32), flags, obstacle id and particle
     /// count, pressure, right-hand side, two divergences, the volume excess and its potential (6 f64), the
     /// volume correction's displacement (D f64) and flags, the half-cell bins (2ᴰ u32), the extrapolation's
     /// known-face masks (its layer buffers hold a band around the surface, not the grid), and two pressure
     /// solvers, the projection's and the volume correction's (each about 8 padded f64 vectors plus the
     /// multigrid levels, ≈ 1/7 more).
     pub fn bytes_per_cell() -> usize {
-        5 * D * 8 + D * 16 + 1 + 2 + 4 + 6 * 8 + 1 + (1 << D) * 4 + D + 2 * 80
+        5 * D * 8 + D * 20 + 1 + 2 + 4 + 6 * 8 + 1 + (1 << D) * 4 + D + 2 * 80
     }
 
     /// The configuration.
@@ -1098,7 +1098,7 @@ impl<const D: usize> Simulation for FlipSim<D> {
                 .iter()
                 .map(|g| g.data.capacity() * 16)
                 .sum::<usize>()
-            + self.packed.iter().map(|g| g.capacity() * 16).sum::<usize>();
+            + self.packed.bytes();
         let n = self.count.len();
         self.particles.bytes()
             + self.bins.bytes()

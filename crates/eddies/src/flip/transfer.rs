@@ -578,6 +578,30 @@ impl<const D: usize> FaceStencil<D> {
         }
         v[0]
     }
+
+    /// A single field interpolated at the stencil's point, as [`sample`](Self::sample).
+    #[inline(always)]
+    pub fn sample_one(&self, data: &[f32]) -> f64 {
+        let f = self.frac;
+        let mut v = [0.0f64; 4];
+        for (r, vr) in v.iter_mut().enumerate().take(1 << (D - 1)) {
+            let mut o = self.base;
+            for a in 1..D {
+                if (r >> (a - 1)) & 1 == 1 {
+                    o += self.strides[a];
+                }
+            }
+            let (lo, hi) = (data[o] as f64, data[o + 1] as f64);
+            *vr = lo + f[0] * (hi - lo);
+        }
+        for a in (1..D).rev() {
+            let m = 1 << (a - 1);
+            for r in 0..m {
+                v[r] += f[a] * (v[r + m] - v[r]);
+            }
+        }
+        v[0]
+    }
 }
 
 /// The gradients (1/m) of the multilinear interpolation weights of a face grid at `x` (m), clamped like
