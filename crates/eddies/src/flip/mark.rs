@@ -44,7 +44,7 @@ pub(crate) fn mark_cells<const D: usize>(
 /// This is a smoothed particle density (the count per cell jumps by 1/n0 whenever a particle crosses a cell
 /// boundary; this estimate moves continuously with the particles).
 pub(crate) fn fill_fraction<const D: usize>(
-    weight: &[Grid<[f64; 2], D>; D],
+    weight: &[Grid<[f32; 2], D>; D],
     closed: bool,
     n0: f64,
     fill: &mut Grid<f64, D>,
@@ -82,7 +82,7 @@ pub(crate) fn fill_fraction<const D: usize>(
                         m *= inside(false, c[a], dims[a]);
                     }
                 }
-                sum += g.data[j][0] / m;
+                sum += f64::from(g.data[j][0]) / m;
             }
         }
         sum
@@ -104,7 +104,7 @@ pub(crate) fn fill_fraction<const D: usize>(
             row[x] = cell(c) * scale;
         }
         c[0] = 0;
-        let faces: [[&[[f64; 2]]; 2]; D] = std::array::from_fn(|k| {
+        let faces: [[&[[f32; 2]]; 2]; D] = std::array::from_fn(|k| {
             let g = &weight[k];
             let i = g.index(c);
             let (step, len) = (g.strides()[k], n + (k == 0) as usize);
@@ -119,8 +119,8 @@ pub(crate) fn fill_fraction<const D: usize>(
                 } else {
                     (faces[k][0][x][0], faces[k][1][x][0])
                 };
-                sum += lo;
-                sum += hi;
+                sum += f64::from(lo);
+                sum += f64::from(hi);
             }
             row[x] = sum * scale;
         }
@@ -158,13 +158,13 @@ mod tests {
     fn weights<const D: usize>(
         dims: [usize; D],
         mut value: impl FnMut(usize, [usize; D]) -> f64,
-    ) -> [Grid<[f64; 2], D>; D] {
+    ) -> [Grid<[f32; 2], D>; D] {
         let mac = MacGrid::<D>::new(dims, [0.0; D], 1.0);
         std::array::from_fn(|k| {
             let mut g = mac.u[k].same_shape([0.0; 2]);
             for i in 0..g.data.len() {
                 let f = g.coords(i);
-                g.data[i][0] = value(k, f);
+                g.data[i][0] = value(k, f) as f32;
             }
             g
         })
@@ -196,7 +196,7 @@ mod tests {
                         let mut f = c;
                         f[k] += up;
                         let m = if closed { mass(dims, k, f) } else { 1.0 };
-                        sum += w[k][f][0] / m;
+                        sum += f64::from(w[k][f][0]) / m;
                     }
                 }
                 let want = sum / (2.0 * D as f64 * n0);

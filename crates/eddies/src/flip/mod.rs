@@ -86,8 +86,9 @@ pub struct FlipSim<const D: usize> {
     // Grid quantities of the last substep (derived from the particles; kept for output and as scratch).
     u: MacGrid<D>,
     u_old: MacGrid<D>,
-    /// Per face, the particle-to-grid sums `[Σ w, Σ w u]` (the weights also give the fill fraction).
-    weight: [Grid<[f64; 2], D>; D],
+    /// Per face, the particle-to-grid sums `[Σ w, Σ w u]` (the weights also give the fill fraction), in f32,
+    /// the particles' own precision.
+    weight: [Grid<[f32; 2], D>; D],
     flags: Grid<CellFlag, D>,
     solid_id: Grid<u16, D>,
     count: Grid<u32, D>,
@@ -177,7 +178,7 @@ impl<const D: usize> FlipSim<D> {
             substeps_total: 0,
             particle_mass: cfg.params.density * h.powi(D as i32) / seeds,
             max_speed: 0.0,
-            weight: std::array::from_fn(|k| u.u[k].same_shape([0.0; 2])),
+            weight: std::array::from_fn(|k| u.u[k].same_shape([0.0f32; 2])),
             u_old: u.clone(),
             u,
             flags: Grid::new(dims, origin, h, CellFlag::Air),
@@ -283,15 +284,15 @@ impl<const D: usize> FlipSim<D> {
         4 * 2 * D + (if apic { 4 * D * D } else { 0 }) + 16
     }
 
-    /// Bytes per cell: velocity, saved velocity, and the weights and weighted velocities (4 × D f64), the
-    /// packed face fields of the particle pass (5 × D f32), flags, obstacle id and particle
-    /// count, pressure, right-hand side, two divergences, the volume excess and its potential (6 f64), the
-    /// volume correction's displacement (D f64) and flags, the half-cell bins (2ᴰ u32), the extrapolation's
-    /// known-face masks (its layer buffers hold a band around the surface, not the grid), and two pressure
-    /// solvers, the projection's and the volume correction's (each about 8 padded f64 vectors plus the
-    /// multigrid levels, ≈ 1/7 more).
+    /// Bytes per cell: velocity and saved velocity (2 × D f64), the particle-to-grid weights and weighted
+    /// velocities (2 × D f32), the volume correction's displacement (D f64), the packed face fields of the
+    /// particle pass (5 × D f32), flags, obstacle id and particle count, pressure, right-hand side, two
+    /// divergences, the volume excess and its potential (6 f64), the volume correction's flags, the half-cell
+    /// bins (2ᴰ u32), the extrapolation's known-face masks (its layer buffers hold a band around the surface,
+    /// not the grid), and two pressure solvers, the projection's and the volume correction's (each about 8
+    /// padded f64 vectors plus the multigrid levels, ≈ 1/7 more).
     pub fn bytes_per_cell() -> usize {
-        5 * D * 8 + D * 20 + 1 + 2 + 4 + 6 * 8 + 1 + (1 << D) * 4 + D + 2 * 80
+        2 * D * 8 + 2 * D * 4 + D * 8 + D * 20 + 1 + 2 + 4 + 6 * 8 + 1 + (1 << D) * 4 + D + 2 * 80
     }
 
     /// The configuration.
@@ -1096,7 +1097,7 @@ impl<const D: usize> Simulation for FlipSim<D> {
             + self
                 .weight
                 .iter()
-                .map(|g| g.data.capacity() * 16)
+                .map(|g| g.data.capacity() * 8)
                 .sum::<usize>()
             + self.packed.bytes();
         let n = self.count.len();
