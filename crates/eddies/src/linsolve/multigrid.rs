@@ -630,32 +630,37 @@ fn coarsen<const D: usize>(fine: &PoissonOperator<D>) -> Option<PoissonOperator<
     let fl = fine.layout();
     let dims = fl.dims.map(|n| n.div_ceil(2));
     let kinds = fine.kinds();
-    let child_kind = |c: [usize; D]| -> CellKind {
-        let mut any_unknown = false;
-        for corner in 0..1usize << D {
+    // Dirichlet if a child is, else unknown if a child is, else solid.
+    let rank = |k: CellKind| match k {
+        CellKind::Solid => 0u8,
+        CellKind::Unknown => 1,
+        CellKind::Dirichlet => 2,
+    };
+    let fill = |c: [usize; D], row: &mut [CellKind]| {
+        row.fill(CellKind::Solid);
+        for combo in 0..1usize << (D - 1) {
             let mut f = [0; D];
             let mut inside = true;
-            for k in 0..D {
-                f[k] = 2 * c[k] + ((corner >> k) & 1);
-                inside &= f[k] < fl.dims[k];
+            for a in 1..D {
+                f[a] = 2 * c[a] + ((combo >> (a - 1)) & 1);
+                inside &= f[a] < fl.dims[a];
             }
             if !inside {
                 continue;
             }
-            match kinds[fl.index(f)] {
-                CellKind::Dirichlet => return CellKind::Dirichlet,
-                CellKind::Unknown => any_unknown = true,
-                CellKind::Solid => {}
+            let start = fl.index(f);
+            let children = &kinds[start..start + fl.dims[0]];
+            for (x, k) in row.iter_mut().enumerate() {
+                for &child in children.iter().skip(2 * x).take(2) {
+                    if rank(child) > rank(*k) {
+                        *k = child;
+                    }
+                }
             }
-        }
-        if any_unknown {
-            CellKind::Unknown
-        } else {
-            CellKind::Solid
         }
     };
     let mut coarse =
-        PoissonOperator::unlabelled(dims, 2.0 * fine.spacing(), fine.outside(), child_kind).ok()?;
+        PoissonOperator::from_rows(dims, 2.0 * fine.spacing(), fine.outside(), fill).ok()?;
     coarse.set_link_weights(dirichlet_link_weights(fine, &coarse));
     Some(coarse)
 }
@@ -1600,6 +1605,58 @@ mod tests {
                 );
             }
         }
+    }
+
+    fn check_coarse_kinds<const D: usize>(dims: [usize; D]) {
+        let fine = PoissonOperator::new(dims, 0.1, DomainBoundary::Solid, |c| {
+            let i = c.iter().fold(0, |a, &v| a * 1000 + v as u64);
+            match SplitMix64::new(i ^ 77).next_f64() {
+                v if v < 0.3 => CellKind::Solid,
+                v if v < 0.35 => CellKind::Dirichlet,
+                _ => CellKind::Unknown,
+            }
+        })
+        .expect("some unknowns");
+        let coarse = coarsen(&fine).expect("a coarse level");
+        let (fl, cl) = (fine.layout(), coarse.layout());
+        assert_eq!(cl.dims, dims.map(|n| n.div_ceil(2)));
+        for i in 0..cl.len() {
+            let c = cl.padded_coords(i);
+            if (0..D).any(|k| c[k] == 0 || c[k] > cl.dims[k]) {
+                continue;
+            }
+            // The children that exist: Dirichlet if one is, else unknown if one is, else solid.
+            let children: Vec<CellKind> = (0..1usize << D)
+                .filter_map(|corner| {
+                    let f: [usize; D] =
+                        std::array::from_fn(|k| 2 * (c[k] - 1) + ((corner >> k) & 1));
+                    (0..D)
+                        .all(|k| f[k] < fl.dims[k])
+                        .then(|| fine.kinds()[fl.index(f)])
+                })
+                .collect();
+            let want = if children.contains(&CellKind::Dirichlet) {
+                CellKind::Dirichlet
+            } else if children.contains(&CellKind::Unknown) {
+                CellKind::Unknown
+            } else {
+                CellKind::Solid
+            };
+            let got = coarse.kinds()[i];
+            // An unknown cut off from every other cell becomes solid.
+            let isolated = want == CellKind::Unknown && coarse.diagonal(i) == 0.0;
+            assert!(
+                got == want || (isolated && got == CellKind::Solid),
+                "{dims:?}, coarse cell {c:?}: {got:?}, children {children:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn coarse_cells_take_the_kind_of_their_children() {
+        check_coarse_kinds([9, 7, 6]);
+        check_coarse_kinds([8, 5]);
+        check_coarse_kinds([3, 4, 5]);
     }
 
     #[test]

@@ -392,7 +392,7 @@ impl<const D: usize> PoissonOperator<D> {
 
     /// As [`unlabelled`](Self::unlabelled), the kinds given a row at a time: `fill(c, row)` sets the cells of
     /// the interior row whose first cell has coordinates `c`.
-    fn from_rows(
+    pub(crate) fn from_rows(
         dims: [usize; D],
         spacing: f64,
         outside: DomainBoundary,
@@ -448,34 +448,40 @@ impl<const D: usize> PoissonOperator<D> {
         outside: DomainBoundary,
     ) -> Result<Self, SolveError> {
         let strides = layout.strides;
-        let non_solid = |kind: &[CellKind], i: usize| -> u8 {
-            strides
-                .iter()
-                .map(|&s| {
-                    (kind[i - s] != CellKind::Solid) as u8 + (kind[i + s] != CellKind::Solid) as u8
-                })
-                .sum()
-        };
-        let rl = layout.row_len();
-        let mut count = vec![0u8; layout.len()];
-        count.par_chunks_mut(rl).enumerate().for_each(|(r, row)| {
-            if layout.is_interior_row(r) {
-                for (x, c) in row.iter_mut().enumerate().take(layout.dims[0] + 1).skip(1) {
-                    let i = r * rl + x;
-                    if kind[i] == CellKind::Unknown {
-                        *c = non_solid(&kind, i);
-                    }
+        let (n, rl) = (layout.dims[0], layout.row_len());
+        // The diagonal in units of 1/h²: an unknown's neighbours that are not solid, a row at a time.
+        let mut diag = vec![0.0f32; layout.len()];
+        diag.par_chunks_mut(rl).enumerate().for_each(|(r, row)| {
+            if !layout.is_interior_row(r) {
+                return;
+            }
+            let start = r * rl + 1;
+            let d = &mut row[1..=n];
+            for &s in &strides {
+                let (below, above) = (
+                    &kind[start - s..start - s + n],
+                    &kind[start + s..start + s + n],
+                );
+                for i in 0..n {
+                    d[i] += (below[i] != CellKind::Solid) as u8 as f32
+                        + (above[i] != CellKind::Solid) as u8 as f32;
+                }
+            }
+            for (d, &k) in d.iter_mut().zip(&kind[start..start + n]) {
+                if k != CellKind::Unknown {
+                    *d = 0.0;
                 }
             }
         });
+        // An unknown with no such neighbour is cut off from everything: it becomes solid.
         let unknowns: usize = kind
             .par_chunks_mut(rl)
-            .zip(count.par_chunks(rl))
-            .map(|(kinds, counts)| {
+            .zip(diag.par_chunks(rl))
+            .map(|(kinds, diag)| {
                 let mut n = 0;
-                for (k, &c) in kinds.iter_mut().zip(counts) {
+                for (k, &d) in kinds.iter_mut().zip(diag) {
                     if *k == CellKind::Unknown {
-                        if c == 0 {
+                        if d == 0.0 {
                             *k = CellKind::Solid;
                         } else {
                             n += 1;
@@ -490,7 +496,6 @@ impl<const D: usize> PoissonOperator<D> {
                 "the problem has no unknowns (no fluid cell)".into(),
             ));
         }
-        let diag = count.par_iter().map(|&c| c as f32).collect();
         Ok(PoissonOperator {
             layout,
             kind,
@@ -775,13 +780,10 @@ fn find_null_space<const D: usize>(layout: &Layout<D>, kind: &[CellKind]) -> Nul
     let strides = layout.strides;
     let rl = layout.row_len();
     let is = |i: usize, k: CellKind| kind[i] == k;
-    let mut runs: Vec<Run> = Vec::new();
-    // First run of each row, plus the total.
-    let mut row_first = Vec::with_capacity(layout.rows() + 1);
-    for r in 0..layout.rows() {
-        row_first.push(runs.len());
+    // The runs of row `r`, in order (parents set below).
+    let row_runs = |r: usize, out: &mut Vec<Run>| {
         if !layout.is_interior_row(r) {
-            continue;
+            return;
         }
         let row = r * rl;
         let mut x = 1;
@@ -800,14 +802,42 @@ fn find_null_space<const D: usize>(layout: &Layout<D>, kind: &[CellKind]) -> Nul
                 touches |= (start..end)
                     .any(|i| is(i - s, CellKind::Dirichlet) || is(i + s, CellKind::Dirichlet));
             }
-            let id = runs.len();
-            runs.push(Run {
+            out.push(Run {
                 start,
                 end,
-                parent: id,
+                parent: 0,
                 touches_dirichlet: touches,
             });
         }
+    };
+    // Rows are scanned in parallel, in fixed blocks, and the blocks' runs joined in row order.
+    const BLOCK: usize = 64;
+    let rows = layout.rows();
+    let blocks: Vec<(Vec<Run>, Vec<usize>)> = (0..rows.div_ceil(BLOCK))
+        .into_par_iter()
+        .map(|b| {
+            let (mut runs, mut counts) = (Vec::new(), Vec::new());
+            for r in b * BLOCK..((b + 1) * BLOCK).min(rows) {
+                let before = runs.len();
+                row_runs(r, &mut runs);
+                counts.push(runs.len() - before);
+            }
+            (runs, counts)
+        })
+        .collect();
+    let mut runs: Vec<Run> = Vec::with_capacity(blocks.iter().map(|b| b.0.len()).sum());
+    // First run of each row, plus the total.
+    let mut row_first = Vec::with_capacity(rows + 1);
+    let mut total = 0;
+    for (block, counts) in blocks {
+        for c in counts {
+            row_first.push(total);
+            total += c;
+        }
+        runs.extend(block);
+    }
+    for (id, run) in runs.iter_mut().enumerate() {
+        run.parent = id;
     }
     row_first.push(runs.len());
     for r in 0..layout.rows() {
@@ -848,11 +878,17 @@ fn find_null_space<const D: usize>(layout: &Layout<D>, kind: &[CellKind]) -> Nul
     if sizes.is_empty() {
         return NullSpace::default();
     }
+    // Each run's group label, then the cells' labels a row at a time.
+    let run_label: Vec<u32> = (0..runs.len())
+        .map(|id| label[root(&mut runs, id)])
+        .collect();
     let mut labels = vec![NO_LABEL; kind.len()];
-    for id in 0..runs.len() {
-        let l = label[root(&mut runs, id)];
-        labels[runs[id].start..runs[id].end].fill(l);
-    }
+    labels.par_chunks_mut(rl).enumerate().for_each(|(r, row)| {
+        for id in row_first[r]..row_first[r + 1] {
+            let run = &runs[id];
+            row[run.start - r * rl..run.end - r * rl].fill(run_label[id]);
+        }
+    });
     NullSpace { labels, sizes }
 }
 
