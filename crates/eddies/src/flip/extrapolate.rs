@@ -2,7 +2,7 @@
 //! surface interpolate faces outside the liquid, which hold no projected velocity, so the known velocities are
 //! spread outwards layer by layer.
 
-use super::project::for_faces_mut;
+use super::project::for_face_rows_mut;
 use crate::grid::{coords_of, CellFlag, Grid, MacGrid, GRID_CHUNK};
 use rayon::prelude::*;
 
@@ -14,16 +14,24 @@ pub(crate) fn mark_valid<const D: usize>(
     valid: &mut [Vec<u8>; D],
 ) {
     let dims = u.dims;
+    let fluid = |i: usize| flags.data[i] == CellFlag::Fluid;
     for k in 0..D {
         let mut data = std::mem::take(&mut valid[k]);
         data.resize(u.u[k].data.len(), 0);
         let mut g = Grid::from_data(u.u[k].dims, u.u[k].origin, u.spacing, data);
-        for_faces_mut(&mut g, dims, k, |_, a, b, m| {
-            *m = [a, b]
-                .into_iter()
-                .flatten()
-                .any(|c| flags.data[c] == CellFlag::Fluid) as u8;
-        });
+        for_face_rows_mut(
+            &mut g,
+            dims,
+            k,
+            |row, a, b| {
+                let n = row.len();
+                let (fa, fb) = (&flags.data[a..a + n], &flags.data[b..b + n]);
+                for i in 0..n {
+                    row[i] = (fa[i] == CellFlag::Fluid || fb[i] == CellFlag::Fluid) as u8;
+                }
+            },
+            |m, a, b| *m = (a.is_some_and(fluid) || b.is_some_and(fluid)) as u8,
+        );
         valid[k] = g.data;
     }
 }
@@ -253,6 +261,37 @@ mod tests {
                 // Bitwise: the band visits the same faces with the same sums in the same order.
                 assert_eq!(a.u[k].data, g.data, "component {k}, {layers} layers");
                 assert_eq!(va[k], vk, "component {k}, {layers} layers");
+            }
+        }
+    }
+
+    #[test]
+    fn known_faces_are_those_with_fluid_on_a_side() {
+        let dims = [7usize, 5, 6];
+        let mut rng = crate::validation::SplitMix64::new(3);
+        let mut flags = Grid::new(dims, [0.0; 3], 0.1, CellFlag::Air);
+        for f in &mut flags.data {
+            *f = [CellFlag::Fluid, CellFlag::Air, CellFlag::Solid][(rng.next_u64() % 3) as usize];
+        }
+        let u = MacGrid::<3>::new(dims, [0.0; 3], 0.1);
+        let mut valid: [Vec<u8>; 3] = std::array::from_fn(|_| Vec::new());
+        mark_valid(&u, &flags, &mut valid);
+        for k in 0..3 {
+            let fd = u.u[k].dims;
+            for (i, &got) in valid[k].iter().enumerate() {
+                let f = coords_of(fd, i);
+                // The cells on either side of the face along k that exist.
+                let mut sides = Vec::new();
+                if f[k] > 0 {
+                    let mut c = f;
+                    c[k] -= 1;
+                    sides.push(c);
+                }
+                if f[k] < dims[k] {
+                    sides.push(f);
+                }
+                let want = sides.iter().any(|&c| flags[c] == CellFlag::Fluid) as u8;
+                assert_eq!(got, want, "component {k}, face {f:?}");
             }
         }
     }

@@ -175,7 +175,6 @@ fn apply_gradient<const D: usize>(
 ) {
     let dims = u.dims;
     let coef = c / u.spacing;
-    let cs = strides_of(dims);
     let (f, p) = (&flags.data[..], &p.data[..]);
     // One face with the cells `a` below and `b` above it (`None` outside the domain).
     let face = |v: &mut f64, a: Option<usize>, b: Option<usize>| {
@@ -205,29 +204,45 @@ fn apply_gradient<const D: usize>(
             v[i] = if coupled { base - g } else { base };
         }
     };
-    let nx = dims[0];
     for k in 0..D {
-        u.u[k].par_for_rows_mut(|c, row| {
-            // The linear index the row's coordinates have as a cell, at x = 0.
-            let base: usize = (1..D).map(|a| c[a] * cs[a]).sum();
-            if k == 0 {
-                pairs(&mut row[1..nx], base, base + 1);
-                face(&mut row[0], None, Some(base));
-                face(&mut row[nx], Some(base + nx - 1), None);
-                return;
-            }
-            let below = (c[k] > 0).then(|| base - cs[k]);
-            let above = (c[k] < dims[k]).then_some(base);
-            match (below, above) {
-                (Some(a), Some(b)) => pairs(row, a, b),
-                _ => {
-                    for (x, v) in row.iter_mut().enumerate() {
-                        face(v, below.map(|a| a + x), above.map(|b| b + x));
-                    }
+        for_face_rows_mut(&mut u.u[k], dims, k, pairs, face);
+    }
+}
+
+/// Visits the faces of component `k` of `faces` (a face grid of a MAC grid with `dims` cells) a row at a time,
+/// in parallel: `pairs(row, a, b)` for a run of faces `row` between the cells `a..` below and `b..` above
+/// (linear cell indices, one per face), and `face(value, below, above)` for each face on the domain's walls,
+/// with a cell on one side only (`None` outside). Each face is visited once, so the result does not depend on
+/// the split.
+pub(crate) fn for_face_rows_mut<T: Send, const D: usize>(
+    faces: &mut Grid<T, D>,
+    dims: [usize; D],
+    k: usize,
+    pairs: impl Fn(&mut [T], usize, usize) + Sync + Send,
+    face: impl Fn(&mut T, Option<usize>, Option<usize>) + Sync + Send,
+) {
+    let cs = strides_of(dims);
+    let nx = dims[0];
+    faces.par_for_rows_mut(|c, row| {
+        // The linear index the row's coordinates have as a cell, at x = 0.
+        let base: usize = (1..D).map(|a| c[a] * cs[a]).sum();
+        if k == 0 {
+            pairs(&mut row[1..nx], base, base + 1);
+            face(&mut row[0], None, Some(base));
+            face(&mut row[nx], Some(base + nx - 1), None);
+            return;
+        }
+        let below = (c[k] > 0).then(|| base - cs[k]);
+        let above = (c[k] < dims[k]).then_some(base);
+        match (below, above) {
+            (Some(a), Some(b)) => pairs(row, a, b),
+            _ => {
+                for (x, v) in row.iter_mut().enumerate() {
+                    face(v, below.map(|a| a + x), above.map(|b| b + x));
                 }
             }
-        });
-    }
+        }
+    });
 }
 
 /// The volume correction (Kugelstadt et al. 2019, *Implicit Density Projection for Volume Conserving
