@@ -808,26 +808,51 @@ impl<const D: usize> FlipSim<D> {
         let kappa = self.cfg.params.volume_correction;
         let (flags, fill) = (&self.flags, &self.fill);
         let (dims, strides) = (flags.dims, flags.strides());
-        self.excess.par_for_each_mut(|i, c, e| {
-            if kappa == 0.0 || flags.data[i] != CellFlag::Fluid {
-                *e = 0.0;
+        let fluid = |j: usize| flags.data[j] == CellFlag::Fluid;
+        // A cell next to the air may be partly empty because the surface cuts it: only its excess counts. A
+        // cell surrounded by liquid that holds too few particles has a gap, which the correction closes (a
+        // negative target pulls particles in), so that the excess of its neighbours fills it instead of
+        // pushing the free surface out. Next to an obstacle the fill fraction reads low (the kernel reaches
+        // into the solid), so there too only an excess counts.
+        let target = |i: usize, interior: bool| {
+            let rel = fill.data[i] - 1.0;
+            kappa * if interior { rel } else { rel.max(0.0) }
+        };
+        // One cell, any position: neighbours outside the domain do not count.
+        let cell = |i: usize, c: [usize; D]| -> f64 {
+            if kappa == 0.0 || !fluid(i) {
+                return 0.0;
+            }
+            let interior = (0..D).all(|k| {
+                (c[k] == 0 || fluid(i - strides[k]))
+                    && (c[k] + 1 == dims[k] || fluid(i + strides[k]))
+            });
+            target(i, interior)
+        };
+        let n = dims[0];
+        self.excess.par_for_rows_mut(|mut c, row| {
+            let base = flags.index(c);
+            // Rows away from the walls across x: cells 1 ..= n − 2 have all their neighbours in the domain.
+            let clear = n >= 3 && kappa != 0.0 && (1..D).all(|a| c[a] > 0 && c[a] + 1 < dims[a]);
+            if !clear {
+                for (x, e) in row.iter_mut().enumerate() {
+                    c[0] = x;
+                    *e = cell(base + x, c);
+                }
                 return;
             }
-            let rel = fill.data[i] - 1.0;
-            // A cell next to the air may be partly empty because the surface cuts it: only its excess counts.
-            // A cell surrounded by liquid that holds too few particles has a gap, which the correction
-            // closes (a negative target pulls particles in), so that the excess of its neighbours fills it
-            // instead of pushing the free surface out. Next to an obstacle the fill fraction reads low (the
-            // kernel reaches into the solid), so there too only an excess counts.
-            let interior = (0..D).all(|k| {
-                [
-                    (c[k] > 0, i.wrapping_sub(strides[k])),
-                    (c[k] + 1 < dims[k], i + strides[k]),
-                ]
-                .iter()
-                .all(|&(inside, j)| !inside || flags.data[j] == CellFlag::Fluid)
-            });
-            *e = kappa * if interior { rel } else { rel.max(0.0) };
+            for x in [0, n - 1] {
+                c[0] = x;
+                row[x] = cell(base + x, c);
+            }
+            for (x, e) in row.iter_mut().enumerate().take(n - 1).skip(1) {
+                let i = base + x;
+                *e = if fluid(i) {
+                    target(i, strides.iter().all(|&s| fluid(i - s) && fluid(i + s)))
+                } else {
+                    0.0
+                };
+            }
         });
         if !(solved && kappa > 0.0 && self.excess.data.iter().any(|&e| e != 0.0)) {
             return Ok(false);
