@@ -696,7 +696,7 @@ impl<const D: usize> FlipSim<D> {
 
         let t = Instant::now();
         for k in 0..D {
-            self.u_old.u[k].data.copy_from_slice(&self.u.u[k].data);
+            crate::linsolve::vector::copy(&self.u.u[k].data, &mut self.u_old.u[k].data);
         }
         self.timer
             .add("save_velocities", t.elapsed().as_secs_f64() * 1e3);

@@ -661,7 +661,11 @@ fn coarsen<const D: usize>(fine: &PoissonOperator<D>) -> Option<PoissonOperator<
     };
     let mut coarse =
         PoissonOperator::from_rows(dims, 2.0 * fine.spacing(), fine.outside(), fill).ok()?;
-    coarse.set_link_weights(dirichlet_link_weights(fine, &coarse));
+    // The weights only scale links to Dirichlet cells: with none (a closed container) they are all 1, as they
+    // start.
+    if coarse.kinds().contains(&CellKind::Dirichlet) {
+        coarse.set_link_weights(dirichlet_link_weights(fine, &coarse));
+    }
     Some(coarse)
 }
 
