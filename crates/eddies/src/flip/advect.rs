@@ -45,7 +45,7 @@ pub(crate) struct Packed<const D: usize> {
     /// 16-byte load per stencil corner serves the sample at the particle's start.
     fields: [Vec<[f32; 4]>; D],
     /// `u` alone, for advection's midpoint sample: a quarter of the bytes, so that it stays in cache.
-    u: [Vec<f32>; D],
+    u: [Vec<[f32; 1]>; D],
 }
 
 impl<const D: usize> Default for Packed<D> {
@@ -76,7 +76,7 @@ fn pack<const D: usize>(
         let (uk, ok) = (&u.u[k].data, &u_old.u[k].data);
         let dk = disp.map(|d| &d.u[k].data[..]);
         fields.resize(uk.len(), [0.0; 4]);
-        only.resize(uk.len(), 0.0);
+        only.resize(uk.len(), [0.0]);
         let (fields, only) = (SharedSlice::new(fields), SharedSlice::new(only));
         par::for_each_chunk(uk.len(), PARTICLE_CHUNK, |r| {
             // SAFETY: chunks are disjoint.
@@ -84,42 +84,26 @@ fn pack<const D: usize>(
             for ((j, f), o) in r.zip(f.iter_mut()).zip(o.iter_mut()) {
                 let d = dk.map_or(0.0, |d| d[j]);
                 *f = [uk[j] as f32, (uk[j] - ok[j]) as f32, d as f32, 0.0];
-                *o = uk[j] as f32;
+                *o = [uk[j] as f32];
             }
         });
     }
 }
 
-/// `packed.fields` ([`pack`]) interpolated at `s`, a position in cell units from the domain's corner: per
-/// component `[u, u − u_old, d]`.
+/// The packed face fields `fields` (one of [`Packed`]'s arrays, `L` fields per face) interpolated at `s`, a
+/// position in cell units from the domain's corner, per component.
 #[inline(always)]
-fn sample<const D: usize>(
-    packed: &Packed<D>,
+fn sample<const D: usize, const L: usize>(
+    fields: &[Vec<[f32; L]>; D],
     strides: &[[usize; D]; D],
     dims: [usize; D],
     s: [f64; D],
-) -> [[f64; 4]; D] {
+) -> [[f64; L]; D] {
     let at = FacePoint::new(s, dims);
     // A plain loop rather than `array::from_fn`: the closure form is not inlined into the particle loop.
-    let mut out = [[0.0; 4]; D];
+    let mut out = [[0.0; L]; D];
     for k in 0..D {
-        out[k] = at.stencil(k, strides[k]).sample(&packed.fields[k]);
-    }
-    out
-}
-
-/// `packed.u` interpolated at `s` (as [`sample`]).
-#[inline(always)]
-fn sample_velocity<const D: usize>(
-    packed: &Packed<D>,
-    strides: &[[usize; D]; D],
-    dims: [usize; D],
-    s: [f64; D],
-) -> [f64; D] {
-    let at = FacePoint::new(s, dims);
-    let mut out = [0.0; D];
-    for k in 0..D {
-        out[k] = at.stencil(k, strides[k]).sample_one(&packed.u[k]);
+        out[k] = at.stencil(k, strides[k]).sample(&fields[k]);
     }
     out
 }
@@ -180,7 +164,7 @@ pub(crate) fn transfer_and_advect<const D: usize>(
             let x0: [f64; D] = std::array::from_fn(|k| xs[k][j] as f64);
             let s0: [f64; D] = std::array::from_fn(|k| (x0[k] - origin[k]) * inv_h);
             let mut v: [f64; D] = std::array::from_fn(|k| vs[k][j] as f64);
-            let here = sample(packed, &strides, u.dims, s0);
+            let here = sample(&packed.fields, &strides, u.dims, s0);
             let v0: [f64; D] = std::array::from_fn(|k| here[k][0]);
             let dv: [f64; D] = std::array::from_fn(|k| here[k][1]);
             transfer::grid_to_particle(u, transfer, pic_ratio, x0, v0, dv, &mut v, &mut c);
@@ -195,9 +179,9 @@ pub(crate) fn transfer_and_advect<const D: usize>(
                 }
             }
             let mid: [f64; D] = std::array::from_fn(|k| s0[k] + 0.5 * dt * inv_h * v0[k]);
-            let v1 = sample_velocity(packed, &strides, u.dims, mid);
+            let v1 = sample(&packed.u, &strides, u.dims, mid);
             // The volume correction's displacement, sampled at the particle's start.
-            let mut x: [f64; D] = std::array::from_fn(|k| x0[k] + dt * v1[k] + here[k][2]);
+            let mut x: [f64; D] = std::array::from_fn(|k| x0[k] + dt * v1[k][0] + here[k][2]);
             for s in shapes {
                 let q = to_dvec3(x);
                 let d = s.sdf(q);

@@ -437,11 +437,7 @@ impl<const D: usize> FlipSim<D> {
     /// rounding is monotonic.
     fn measure(&self) -> Measured<D> {
         let closed = self.cfg.boundary == Boundary::Closed;
-        self.measured(Tally::over(&self.particles, closed))
-    }
-
-    /// The step's particle quantities from the particles' tally.
-    fn measured(&self, t: Tally<D>) -> Measured<D> {
+        let t = Tally::over(&self.particles, closed);
         let mass = self.particle_mass;
         Measured {
             kinetic: 0.5 * mass * t.squares,
@@ -523,10 +519,8 @@ impl<const D: usize> FlipSim<D> {
                 let mut t = identity;
                 for i in r {
                     let f = flags.data[i];
-                    if f == CellFlag::Solid {
-                        t.fluid_volume += 0.0;
-                        t.count_volume += 0.0;
-                    } else {
+                    // Solid cells add nothing (the sums are never −0, so skipping them keeps the bits).
+                    if f != CellFlag::Solid {
                         t.fluid_volume += fill.data[i].min(1.0);
                         t.count_volume += (count.data[i] as f64 / n0).min(1.0);
                     }

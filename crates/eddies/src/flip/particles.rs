@@ -111,8 +111,7 @@ impl<const D: usize> Particles<D> {
     }
 }
 
-/// Lanes of a [`Tally`]'s chunk: particle `i` of a chunk adds to lane `i mod LANES`, so that the lanes add
-/// side by side in vector registers.
+/// Lanes of a [`Tally`]'s chunk, which add side by side in vector registers.
 const LANES: usize = 8;
 
 /// What a step reports of its particles: Σv, Σ|v|², the largest |v|² and a sum of the positions that were
@@ -121,8 +120,9 @@ const LANES: usize = 8;
 /// ([`Tally::broken`], [`Tally::max_square`]), and the pass over the particles is only adds.
 ///
 /// [`Tally::over`] cuts the particles into chunks of [`PARTICLE_CHUNK`] and each chunk into [`LANES`] lanes:
-/// particle `i` of a chunk adds to lane `i mod LANES`, the lanes are combined in lane order and the chunks in
-/// chunk order, so the result does not depend on the thread count.
+/// particle `i` of a chunk adds to lane `i mod LANES`, except the last `len mod LANES`, which add to lane 0;
+/// the lanes are combined in lane order and the chunks in chunk order, so the result does not depend on the
+/// thread count.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(crate) struct Tally<const D: usize> {
     /// Σv (m/s).

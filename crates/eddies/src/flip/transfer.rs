@@ -547,15 +547,14 @@ pub(crate) struct FaceStencil<const D: usize> {
 }
 
 impl<const D: usize> FaceStencil<D> {
-    /// The four fields packed side by side in `data` interpolated at the stencil's point, in f64 (one
-    /// 16-byte load per corner serves all four): linear interpolation along x in each of the stencil's 2ᴰ⁻¹
-    /// rows, then along the other axes, the slowest first (2ᴰ − 1 lerps, fewer operations than a sum of 2ᴰ
-    /// weighted corners).
+    /// The `L` fields packed side by side in `data` interpolated at the stencil's point, in f64 (one load per
+    /// corner serves all of them): linear interpolation along x in each of the stencil's 2ᴰ⁻¹ rows, then along
+    /// the other axes, the slowest first (2ᴰ − 1 lerps, fewer operations than a sum of 2ᴰ weighted corners).
     #[inline(always)]
-    pub fn sample(&self, data: &[[f32; 4]]) -> [f64; 4] {
+    pub fn sample<const L: usize>(&self, data: &[[f32; L]]) -> [f64; L] {
         let f = self.frac;
-        let widen = |x: [f32; 4]| x.map(f64::from);
-        let mut v = [[0.0f64; 4]; 4];
+        let widen = |x: [f32; L]| x.map(f64::from);
+        let mut v = [[0.0f64; L]; 4];
         for (r, vr) in v.iter_mut().enumerate().take(1 << (D - 1)) {
             let mut o = self.base;
             for a in 1..D {
@@ -564,40 +563,16 @@ impl<const D: usize> FaceStencil<D> {
                 }
             }
             let (lo, hi) = (widen(data[o]), widen(data[o + 1]));
-            for l in 0..4 {
+            for l in 0..L {
                 vr[l] = lo[l] + f[0] * (hi[l] - lo[l]);
             }
         }
         for a in (1..D).rev() {
             let m = 1 << (a - 1);
             for r in 0..m {
-                for l in 0..4 {
+                for l in 0..L {
                     v[r][l] += f[a] * (v[r + m][l] - v[r][l]);
                 }
-            }
-        }
-        v[0]
-    }
-
-    /// A single field interpolated at the stencil's point, as [`sample`](Self::sample).
-    #[inline(always)]
-    pub fn sample_one(&self, data: &[f32]) -> f64 {
-        let f = self.frac;
-        let mut v = [0.0f64; 4];
-        for (r, vr) in v.iter_mut().enumerate().take(1 << (D - 1)) {
-            let mut o = self.base;
-            for a in 1..D {
-                if (r >> (a - 1)) & 1 == 1 {
-                    o += self.strides[a];
-                }
-            }
-            let (lo, hi) = (data[o] as f64, data[o + 1] as f64);
-            *vr = lo + f[0] * (hi - lo);
-        }
-        for a in (1..D).rev() {
-            let m = 1 << (a - 1);
-            for r in 0..m {
-                v[r] += f[a] * (v[r + m] - v[r]);
             }
         }
         v[0]
