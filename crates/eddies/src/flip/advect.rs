@@ -4,7 +4,7 @@
 
 use super::params::{Boundary, Transfer};
 use super::particles::Particles;
-use super::transfer::{self, FacePoint, PARTICLE_CHUNK};
+use super::transfer::{self, FaceStencils, PARTICLE_CHUNK, SAMPLE_BATCH};
 use crate::grid::{to_dvec3, MacGrid};
 use crate::par::{self, SharedSlice};
 use crate::shape::Shape;
@@ -90,24 +90,6 @@ fn pack<const D: usize>(
     }
 }
 
-/// The packed face fields `fields` (one of [`Packed`]'s arrays, `L` fields per face) interpolated at `s`, a
-/// position in cell units from the domain's corner, per component.
-#[inline(always)]
-fn sample<const D: usize, const L: usize>(
-    fields: &[Vec<[f32; L]>; D],
-    strides: &[[usize; D]; D],
-    dims: [usize; D],
-    s: [f64; D],
-) -> [[f64; L]; D] {
-    let at = FacePoint::new(s, dims);
-    // A plain loop rather than `array::from_fn`: the closure form is not inlined into the particle loop.
-    let mut out = [[0.0; L]; D];
-    for k in 0..D {
-        out[k] = at.stencil(k, strides[k]).sample(&fields[k]);
-    }
-    out
-}
-
 /// The grid-to-particle transfer ([`transfer::grid_to_particle`]) and advection of every particle, in one
 /// pass over the particles (both read the grid velocity at the particle). `disp` (m), the volume correction's
 /// displacement ([`super::project::volume_displacement`]) sampled at the particle's start, is added to its move.
@@ -160,47 +142,70 @@ pub(crate) fn transfer_and_advect<const D: usize>(
             .map(|a| unsafe { a.slice_mut(r.clone()) })
             .collect();
         let mut c = [[0.0f64; D]; D];
-        for j in 0..r.len() {
-            let x0: [f64; D] = std::array::from_fn(|k| xs[k][j] as f64);
-            let s0: [f64; D] = std::array::from_fn(|k| (x0[k] - origin[k]) * inv_h);
-            let mut v: [f64; D] = std::array::from_fn(|k| vs[k][j] as f64);
-            let here = sample(&packed.fields, &strides, u.dims, s0);
-            let v0: [f64; D] = std::array::from_fn(|k| here[k][0]);
-            let dv: [f64; D] = std::array::from_fn(|k| here[k][1]);
-            transfer::grid_to_particle(u, transfer, pic_ratio, x0, v0, dv, &mut v, &mut c);
+        // Batch by batch: the stencils of all its particles, then their samples, and so on (see
+        // [`FaceStencils`]). Slots past the batch's end hold the domain's corner and are not used.
+        for first in (0..r.len()).step_by(SAMPLE_BATCH) {
+            let batch = first..r.len().min(first + SAMPLE_BATCH);
+            let mut s0 = [[0.0f64; SAMPLE_BATCH]; D];
             for k in 0..D {
-                vs[k][j] = v[k] as f32;
+                for (s, &x) in s0[k].iter_mut().zip(&xs[k][batch.clone()]) {
+                    *s = (x as f64 - origin[k]) * inv_h;
+                }
             }
-            if apic {
+            let at = FaceStencils::new(&s0, u.dims, &strides);
+            let mut here = [[[0.0f64; 4]; D]; SAMPLE_BATCH];
+            for (j, here) in here.iter_mut().enumerate().take(batch.len()) {
                 for k in 0..D {
-                    for a in 0..D {
-                        cs[k * D + a][j] = c[k][a] as f32;
-                    }
+                    here[k] = at.sample(k, j, &packed.fields[k], strides[k]);
                 }
             }
-            let mid: [f64; D] = std::array::from_fn(|k| s0[k] + 0.5 * dt * inv_h * v0[k]);
-            let v1 = sample(&packed.u, &strides, u.dims, mid);
-            // The volume correction's displacement, sampled at the particle's start.
-            let mut x: [f64; D] = std::array::from_fn(|k| x0[k] + dt * v1[k][0] + here[k][2]);
-            for s in shapes {
-                let q = to_dvec3(x);
-                let d = s.sdf(q);
-                if d < MARGIN * h {
-                    let nrm = s.normal(q, 0.25 * h);
+            let mut mid = s0;
+            for (j, p) in batch.clone().enumerate() {
+                let x0: [f64; D] = std::array::from_fn(|k| xs[k][p] as f64);
+                let mut v: [f64; D] = std::array::from_fn(|k| vs[k][p] as f64);
+                let v0: [f64; D] = std::array::from_fn(|k| here[j][k][0]);
+                let dv: [f64; D] = std::array::from_fn(|k| here[j][k][1]);
+                transfer::grid_to_particle(u, transfer, pic_ratio, x0, v0, dv, &mut v, &mut c);
+                for k in 0..D {
+                    vs[k][p] = v[k] as f32;
+                    mid[k][j] = s0[k][j] + 0.5 * dt * inv_h * v0[k];
+                }
+                if apic {
                     for k in 0..D {
-                        x[k] += (MARGIN * h - d) * nrm[k];
+                        for a in 0..D {
+                            cs[k * D + a][p] = c[k][a] as f32;
+                        }
                     }
                 }
             }
-            let mut gone = false;
-            for k in 0..D {
-                match boundary {
-                    Boundary::Closed => x[k] = x[k].clamp(lo[k], hi[k]),
-                    Boundary::Open => gone |= !(x[k] >= origin[k] && x[k] < hi[k]),
+            let at = FaceStencils::new(&mid, u.dims, &strides);
+            for (j, p) in batch.enumerate() {
+                let x0: [f64; D] = std::array::from_fn(|k| xs[k][p] as f64);
+                // The move through the midpoint's velocity, plus the volume correction's displacement
+                // sampled at the particle's start.
+                let mut x: [f64; D] = std::array::from_fn(|k| {
+                    x0[k] + dt * at.sample(k, j, &packed.u[k], strides[k])[0] + here[j][k][2]
+                });
+                for s in shapes {
+                    let q = to_dvec3(x);
+                    let d = s.sdf(q);
+                    if d < MARGIN * h {
+                        let nrm = s.normal(q, 0.25 * h);
+                        for k in 0..D {
+                            x[k] += (MARGIN * h - d) * nrm[k];
+                        }
+                    }
                 }
-            }
-            for k in 0..D {
-                xs[k][j] = if gone { f32::NAN } else { x[k] as f32 };
+                let mut gone = false;
+                for k in 0..D {
+                    match boundary {
+                        Boundary::Closed => x[k] = x[k].clamp(lo[k], hi[k]),
+                        Boundary::Open => gone |= !(x[k] >= origin[k] && x[k] < hi[k]),
+                    }
+                }
+                for k in 0..D {
+                    xs[k][p] = if gone { f32::NAN } else { x[k] as f32 };
+                }
             }
         }
     });
