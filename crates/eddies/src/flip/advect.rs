@@ -179,32 +179,46 @@ pub(crate) fn transfer_and_advect<const D: usize>(
                 }
             }
             let at = FaceStencils::new(&mid, u.dims, &strides);
-            for (j, p) in batch.enumerate() {
-                let x0: [f64; D] = std::array::from_fn(|k| xs[k][p] as f64);
-                // The move through the midpoint's velocity, plus the volume correction's displacement
-                // sampled at the particle's start.
-                let mut x: [f64; D] = std::array::from_fn(|k| {
-                    x0[k] + dt * at.sample(k, j, &packed.u[k], strides[k])[0] + here[j][k][2]
-                });
+            // The move through the midpoint's velocity, plus the volume correction's displacement sampled at
+            // the particle's start.
+            let mut x = [[0.0f64; SAMPLE_BATCH]; D];
+            for j in 0..batch.len() {
+                for k in 0..D {
+                    x[k][j] = at.sample(k, j, &packed.u[k], strides[k])[0];
+                }
+            }
+            for k in 0..D {
+                for (j, (x, &x0)) in x[k].iter_mut().zip(&xs[k][batch.clone()]).enumerate() {
+                    *x = x0 as f64 + dt * *x + here[j][k][2];
+                }
+            }
+            for j in 0..batch.len() {
                 for s in shapes {
-                    let q = to_dvec3(x);
+                    let q = to_dvec3::<D>(std::array::from_fn(|k| x[k][j]));
                     let d = s.sdf(q);
                     if d < MARGIN * h {
                         let nrm = s.normal(q, 0.25 * h);
                         for k in 0..D {
-                            x[k] += (MARGIN * h - d) * nrm[k];
+                            x[k][j] += (MARGIN * h - d) * nrm[k];
                         }
                     }
                 }
-                let mut gone = false;
-                for k in 0..D {
-                    match boundary {
-                        Boundary::Closed => x[k] = x[k].clamp(lo[k], hi[k]),
-                        Boundary::Open => gone |= !(x[k] >= origin[k] && x[k] < hi[k]),
+            }
+            match boundary {
+                Boundary::Closed => {
+                    for k in 0..D {
+                        for (out, &x) in xs[k][batch.clone()].iter_mut().zip(&x[k]) {
+                            *out = x.clamp(lo[k], hi[k]) as f32;
+                        }
                     }
                 }
-                for k in 0..D {
-                    xs[k][p] = if gone { f32::NAN } else { x[k] as f32 };
+                Boundary::Open => {
+                    for j in 0..batch.len() {
+                        let gone = (0..D).any(|k| !(x[k][j] >= origin[k] && x[k][j] < hi[k]));
+                        for k in 0..D {
+                            xs[k][first + j] = if gone { f32::NAN } else { x[k][j] as f32 };
+                        }
+                    }
                 }
             }
         }
