@@ -90,7 +90,7 @@ fn pack<const D: usize>(
     }
 }
 
-/// The grid-to-particle transfer ([`transfer::grid_to_particle`]) and advection of every particle, in one
+/// The grid-to-particle transfer ([`transfer::grid_to_particles`]) and advection of every particle, in one
 /// pass over the particles (both read the grid velocity at the particle). `disp` (m), the volume correction's
 /// displacement ([`super::project::volume_displacement`]) sampled at the particle's start, is added to its move.
 /// The pass reads `u`, `u − u_old` and `disp` from `packed` ([`pack`]), which it fills first.
@@ -135,13 +135,12 @@ pub(crate) fn transfer_and_advect<const D: usize>(
     };
     par::for_each_chunk(n, PARTICLE_CHUNK, |r| {
         // SAFETY: chunks are disjoint, and each array is borrowed once per chunk.
-        let (xs, vs) = unsafe { (take(&pos, r.clone()), take(&vel, r.clone())) };
+        let (xs, mut vs) = unsafe { (take(&pos, r.clone()), take(&vel, r.clone())) };
         let mut cs: Vec<&mut [f32]> = affine
             .iter()
             // SAFETY: as above.
             .map(|a| unsafe { a.slice_mut(r.clone()) })
             .collect();
-        let mut c = [[0.0f64; D]; D];
         // Batch by batch: the stencils of all its particles, then their samples, and so on (see
         // [`FaceStencils`]). Slots past the batch's end hold the domain's corner and are not used.
         for first in (0..r.len()).step_by(SAMPLE_BATCH) {
@@ -159,23 +158,28 @@ pub(crate) fn transfer_and_advect<const D: usize>(
                     here[k] = at.sample(k, j, &packed.fields[k], strides[k]);
                 }
             }
-            let mut mid = s0;
-            for (j, p) in batch.clone().enumerate() {
-                let x0: [f64; D] = std::array::from_fn(|k| xs[k][p] as f64);
-                let mut v: [f64; D] = std::array::from_fn(|k| vs[k][p] as f64);
-                let v0: [f64; D] = std::array::from_fn(|k| here[j][k][0]);
-                let dv: [f64; D] = std::array::from_fn(|k| here[j][k][1]);
-                transfer::grid_to_particle(u, transfer, pic_ratio, x0, v0, dv, &mut v, &mut c);
+            // `u` and `u − u_old` at each particle, per component, for the loops across the batch.
+            let mut un = [[0.0f64; SAMPLE_BATCH]; D];
+            let mut du = [[0.0f64; SAMPLE_BATCH]; D];
+            for (j, here) in here.iter().enumerate() {
                 for k in 0..D {
-                    vs[k][p] = v[k] as f32;
-                    mid[k][j] = s0[k][j] + 0.5 * dt * inv_h * v0[k];
+                    un[k][j] = here[k][0];
+                    du[k][j] = here[k][1];
                 }
-                if apic {
-                    for k in 0..D {
-                        for a in 0..D {
-                            cs[k * D + a][p] = c[k][a] as f32;
-                        }
-                    }
+            }
+            {
+                let x: [&[f32]; D] = std::array::from_fn(|k| &xs[k][batch.clone()]);
+                let mut v: [&mut [f32]; D] = {
+                    let mut it = vs.iter_mut();
+                    std::array::from_fn(|_| &mut it.next().expect("D arrays")[batch.clone()])
+                };
+                let mut c: Vec<&mut [f32]> = cs.iter_mut().map(|c| &mut c[batch.clone()]).collect();
+                transfer::grid_to_particles(u, transfer, pic_ratio, x, &un, &du, &mut v, &mut c);
+            }
+            let mut mid = s0;
+            for k in 0..D {
+                for (m, &v) in mid[k].iter_mut().zip(&un[k]) {
+                    *m += 0.5 * dt * inv_h * v;
                 }
             }
             let at = FaceStencils::new(&mid, u.dims, &strides);

@@ -18,7 +18,7 @@
 //!    then the volume correction ([`volume_displacement`](project::volume_displacement), after Kugelstadt
 //!    et al. 2019): a displacement field that moves particles out of over-full cells;
 //! 8. [`extrapolate`](extrapolate::extrapolate): velocities into the air, then the boundary conditions again;
-//! 9. [`grid_to_particle`](transfer::grid_to_particle): PIC, PIC/FLIP blend (5% PIC) or APIC;
+//! 9. [`grid_to_particles`](transfer::grid_to_particles): PIC, PIC/FLIP blend (5% PIC) or APIC;
 //! 10. advect ([`transfer_and_advect`](advect::transfer_and_advect), fused with 9 in one pass over the
 //!     particles): RK2 through the grid velocity plus the volume correction's displacement, solid push-out.
 //!

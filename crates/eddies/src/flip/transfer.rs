@@ -633,50 +633,65 @@ fn gradient_stencil<const D: usize>(g: &Grid<f64, D>, x: [f64; D]) -> ([usize; 8
     (idx, grad)
 }
 
-/// Grid-to-particle transfer of one particle (seed 001 "Grid-To-Particle"; Zhu & Bridson 2005, §3.2; Jiang
-/// et al. 2015): with `u` the new grid velocity and `u_old` the one saved after the particle-to-grid transfer,
+/// Grid-to-particle transfer of a batch of particles (seed 001 "Grid-To-Particle"; Zhu & Bridson 2005, §3.2;
+/// Jiang et al. 2015): with `u` the new grid velocity and `u_old` the one saved after the particle-to-grid
+/// transfer,
 ///
 /// * PIC: `v_p = u(x_p)`;
 /// * FLIP blend: `v_p = α u(x_p) + (1 − α) (v_p + (u − u_old)(x_p))`, α = `pic_ratio`;
 /// * APIC: `v_p = u(x_p)` and `C_p = Σ_f u_f ∇w_f(x_p)ᵀ` per component (Jiang et al. 2015, eq. 8 with the
 ///   gradient of the multilinear weights).
 ///
-/// `un` and `du` are `u` and `u − u_old` interpolated at the particle; `x` is its position (m), from which
-/// APIC's gradient stencil is taken on `u`. `vel` (m/s) is updated in place, `affine` (1/s) written with APIC.
+/// Particle `j` of the batch has position `x[k][j]` (m), from which APIC's gradient stencil is taken on `u`,
+/// velocity `vel[k][j]` (m/s, updated in place) and affine matrix `affine[k·D + a][j]` (1/s, written with
+/// APIC); `un[k][j]` and `du[k][j]` are `u` and `u − u_old` interpolated at it. The batch is `vel[0].len()`
+/// particles long. PIC and the blend run in loops across the batch that the compiler vectorises.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn grid_to_particle<const D: usize>(
+pub(crate) fn grid_to_particles<const D: usize>(
     u: &MacGrid<D>,
     transfer: Transfer,
     pic_ratio: f64,
-    x: [f64; D],
-    un: [f64; D],
-    du: [f64; D],
-    vel: &mut [f64; D],
-    affine: &mut [[f64; D]; D],
+    x: [&[f32]; D],
+    un: &[[f64; SAMPLE_BATCH]; D],
+    du: &[[f64; SAMPLE_BATCH]; D],
+    vel: &mut [&mut [f32]; D],
+    affine: &mut [&mut [f32]],
 ) {
-    // One branch per particle, then a loop over the components that the compiler unrolls.
     match transfer {
-        Transfer::Pic => *vel = un,
+        Transfer::Pic => {
+            for (v, un) in vel.iter_mut().zip(un) {
+                for (v, &un) in v.iter_mut().zip(un) {
+                    *v = un as f32;
+                }
+            }
+        }
         Transfer::Flip => {
-            for k in 0..D {
-                vel[k] = pic_ratio * un[k] + (1.0 - pic_ratio) * (vel[k] + du[k]);
+            for ((v, un), du) in vel.iter_mut().zip(un).zip(du) {
+                for ((v, &un), &du) in v.iter_mut().zip(un).zip(du) {
+                    *v = (pic_ratio * un + (1.0 - pic_ratio) * (*v as f64 + du)) as f32;
+                }
             }
         }
         Transfer::Apic => {
-            for k in 0..D {
-                let g = &u.u[k];
-                let (idx, grad) = gradient_stencil(g, x);
-                let mut c = [0.0; D];
-                for corner in 0..(1usize << D) {
-                    let v = g.data[idx[corner]];
-                    for a in 0..D {
-                        c[a] += grad[corner][a] * v;
+            for j in 0..vel[0].len() {
+                let xj: [f64; D] = std::array::from_fn(|k| x[k][j] as f64);
+                for k in 0..D {
+                    let g = &u.u[k];
+                    let (idx, grad) = gradient_stencil(g, xj);
+                    let mut c = [0.0; D];
+                    for corner in 0..(1usize << D) {
+                        let v = g.data[idx[corner]];
+                        for a in 0..D {
+                            c[a] += grad[corner][a] * v;
+                        }
                     }
+                    for a in 0..D {
+                        affine[k * D + a][j] = c[a] as f32;
+                    }
+                    vel[k][j] = un[k][j] as f32;
                 }
-                affine[k] = c;
             }
-            *vel = un;
         }
     }
 }
