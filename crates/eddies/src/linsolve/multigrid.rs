@@ -1323,16 +1323,18 @@ fn restrict<T: Real, const D: usize>(
             }
             let pairs = &fr[..2 * inner.end];
             match how {
+                // Pair by pair (fine cells 2cx − 2 ..= 2cx + 1 are pairs cx − 1 and cx), so that the loops
+                // vectorise.
                 Restriction::FullWeighting => {
-                    for (cx, h) in h[inner.clone()].iter_mut().enumerate() {
-                        let p = &pairs[2 * cx..2 * cx + 4];
-                        *h = eighth * (p[0] + p[3]) + three_eighths * (p[1] + p[2]);
+                    let (lo, hi) = (pairs.chunks_exact(2), pairs[2..].chunks_exact(2));
+                    for ((h, p), q) in h[inner.clone()].iter_mut().zip(lo).zip(hi) {
+                        *h = eighth * (p[0] + q[1]) + three_eighths * (p[1] + q[0]);
                     }
                 }
                 Restriction::Nearest => {
-                    for (cx, h) in h[inner.clone()].iter_mut().enumerate() {
-                        let p = &pairs[2 * cx + 1..2 * cx + 3];
-                        *h = one_half * (p[0] + p[1]);
+                    let (lo, hi) = (pairs.chunks_exact(2), pairs[2..].chunks_exact(2));
+                    for ((h, p), q) in h[inner.clone()].iter_mut().zip(lo).zip(hi) {
+                        *h = one_half * (p[1] + q[0]);
                     }
                 }
             }
@@ -1489,12 +1491,16 @@ fn prolong_row<T: Real, const D: usize>(
             }
         }
         // Fine cells 2k and 2k+1 (interior coordinates) share the parent k: 3/4 of it and 1/4 of the coarse
-        // cell on their side (padded coarse coordinates k, k+1, k+2).
+        // cell on their side (padded coarse coordinates k, k+1, k+2). Pair by pair, so that the loop vectorises.
         let (near, far) = (T::from_f64(0.75), T::from_f64(0.25));
-        for (fi, v) in values[..nf].iter_mut().enumerate() {
-            let parent = fi / 2 + 1;
-            let other = if fi % 2 == 0 { parent - 1 } else { parent + 1 };
-            *v = near * blended[parent] + far * blended[other];
+        let mut pairs = values[..nf].chunks_exact_mut(2);
+        for (pair, b) in (&mut pairs).zip(blended.windows(3)) {
+            pair[0] = near * b[1] + far * b[0];
+            pair[1] = near * b[1] + far * b[2];
+        }
+        if let [last] = pairs.into_remainder() {
+            let m = nf / 2;
+            *last = near * blended[m + 1] + far * blended[m];
         }
         let start = row.index * frl + 1;
         let (o, values, kinds) = (&mut o[1..=nf], &values[..nf], &fk[start..start + nf]);
@@ -1658,6 +1664,106 @@ mod tests {
                 "{dims:?}, coarse cell {c:?}: {got:?}, children {children:?}"
             );
         }
+    }
+
+    /// A fine operator with random solid, Dirichlet and unknown cells, and its coarse level.
+    fn random_pair<const D: usize>(dims: [usize; D]) -> (PoissonOperator<D>, PoissonOperator<D>) {
+        let fine = PoissonOperator::new(dims, 0.1, DomainBoundary::Solid, |c| {
+            let i = c.iter().fold(0, |a, &v| a * 1000 + v as u64);
+            match SplitMix64::new(i ^ 91).next_f64() {
+                v if v < 0.2 => CellKind::Solid,
+                v if v < 0.3 => CellKind::Dirichlet,
+                _ => CellKind::Unknown,
+            }
+        })
+        .expect("some unknowns");
+        let coarse = coarsen(&fine).expect("a coarse level");
+        (fine, coarse)
+    }
+
+    /// [`prolong`] (adding the correction) and [`restrict`] against their definitions, cell by cell: the
+    /// tensor-product weights 3/4 and 1/4 per axis from a child's parent and the coarse cell on its side, and
+    /// 1/8, 3/8, 3/8, 1/8 (full weighting) or 1/2, 1/2 (nearest) per axis over the fine cells 2c − 2 ..= 2c + 1
+    /// (padded coordinates, those that exist). The sums are taken in another order: equal to a few roundings.
+    fn check_transfers<const D: usize>(dims: [usize; D]) {
+        let (fine, coarse) = random_pair(dims);
+        let (fl, cl) = (fine.layout(), coarse.layout());
+        let mut rng = SplitMix64::new(5);
+        let xc: Vec<f64> = (0..cl.len()).map(|_| rng.range(-1.0, 1.0)).collect();
+        let x0: Vec<f64> = (0..fl.len()).map(|_| rng.range(-1.0, 1.0)).collect();
+        let close = |got: f64, want: f64| (got - want).abs() <= 1e-14 * (1.0 + want.abs());
+        let mut x = x0.clone();
+        prolong(&coarse, &xc, &fine, &mut x, Prolong::AddCorrection);
+        for i in 0..fl.len() {
+            let c = fl.padded_coords(i);
+            let interior = (0..D).all(|k| c[k] >= 1 && c[k] <= fl.dims[k]);
+            let mut want = x0[i];
+            if interior && fine.kinds()[i] == CellKind::Unknown {
+                for combo in 0..1usize << D {
+                    let (mut w, mut at) = (1.0, 0);
+                    for k in 0..D {
+                        let parent = (c[k] - 1) / 2 + 1;
+                        let side = if (c[k] - 1) % 2 == 0 {
+                            parent - 1
+                        } else {
+                            parent + 1
+                        };
+                        let far = (combo >> k) & 1 == 1;
+                        w *= if far { 0.25 } else { 0.75 };
+                        at += if far { side } else { parent } * cl.strides[k];
+                    }
+                    want += w * xc[at];
+                }
+            }
+            assert!(
+                close(x[i], want),
+                "{dims:?}, prolong at {c:?}: {} vs {want}",
+                x[i]
+            );
+        }
+        let r: Vec<f64> = (0..fl.len()).map(|_| rng.range(-1.0, 1.0)).collect();
+        for (how, offsets, weights) in [
+            (
+                Restriction::FullWeighting,
+                &[-1isize, 0, 1, 2][..],
+                &[0.125, 0.375, 0.375, 0.125][..],
+            ),
+            (Restriction::Nearest, &[0, 1][..], &[0.5, 0.5][..]),
+        ] {
+            let mut half = vec![0.0; fl.rows() * cl.row_len()];
+            let mut out = vec![0.0; cl.len()];
+            restrict(&fine, Fine::Field(&r), &coarse, &mut half, &mut out, how);
+            for (i, &got) in out.iter().enumerate() {
+                let c = cl.padded_coords(i);
+                let mut want = 0.0;
+                for combo in 0..offsets.len().pow(D as u32) {
+                    let (mut w, mut at, mut rest, mut inside) = (1.0, 0, combo, true);
+                    for k in 0..D {
+                        let pick = rest % offsets.len();
+                        rest /= offsets.len();
+                        let f = 2 * c[k] as isize + offsets[pick] - 1;
+                        inside &= f >= 0 && (f as usize) < fl.padded[k];
+                        w *= weights[pick];
+                        at += f.max(0) as usize * fl.strides[k];
+                    }
+                    if inside {
+                        want += w * r[at];
+                    }
+                }
+                assert!(
+                    close(got, want),
+                    "{dims:?}, {how:?} restriction at {c:?}: {got} vs {want}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn prolongation_and_restriction_match_their_definitions() {
+        check_transfers([9, 7, 6]);
+        check_transfers([8, 5, 4]);
+        check_transfers([11, 6]);
+        check_transfers([10, 9]);
     }
 
     #[test]
