@@ -1701,9 +1701,9 @@ mod tests {
             if interior && fine.kinds()[i] == CellKind::Unknown {
                 for combo in 0..1usize << D {
                     let (mut w, mut at) = (1.0, 0);
-                    for k in 0..D {
-                        let parent = (c[k] - 1) / 2 + 1;
-                        let side = if (c[k] - 1) % 2 == 0 {
+                    for (k, &ck) in c.iter().enumerate() {
+                        let parent = (ck - 1) / 2 + 1;
+                        let side = if (ck - 1) % 2 == 0 {
                             parent - 1
                         } else {
                             parent + 1
@@ -1738,10 +1738,10 @@ mod tests {
                 let mut want = 0.0;
                 for combo in 0..offsets.len().pow(D as u32) {
                     let (mut w, mut at, mut rest, mut inside) = (1.0, 0, combo, true);
-                    for k in 0..D {
+                    for (k, &ck) in c.iter().enumerate() {
                         let pick = rest % offsets.len();
                         rest /= offsets.len();
-                        let f = 2 * c[k] as isize + offsets[pick] - 1;
+                        let f = 2 * ck as isize + offsets[pick] - 1;
                         inside &= f >= 0 && (f as usize) < fl.padded[k];
                         w *= weights[pick];
                         at += f.max(0) as usize * fl.strides[k];
