@@ -1617,7 +1617,8 @@ mod tests {
         }
     }
 
-    fn check_coarse_kinds<const D: usize>(dims: [usize; D]) {
+    /// A fine operator with random solid, Dirichlet and unknown cells, and its coarse level.
+    fn random_pair<const D: usize>(dims: [usize; D]) -> (PoissonOperator<D>, PoissonOperator<D>) {
         let fine = PoissonOperator::new(dims, 0.1, DomainBoundary::Solid, |c| {
             let i = c.iter().fold(0, |a, &v| a * 1000 + v as u64);
             match SplitMix64::new(i ^ 77).next_f64() {
@@ -1628,6 +1629,11 @@ mod tests {
         })
         .expect("some unknowns");
         let coarse = coarsen(&fine).expect("a coarse level");
+        (fine, coarse)
+    }
+
+    fn check_coarse_kinds<const D: usize>(dims: [usize; D]) {
+        let (fine, coarse) = random_pair(dims);
         let (fl, cl) = (fine.layout(), coarse.layout());
         assert_eq!(cl.dims, dims.map(|n| n.div_ceil(2)));
         for i in 0..cl.len() {
@@ -1664,21 +1670,6 @@ mod tests {
                 "{dims:?}, coarse cell {c:?}: {got:?}, children {children:?}"
             );
         }
-    }
-
-    /// A fine operator with random solid, Dirichlet and unknown cells, and its coarse level.
-    fn random_pair<const D: usize>(dims: [usize; D]) -> (PoissonOperator<D>, PoissonOperator<D>) {
-        let fine = PoissonOperator::new(dims, 0.1, DomainBoundary::Solid, |c| {
-            let i = c.iter().fold(0, |a, &v| a * 1000 + v as u64);
-            match SplitMix64::new(i ^ 91).next_f64() {
-                v if v < 0.2 => CellKind::Solid,
-                v if v < 0.3 => CellKind::Dirichlet,
-                _ => CellKind::Unknown,
-            }
-        })
-        .expect("some unknowns");
-        let coarse = coarsen(&fine).expect("a coarse level");
-        (fine, coarse)
     }
 
     /// [`prolong`] (adding the correction) and [`restrict`] against their definitions, cell by cell: the
