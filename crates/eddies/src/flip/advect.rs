@@ -167,15 +167,17 @@ pub(crate) fn transfer_and_advect<const D: usize>(
                     du[k][j] = here[k][1];
                 }
             }
-            {
-                let x: [&[f32]; D] = std::array::from_fn(|k| &xs[k][batch.clone()]);
-                let mut v: [&mut [f32]; D] = {
-                    let mut it = vs.iter_mut();
-                    std::array::from_fn(|_| &mut it.next().expect("D arrays")[batch.clone()])
-                };
-                let mut c: Vec<&mut [f32]> = cs.iter_mut().map(|c| &mut c[batch.clone()]).collect();
-                transfer::grid_to_particles(u, transfer, pic_ratio, x, &un, &du, &mut v, &mut c);
-            }
+            transfer::grid_to_particles(
+                u,
+                transfer,
+                pic_ratio,
+                batch.clone(),
+                &xs,
+                &un,
+                &du,
+                &mut vs,
+                &mut cs,
+            );
             let mut mid = s0;
             for k in 0..D {
                 for (m, &v) in mid[k].iter_mut().zip(&un[k]) {

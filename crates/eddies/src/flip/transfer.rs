@@ -642,17 +642,19 @@ fn gradient_stencil<const D: usize>(g: &Grid<f64, D>, x: [f64; D]) -> ([usize; 8
 /// * APIC: `v_p = u(x_p)` and `C_p = Σ_f u_f ∇w_f(x_p)ᵀ` per component (Jiang et al. 2015, eq. 8 with the
 ///   gradient of the multilinear weights).
 ///
-/// Particle `j` of the batch has position `x[k][j]` (m), from which APIC's gradient stencil is taken on `u`,
-/// velocity `vel[k][j]` (m/s, updated in place) and affine matrix `affine[k·D + a][j]` (1/s, written with
-/// APIC); `un[k][j]` and `du[k][j]` are `u` and `u − u_old` interpolated at it. The batch is `vel[0].len()`
-/// particles long. PIC and the blend run in loops across the batch that the compiler vectorises.
+/// The batch is the particles `batch` of the arrays given: particle `p` has position `x[k][p]` (m), from which
+/// APIC's gradient stencil is taken on `u`, velocity `vel[k][p]` (m/s, updated in place) and affine matrix
+/// `affine[k·D + a][p]` (1/s, written with APIC); `un[k][j]` and `du[k][j]` are `u` and `u − u_old`
+/// interpolated at its `j`-th particle. PIC and the blend run in loops across the batch that the compiler
+/// vectorises.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn grid_to_particles<const D: usize>(
     u: &MacGrid<D>,
     transfer: Transfer,
     pic_ratio: f64,
-    x: [&[f32]; D],
+    batch: std::ops::Range<usize>,
+    x: &[&mut [f32]; D],
     un: &[[f64; SAMPLE_BATCH]; D],
     du: &[[f64; SAMPLE_BATCH]; D],
     vel: &mut [&mut [f32]; D],
@@ -661,24 +663,24 @@ pub(crate) fn grid_to_particles<const D: usize>(
     match transfer {
         Transfer::Pic => {
             for (v, un) in vel.iter_mut().zip(un) {
-                for (v, &un) in v.iter_mut().zip(un) {
+                for (v, &un) in v[batch.clone()].iter_mut().zip(un) {
                     *v = un as f32;
                 }
             }
         }
         Transfer::Flip => {
             for ((v, un), du) in vel.iter_mut().zip(un).zip(du) {
-                for ((v, &un), &du) in v.iter_mut().zip(un).zip(du) {
+                for ((v, &un), &du) in v[batch.clone()].iter_mut().zip(un).zip(du) {
                     *v = (pic_ratio * un + (1.0 - pic_ratio) * (*v as f64 + du)) as f32;
                 }
             }
         }
         Transfer::Apic => {
-            for j in 0..vel[0].len() {
-                let xj: [f64; D] = std::array::from_fn(|k| x[k][j] as f64);
+            for (j, p) in batch.enumerate() {
+                let xp: [f64; D] = std::array::from_fn(|k| x[k][p] as f64);
                 for k in 0..D {
                     let g = &u.u[k];
-                    let (idx, grad) = gradient_stencil(g, xj);
+                    let (idx, grad) = gradient_stencil(g, xp);
                     let mut c = [0.0; D];
                     for corner in 0..(1usize << D) {
                         let v = g.data[idx[corner]];
@@ -687,9 +689,9 @@ pub(crate) fn grid_to_particles<const D: usize>(
                         }
                     }
                     for a in 0..D {
-                        affine[k * D + a][j] = c[a] as f32;
+                        affine[k * D + a][p] = c[a] as f32;
                     }
-                    vel[k][j] = un[k][j] as f32;
+                    vel[k][p] = un[k][j] as f32;
                 }
             }
         }

@@ -1137,12 +1137,7 @@ fn start_plane<T: Real, const D: usize>(
 ) {
     let n = l.dims[0];
     let rl = l.row_len();
-    let plane_len = l.strides[D - 1];
-    let mut row = l.row(p * plane_len / rl);
-    for r_i in 0..plane_len / rl {
-        if r_i > 0 {
-            l.next_row(&mut row);
-        }
+    for row in l.plane_rows(p) {
         let local = row.index * rl - base;
         let (bs, xs) = (&mut b[local..local + rl], &mut x[local..local + rl]);
         for (b, &r) in bs.iter_mut().zip(&r[row.index * rl..(row.index + 1) * rl]) {
@@ -1196,13 +1191,8 @@ fn relax_plane<T: Real, const D: usize>(
 ) {
     let n = l.dims[0];
     let rl = l.row_len();
-    let plane_len = l.strides[D - 1];
     sum.resize(n, T::ZERO);
-    let mut row = l.row(p * plane_len / rl);
-    for r in 0..plane_len / rl {
-        if r > 0 {
-            l.next_row(&mut row);
-        }
+    for row in l.plane_rows(p) {
         if !row.interior {
             continue;
         }

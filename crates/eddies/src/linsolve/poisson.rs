@@ -225,6 +225,19 @@ impl<const D: usize> Layout<D> {
         row.interior = self.interior_coords(&row.coords);
     }
 
+    /// The rows of plane `p` (padded coordinate along the slowest axis), in storage order.
+    #[inline(always)]
+    pub(crate) fn plane_rows(&self, p: usize) -> impl Iterator<Item = Row<D>> + '_ {
+        let rows = self.strides[D - 1] / self.row_len();
+        let mut row = self.row(p * rows);
+        (0..rows).map(move |i| {
+            if i > 0 {
+                self.next_row(&mut row);
+            }
+            row
+        })
+    }
+
     /// Whether a row at padded coordinates `c` (x ignored) crosses the interior.
     #[inline]
     fn interior_coords(&self, c: &[usize; D]) -> bool {
