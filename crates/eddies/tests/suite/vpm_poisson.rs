@@ -14,8 +14,7 @@ use eddies::vpm::{
 use eddies::Simulation;
 use glam::DVec3;
 
-mod common;
-use common::assert_passes;
+use crate::common::assert_passes;
 
 /// The vector Poisson solve with exact boundary values converges at second order: the max error falls by
 /// about 4 per halving of the spacing (at least 3.5 allows the pre-asymptotic 16³ grid).

@@ -8,8 +8,7 @@ use eddies::reint::{Boundary, Emitter, ReintConfig, ReintParams, ReintSim, Sink,
 use eddies::{Shape, SimError, Simulation};
 use glam::DVec3;
 
-mod common;
-use common::assert_passes;
+use crate::common::assert_passes;
 
 /// Total and per-substance mass over 2000 violent 2D steps, walls and an obstacle included: drift ≤ 1e-5
 /// (the bound; masses are whole quanta, so the drift is in fact exactly zero).

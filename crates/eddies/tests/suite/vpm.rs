@@ -6,8 +6,7 @@ use eddies::vpm::{self, Ring, TreeMethod, VelocityMethod, VpmParams, VpmSim};
 use eddies::{SimError, Simulation};
 use glam::DVec3;
 
-mod common;
-use common::assert_passes;
+use crate::common::assert_passes;
 
 /// A lone vorton induces no velocity on itself (direct summation at vortons): exactly zero, because the
 /// kernel multiplies α × r with r = 0.
