@@ -8,6 +8,7 @@ use super::transfer::{self, FaceStencils, PARTICLE_CHUNK, SAMPLE_BATCH};
 use crate::grid::{to_dvec3, MacGrid};
 use crate::par::{self, SharedSlice};
 use crate::shape::Shape;
+use multiversion::multiversion;
 
 /// Distance (in cells) a pushed-out particle is left outside an obstacle's surface or inside a closed wall.
 const MARGIN: f64 = 1e-3;
@@ -100,6 +101,7 @@ fn pack<const D: usize>(
 /// along the obstacle's normal to just outside its surface; with closed walls particles are clamped into the
 /// domain, with open ones a particle that left it gets a NaN position and is dropped at the next sort.
 #[allow(clippy::too_many_arguments)]
+#[multiversion(targets("x86_64+avx512f+avx512bw+avx512dq+avx512vl", "x86_64+avx2+fma"))]
 pub(crate) fn transfer_and_advect<const D: usize>(
     p: &mut Particles<D>,
     u: &MacGrid<D>,

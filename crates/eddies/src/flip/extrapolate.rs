@@ -4,10 +4,12 @@
 
 use super::project::for_face_rows_mut;
 use crate::grid::{coords_of, CellFlag, Grid, MacGrid, GRID_CHUNK};
+use multiversion::multiversion;
 use rayon::prelude::*;
 
 /// Marks the known faces of every component: those with a fluid cell on either side (projected, or held at a
 /// solid's velocity). `valid[k]` is resized to the face count of component `k`.
+#[multiversion(targets("x86_64+avx512f+avx512bw+avx512dq+avx512vl", "x86_64+avx2+fma"))]
 pub(crate) fn mark_valid<const D: usize>(
     u: &MacGrid<D>,
     flags: &Grid<CellFlag, D>,
@@ -85,6 +87,7 @@ fn known_mean<const D: usize>(
 ///
 /// Only the first layer looks at every face (in fixed chunks, in parallel); each later layer looks at the
 /// unknown neighbours of the faces the layer before added, a band around the liquid, sorted by index.
+#[multiversion(targets("x86_64+avx512f+avx512bw+avx512dq+avx512vl", "x86_64+avx2+fma"))]
 pub(crate) fn extrapolate<const D: usize>(
     u: &mut MacGrid<D>,
     valid: &mut [Vec<u8>; D],

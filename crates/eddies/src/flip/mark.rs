@@ -3,6 +3,7 @@
 
 use crate::grid::{to_dvec3, CellFlag, Grid};
 use crate::shape::Shape;
+use multiversion::multiversion;
 
 /// Rasterises the obstacles: `solid_id` becomes `i + 1` on cells whose centre lies inside obstacle `i` (the
 /// first that does), 0 elsewhere.
@@ -21,6 +22,7 @@ pub(crate) fn mark_solids<const D: usize>(shapes: &[Shape], solid_id: &mut Grid<
 /// Marks every cell: [`CellFlag::Solid`] where `solid_id` is set, [`CellFlag::Fluid`] where the cell holds at
 /// least one particle (`count`, the particles per cell of the last sort, [`super::transfer::Bins::counts_into`]),
 /// [`CellFlag::Air`] elsewhere.
+#[multiversion(targets("x86_64+avx512f+avx512bw+avx512dq+avx512vl", "x86_64+avx2+fma"))]
 pub(crate) fn mark_cells<const D: usize>(
     solid_id: &Grid<u16, D>,
     flags: &mut Grid<CellFlag, D>,
@@ -43,6 +45,7 @@ pub(crate) fn mark_cells<const D: usize>(
 /// by a closed domain wall is divided by the part of it left inside, so that cells against a wall read 1 too.
 /// This is a smoothed particle density (the count per cell jumps by 1/n0 whenever a particle crosses a cell
 /// boundary; this estimate moves continuously with the particles).
+#[multiversion(targets("x86_64+avx512f+avx512bw+avx512dq+avx512vl", "x86_64+avx2+fma"))]
 pub(crate) fn fill_fraction<const D: usize>(
     weight: &[Grid<[f32; 2], D>; D],
     closed: bool,

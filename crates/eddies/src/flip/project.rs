@@ -5,6 +5,7 @@ use crate::grid::{strides_of, CellFlag, Grid, MacGrid};
 use crate::linsolve::{
     DomainBoundary, Info, PcgParams, PoissonSolver, PreconditionerKind, SolveError,
 };
+use multiversion::multiversion;
 
 /// Adds gravity, `u += Δt g`, to every face (seed 001 "Gravity-Update").
 pub(crate) fn apply_forces<const D: usize>(u: &mut MacGrid<D>, gravity: [f64; D], dt: f64) {
@@ -165,6 +166,7 @@ enum Write {
 ///
 /// Row by row: a row of faces between two rows of cells is one loop over three slices, which vectorises; the
 /// faces on the domain's walls, with a cell on one side only, are done one by one.
+#[multiversion(targets("x86_64+avx512f+avx512bw+avx512dq+avx512vl", "x86_64+avx2+fma"))]
 fn apply_gradient<const D: usize>(
     u: &mut MacGrid<D>,
     flags: &Grid<CellFlag, D>,
@@ -259,6 +261,7 @@ pub(crate) fn for_face_rows_mut<T: Send, const D: usize>(
 /// velocities are left alone, so the correction adds no momentum or energy (Kugelstadt et al.'s reason for
 /// correcting positions rather than velocities). `q` (m²) is the initial guess and receives the solution;
 /// `solver` must hold the operator of `flags`.
+#[multiversion(targets("x86_64+avx512f+avx512bw+avx512dq+avx512vl", "x86_64+avx2+fma"))]
 pub(crate) fn volume_displacement<const D: usize>(
     disp: &mut MacGrid<D>,
     flags: &Grid<CellFlag, D>,

@@ -10,6 +10,7 @@ use super::params::Transfer;
 use super::particles::Particles;
 use crate::grid::{strides_of, Grid, MacGrid};
 use crate::par::{self, SharedSlice};
+use multiversion::multiversion;
 use rayon::prelude::*;
 
 /// Particles per task in particle loops: fixed, so that work splitting never depends on the thread count.
@@ -115,6 +116,7 @@ impl<const D: usize> Bins<D> {
 /// Sorts the particles by half cell with a counting sort (stable, so the order is a function of the particle
 /// data alone) and drops those whose position is not finite or outside the domain `[origin, origin + dims·h)`.
 /// Returns the number dropped.
+#[multiversion(targets("x86_64+avx512f+avx512bw+avx512dq+avx512vl", "x86_64+avx2+fma"))]
 pub(crate) fn sort_particles<const D: usize>(
     p: &mut Particles<D>,
     bins: &mut Bins<D>,
@@ -323,6 +325,7 @@ impl AxisWeights {
 /// and every face receives its sums in one fixed order (sorted particles, even slab before odd), so the
 /// result is bit-identical for any thread count. `sums` receives `[Σ_p w_fp, Σ_p w_fp u_fp]` per face, side by
 /// side so that one read-modify-write adds both.
+#[multiversion(targets("x86_64+avx512f+avx512bw+avx512dq+avx512vl", "x86_64+avx2+fma"))]
 pub(crate) fn particles_to_grid<const D: usize>(
     p: &Particles<D>,
     bins: &Bins<D>,
@@ -649,6 +652,7 @@ fn gradient_stencil<const D: usize>(g: &Grid<f64, D>, x: [f64; D]) -> ([usize; 8
 /// vectorises.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
+#[multiversion(targets("x86_64+avx512f+avx512bw+avx512dq+avx512vl", "x86_64+avx2+fma"))]
 pub(crate) fn grid_to_particles<const D: usize>(
     u: &MacGrid<D>,
     transfer: Transfer,

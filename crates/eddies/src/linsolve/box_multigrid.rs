@@ -36,6 +36,7 @@
 //! per plane in plane order. Results are bit-identical for any thread count.
 
 use super::{Info, Restriction, SolveError, StopReason};
+use multiversion::multiversion;
 use rayon::prelude::*;
 
 /// Right-hand sides solved together (the components of a vector field).
@@ -477,6 +478,7 @@ fn zero_interior(dims: [usize; 3], planes: usize, v: &mut [f64]) {
 /// colour on plane `k`, then the second on plane `k − 1`, whose neighbours of the first colour (planes
 /// `k − 2` to `k`) are then all updated. That is the same arithmetic as two half-sweeps over the whole box,
 /// with each point read and written once per sweep instead of twice.
+#[multiversion(targets("x86_64+avx512f+avx512bw+avx512dq+avx512vl", "x86_64+avx2+fma"))]
 fn smooth(level: &mut Level, sweeps: usize, reverse: bool) {
     let (first, second) = if reverse { (1, 0) } else { (0, 1) };
     let n = level.points();
@@ -602,6 +604,7 @@ fn row_residual(level: &Level, b: &[f64], x: &[f64], p: usize, j: usize, out: &m
 }
 
 /// `r = b − A x` on the interior points (zero on the boundary layer).
+#[multiversion(targets("x86_64+avx512f+avx512bw+avx512dq+avx512vl", "x86_64+avx2+fma"))]
 fn residual(level: &Level, b: &[f64], x: &[f64], r: &mut [f64]) {
     let [nx, ny, nz] = level.dims;
     let plane = nx * ny;
@@ -624,6 +627,7 @@ fn residual(level: &Level, b: &[f64], x: &[f64], r: &mut [f64]) {
 /// `[‖b − A x₀‖², ‖b − A x‖²]` in one pass without storing the residual, where `x₀` is `x` with a zero
 /// interior (its boundary values alone: what the solve measures its residual against); the first is 0 unless
 /// `reference`. Only the interior points next to the boundary layer see it.
+#[multiversion(targets("x86_64+avx512f+avx512bw+avx512dq+avx512vl", "x86_64+avx2+fma"))]
 fn norms(level: &Level, b: &[f64], x: &[f64], reference: bool) -> [f64; 2] {
     let [nx, ny, nz] = level.dims;
     let plane = nx * ny;

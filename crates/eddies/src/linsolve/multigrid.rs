@@ -18,6 +18,7 @@
 //! (1, 3, 3, 1)/8 per axis) or nearest (the mean of the `2^D` children: "faster, less accurate", seed 003).
 
 use super::poisson::{CellKind, Layout, PoissonOperator, Row};
+use multiversion::multiversion;
 use rayon::prelude::*;
 use std::sync::Arc;
 
@@ -610,6 +611,7 @@ fn inverse_diagonal<T: Real, const D: usize>(op: &PoissonOperator<D>) -> Vec<T> 
 }
 
 /// `dst = src` converted to `dst`'s precision, in parallel.
+#[multiversion(targets("x86_64+avx512f+avx512bw+avx512dq+avx512vl", "x86_64+avx2+fma"))]
 fn convert<S: Real, T: Real>(src: &[S], dst: &mut [T]) {
     dst.par_chunks_mut(CHUNK)
         .zip(src.par_chunks(CHUNK))
@@ -824,6 +826,7 @@ struct Ghosts {
 
 /// `out = E x`: unknowns kept, the cells around them extended by the [`ghost_coefficients`]. In full multigrid
 /// (`keep_dirichlet`) Dirichlet cells keep their boundary values. Every other cell of `x` is zero already.
+#[multiversion(targets("x86_64+avx512f+avx512bw+avx512dq+avx512vl", "x86_64+avx2+fma"))]
 fn extend<T: Real, const D: usize>(
     op: &PoissonOperator<D>,
     ghost: &Ghosts,
@@ -853,6 +856,7 @@ fn extend<T: Real, const D: usize>(
 
 /// `out = Eᵀ v` on the unknowns (zero elsewhere): each ghost cell's value is handed back to the unknowns it was
 /// extended from, with the same coefficients (in the fixed order of the ghost list).
+#[multiversion(targets("x86_64+avx512f+avx512bw+avx512dq+avx512vl", "x86_64+avx2+fma"))]
 fn fold<T: Real, const D: usize>(op: &PoissonOperator<D>, ghost: &Ghosts, v: &[T], out: &mut [T]) {
     let l = op.layout();
     let kind = op.kinds();
@@ -881,6 +885,7 @@ fn fold<T: Real, const D: usize>(op: &PoissonOperator<D>, ghost: &Ghosts, v: &[T
 /// red when `reverse` (the adjoint order, after the correction), in place; weighted Jacobi uses `t` as the
 /// ping-pong buffer.
 #[allow(clippy::too_many_arguments)]
+#[multiversion(targets("x86_64+avx512f+avx512bw+avx512dq+avx512vl", "x86_64+avx2+fma"))]
 fn smooth<T: Real, const D: usize>(
     op: &PoissonOperator<D>,
     inv: &[T],
@@ -910,6 +915,7 @@ fn smooth<T: Real, const D: usize>(
 /// One weighted Jacobi relaxation, out of place: `out = x` with every unknown replaced by
 /// `(1 − ω) xᵢ + ω (h² bᵢ + Σⱼ xⱼ) / nᵢ`, with `1/nᵢ` from `inv` (0 outside the unknowns, whose values are
 /// kept).
+#[multiversion(targets("x86_64+avx512f+avx512bw+avx512dq+avx512vl", "x86_64+avx2+fma"))]
 fn jacobi<T: Real, const D: usize>(
     op: &PoissonOperator<D>,
     inv: &[T],
@@ -969,6 +975,7 @@ impl Colour {
 
 /// One red-black Gauss–Seidel sweep in place: the cells of colour `first`, then those of the other, each set to
 /// `(h² bᵢ + Σⱼ xⱼ) / nᵢ` (unknowns only), with `1/nᵢ` from `inv`.
+#[multiversion(targets("x86_64+avx512f+avx512bw+avx512dq+avx512vl", "x86_64+avx2+fma"))]
 fn red_black_sweep<T: Real, const D: usize>(
     op: &PoissonOperator<D>,
     inv: &[T],
@@ -1006,6 +1013,7 @@ fn red_black_sweep<T: Real, const D: usize>(
 /// that the sweep alone takes. With the other colour still zero, a cell of colour `first` is set to
 /// `h² bᵢ / nᵢ` without reading its neighbours; the result has the bits of the conversion, the fill and the
 /// sweep done one after another.
+#[multiversion(targets("x86_64+avx512f+avx512bw+avx512dq+avx512vl", "x86_64+avx2+fma"))]
 fn red_black_sweep_from_zero<T: Real, const D: usize>(
     op: &PoissonOperator<D>,
     inv: &[T],
@@ -1260,6 +1268,7 @@ fn restrict_to<T: Real, const D: usize>(
 
 /// Restricts the fine field `r` to every coarse cell: `Pᵀ r / 2^D` (full weighting). Values that land
 /// outside the coarse unknowns are handed back to them by [`fold`].
+#[multiversion(targets("x86_64+avx512f+avx512bw+avx512dq+avx512vl", "x86_64+avx2+fma"))]
 fn restrict<T: Real, const D: usize>(
     fine: &PoissonOperator<D>,
     r: Fine<'_, T>,
@@ -1413,6 +1422,7 @@ enum Prolong {
 
 /// Multilinear interpolation of the coarse field `xc` to the fine cells: per axis, 3/4 of the parent and 1/4
 /// of the coarse neighbour on the child's side.
+#[multiversion(targets("x86_64+avx512f+avx512bw+avx512dq+avx512vl", "x86_64+avx2+fma"))]
 fn prolong<T: Real, const D: usize>(
     coarse: &PoissonOperator<D>,
     xc: &[T],

@@ -14,6 +14,7 @@
 //! Dirichlet cells may carry their boundary values (then `b − A x` is the residual of the inhomogeneous
 //! problem).
 
+use multiversion::multiversion;
 use rayon::prelude::*;
 
 use super::vector::{lane_sum, CHUNK};
@@ -695,21 +696,7 @@ impl<const D: usize> PoissonOperator<D> {
     }
 
     fn apply_rows(&self, x: &[f64], y: &mut [f64]) -> f64 {
-        let l = &self.layout;
-        let n = l.dims[0];
-        l.sum_rows(y, |row, out| {
-            if !row.interior {
-                out.fill(0.0);
-                return 0.0;
-            }
-            out[0] = 0.0;
-            out[n + 1] = 0.0;
-            let start = row.index * l.row_len() + 1;
-            let o = &mut out[1..=n];
-            self.apply_row(x, start, o);
-            let xc = &x[start..start + n];
-            lane_sum(n, |i| xc[i] * o[i])
-        })
+        apply_rows(self, x, y)
     }
 
     /// `out = (A x)` on the interior run of cells from padded index `start` (one row's worth).
@@ -746,27 +733,54 @@ impl<const D: usize> LinearOperator for PoissonOperator<D> {
     /// Row by row: each row of `A x` goes into a buffer the size of a row and is subtracted from `r` at once
     /// (the same bits as `r + (−1)·(A x)`).
     fn subtract_apply(&self, x: &[f64], r: &mut [f64], _scratch: &mut [f64]) {
-        let l = &self.layout;
-        let n = l.dims[0];
-        let rl = l.row_len();
-        l.for_row_groups(r, |first, group| {
-            let mut ax = vec![0.0; n];
-            let mut row = l.row(first);
-            for out in group.chunks_mut(rl) {
-                if row.interior {
-                    self.apply_row(x, row.index * rl + 1, &mut ax);
-                    for (r, a) in out[1..=n].iter_mut().zip(&ax) {
-                        *r -= a;
-                    }
-                }
-                l.next_row(&mut row);
-            }
-        });
+        subtract_apply(self, x, r);
     }
 
     fn remove_null_space(&self, v: &mut [f64]) {
         self.remove_null_space_in(v);
     }
+}
+
+/// `y = A x` row by row; returns `x · y` (the product the conjugate gradients need next, in the same pass).
+#[multiversion(targets("x86_64+avx512f+avx512bw+avx512dq+avx512vl", "x86_64+avx2+fma"))]
+fn apply_rows<const D: usize>(op: &PoissonOperator<D>, x: &[f64], y: &mut [f64]) -> f64 {
+    let l = &op.layout;
+    let n = l.dims[0];
+    l.sum_rows(y, |row, out| {
+        if !row.interior {
+            out.fill(0.0);
+            return 0.0;
+        }
+        out[0] = 0.0;
+        out[n + 1] = 0.0;
+        let start = row.index * l.row_len() + 1;
+        let o = &mut out[1..=n];
+        op.apply_row(x, start, o);
+        let xc = &x[start..start + n];
+        lane_sum(n, |i| xc[i] * o[i])
+    })
+}
+
+/// `r −= A x`, row by row: each row of `A x` goes into a buffer the size of a row and is subtracted from `r`
+/// at once (the same bits as `r + (−1)·(A x)`).
+#[multiversion(targets("x86_64+avx512f+avx512bw+avx512dq+avx512vl", "x86_64+avx2+fma"))]
+fn subtract_apply<const D: usize>(op: &PoissonOperator<D>, x: &[f64], r: &mut [f64]) {
+    let l = &op.layout;
+    let n = l.dims[0];
+    let rl = l.row_len();
+    l.for_row_groups(r, |first, group| {
+        let mut ax = vec![0.0; n];
+        let mut row = l.row(first);
+        for out in group.chunks_mut(rl) {
+            if row.interior {
+                op.apply_row(x, row.index * rl + 1, &mut ax);
+                for (r, a) in out[1..=n].iter_mut().zip(&ax) {
+                    *r -= a;
+                }
+            }
+            l.next_row(&mut row);
+        }
+    });
 }
 
 /// Labels the groups of connected unknowns that touch no Dirichlet cell, in the order of each group's first
@@ -907,6 +921,7 @@ fn find_null_space<const D: usize>(layout: &Layout<D>, kind: &[CellKind]) -> Nul
 
 /// `r = b − A x` on the unknowns of `op` (0 elsewhere), in the vectors' precision; returns `r · r` (summed in
 /// f64).
+#[multiversion(targets("x86_64+avx512f+avx512bw+avx512dq+avx512vl", "x86_64+avx2+fma"))]
 pub(crate) fn residual<T: Real, const D: usize>(
     op: &PoissonOperator<D>,
     b: &[T],

@@ -1,6 +1,7 @@
 //! Preconditioners for [`pcg`](super::pcg) on the [`PoissonOperator`]: Jacobi, incomplete Cholesky (IC(0) and
 //! MIC(0)) and Incomplete Poisson. The multigrid V-cycle is in [`multigrid`](super::Multigrid).
 
+use multiversion::multiversion;
 use rayon::prelude::*;
 
 use super::poisson::{CellKind, PoissonOperator};
@@ -186,59 +187,65 @@ impl<const D: usize> IncompletePoisson<D> {
 
 impl<const D: usize> Preconditioner for IncompletePoisson<D> {
     fn apply(&mut self, r: &[f64], z: &mut [f64]) {
-        let l = &self.layout;
-        let n = l.dims[0];
-        let rl = l.row_len();
-        let inv = &self.inv_count;
-        let strides = l.strides;
-        // t = Kᵀ r: tᵢ = rᵢ + (1/nᵢ) Σ_{upper j} rⱼ.
-        l.for_rows(&mut self.scratch, |row, out| {
-            out.fill(0.0);
-            if !row.interior {
-                return;
-            }
-            let start = row.index * rl + 1;
-            let o = &mut out[1..=n];
-            for (d, &s) in strides.iter().enumerate() {
-                let up = &r[start + s..start + s + n];
-                if d == 0 {
-                    o.copy_from_slice(up);
-                } else {
-                    for (o, u) in o.iter_mut().zip(up) {
-                        *o += u;
-                    }
-                }
-            }
-            for ((o, &r), &w) in o
-                .iter_mut()
-                .zip(&r[start..start + n])
-                .zip(&inv[start..start + n])
-            {
-                *o = if w != 0.0 { r + w * *o } else { 0.0 };
-            }
-        });
-        // z = K t: zᵢ = tᵢ + Σ_{lower j} tⱼ / nⱼ.
-        let t = &self.scratch;
-        l.for_rows(z, |row, out| {
-            out.fill(0.0);
-            if !row.interior {
-                return;
-            }
-            let start = row.index * rl + 1;
-            let o = &mut out[1..=n];
-            for &s in &strides {
-                let (lo, w) = (&t[start - s..start - s + n], &inv[start - s..start - s + n]);
-                for ((o, t), w) in o.iter_mut().zip(lo).zip(w) {
-                    *o += t * w;
-                }
-            }
-            for ((o, &t), &w) in o
-                .iter_mut()
-                .zip(&t[start..start + n])
-                .zip(&inv[start..start + n])
-            {
-                *o = if w != 0.0 { t + *o } else { 0.0 };
-            }
-        });
+        incomplete_poisson(self, r, z);
     }
+}
+
+/// [`IncompletePoisson`]'s `z = K Kᵀ r`: two stencil passes over the rows.
+#[multiversion(targets("x86_64+avx512f+avx512bw+avx512dq+avx512vl", "x86_64+avx2+fma"))]
+fn incomplete_poisson<const D: usize>(p: &mut IncompletePoisson<D>, r: &[f64], z: &mut [f64]) {
+    let l = &p.layout;
+    let n = l.dims[0];
+    let rl = l.row_len();
+    let inv = &p.inv_count;
+    let strides = l.strides;
+    // t = Kᵀ r: tᵢ = rᵢ + (1/nᵢ) Σ_{upper j} rⱼ.
+    l.for_rows(&mut p.scratch, |row, out| {
+        out.fill(0.0);
+        if !row.interior {
+            return;
+        }
+        let start = row.index * rl + 1;
+        let o = &mut out[1..=n];
+        for (d, &s) in strides.iter().enumerate() {
+            let up = &r[start + s..start + s + n];
+            if d == 0 {
+                o.copy_from_slice(up);
+            } else {
+                for (o, u) in o.iter_mut().zip(up) {
+                    *o += u;
+                }
+            }
+        }
+        for ((o, &r), &w) in o
+            .iter_mut()
+            .zip(&r[start..start + n])
+            .zip(&inv[start..start + n])
+        {
+            *o = if w != 0.0 { r + w * *o } else { 0.0 };
+        }
+    });
+    // z = K t: zᵢ = tᵢ + Σ_{lower j} tⱼ / nⱼ.
+    let t = &p.scratch;
+    l.for_rows(z, |row, out| {
+        out.fill(0.0);
+        if !row.interior {
+            return;
+        }
+        let start = row.index * rl + 1;
+        let o = &mut out[1..=n];
+        for &s in &strides {
+            let (lo, w) = (&t[start - s..start - s + n], &inv[start - s..start - s + n]);
+            for ((o, t), w) in o.iter_mut().zip(lo).zip(w) {
+                *o += t * w;
+            }
+        }
+        for ((o, &t), &w) in o
+            .iter_mut()
+            .zip(&t[start..start + n])
+            .zip(&inv[start..start + n])
+        {
+            *o = if w != 0.0 { t + *o } else { 0.0 };
+        }
+    });
 }

@@ -4,6 +4,7 @@
 //! pairwise at the end; chunks are combined left to right. Both orders depend only on the vector length, never
 //! on the thread count.
 
+use multiversion::multiversion;
 use rayon::prelude::*;
 
 /// Entries per chunk: 128 KiB of f64, large enough to hide scheduling, small enough to balance two threads on
@@ -51,6 +52,7 @@ fn ordered_sum(partials: Vec<f64>) -> f64 {
 ///
 /// # Panics
 /// If the lengths differ.
+#[multiversion(targets("x86_64+avx512f+avx512bw+avx512dq+avx512vl", "x86_64+avx2+fma"))]
 pub fn dot(a: &[f64], b: &[f64]) -> f64 {
     assert_eq!(a.len(), b.len(), "dot of vectors of different lengths");
     let partials = a
@@ -62,6 +64,7 @@ pub fn dot(a: &[f64], b: &[f64]) -> f64 {
 }
 
 /// `‖a‖₂`.
+#[multiversion(targets("x86_64+avx512f+avx512bw+avx512dq+avx512vl", "x86_64+avx2+fma"))]
 pub fn norm(a: &[f64]) -> f64 {
     dot(a, a).sqrt()
 }
@@ -79,6 +82,7 @@ pub fn zero(v: &mut [f64]) {
 }
 
 /// `y += alpha · x`.
+#[multiversion(targets("x86_64+avx512f+avx512bw+avx512dq+avx512vl", "x86_64+avx2+fma"))]
 pub fn axpy(alpha: f64, x: &[f64], y: &mut [f64]) {
     y.par_chunks_mut(CHUNK)
         .zip(x.par_chunks(CHUNK))
@@ -90,6 +94,7 @@ pub fn axpy(alpha: f64, x: &[f64], y: &mut [f64]) {
 }
 
 /// The conjugate-gradient update `x += α p`, `r −= α q`, returning `r · r` (one pass over four vectors).
+#[multiversion(targets("x86_64+avx512f+avx512bw+avx512dq+avx512vl", "x86_64+avx2+fma"))]
 pub fn cg_update(alpha: f64, p: &[f64], q: &[f64], x: &mut [f64], r: &mut [f64]) -> f64 {
     let partials = x
         .par_chunks_mut(CHUNK)
@@ -109,6 +114,7 @@ pub fn cg_update(alpha: f64, p: &[f64], q: &[f64], x: &mut [f64], r: &mut [f64])
 }
 
 /// The search-direction update `p = z + β p`.
+#[multiversion(targets("x86_64+avx512f+avx512bw+avx512dq+avx512vl", "x86_64+avx2+fma"))]
 pub fn xpby(z: &[f64], beta: f64, p: &mut [f64]) {
     p.par_chunks_mut(CHUNK)
         .zip(z.par_chunks(CHUNK))

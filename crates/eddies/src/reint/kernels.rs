@@ -12,7 +12,9 @@
 use super::state::{Layout, State};
 use super::{MAX_SUBSTANCES, QUANTA_PER_REST_CELL};
 use crate::par::SharedSlice;
+use multiversion::multiversion;
 use rayon::prelude::*;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Cells per inner chunk: the accumulators of one chunk stay in L1 and the loop vectorises over it.
 pub(crate) const LANES: usize = 128;
@@ -96,6 +98,7 @@ fn chunk_index<const D: usize>(layout: &Layout<D>, i0: usize) -> usize {
 /// so they hold mass only where the first or last chunk does). Kernels skip chunks whose neighbourhood is
 /// empty, writing what the computation would give (vacuum), so a sparse scene costs less than a full one
 /// and the result does not change.
+#[multiversion(targets("x86_64+avx512f+avx512bw+avx512dq+avx512vl", "x86_64+avx2+fma"))]
 pub(crate) fn occupancy<const D: usize>(
     layout: &Layout<D>,
     state: &State<D>,
@@ -192,6 +195,7 @@ impl EosTerm {
 /// the rest density of its own substance mix. Cells lighter than `rho_min` count as vacuum. Without `tension`
 /// negative pressures are clamped to zero (see [`super::ReintParams::tension`]).
 #[allow(clippy::too_many_arguments)]
+#[multiversion(targets("x86_64+avx512f+avx512bw+avx512dq+avx512vl", "x86_64+avx2+fma"))]
 pub(crate) fn density<const D: usize, const S: usize>(
     layout: &Layout<D>,
     state: &State<D>,
@@ -371,6 +375,7 @@ struct ForceScratch<const D: usize> {
 /// with d = Xᵢ − Xⱼ in cells, r = |d| < h, and ρⱼ Δx^D = mⱼ. The ratio ρⱼ/ρᵢ, which makes the pair force
 /// symmetric, is capped at 1/S_FLOOR: for a speck next to liquid it would exceed the explicit stability limit
 /// of the viscous term by orders of magnitude.
+#[multiversion(targets("x86_64+avx512f+avx512bw+avx512dq+avx512vl", "x86_64+avx2+fma"))]
 pub(crate) fn sph_forces<const D: usize>(
     layout: &Layout<D>,
     state: &State<D>,
@@ -489,6 +494,11 @@ pub(crate) fn sph_forces<const D: usize>(
 /// Stage "advance" (first half of reintegration): `V += Δt (a + g)`, speed limited to what one step can
 /// carry, then `X' = X + Δt V` clamped to `[−1.5 + r, 1.5 − r]` (cells, from the cell centre) so that the
 /// spread box lands inside the 3^D neighbourhood that the gather visits (seed 000's finite search radius).
+///
+/// Returns how many velocity components of particles that hold mass were held at the speed limit: each one
+/// is motion the physics asked for and the step could not carry. The count is an integer sum, the same for
+/// any schedule.
+#[multiversion(targets("x86_64+avx512f+avx512bw+avx512dq+avx512vl", "x86_64+avx2+fma"))]
 pub(crate) fn advance<const D: usize>(
     layout: &Layout<D>,
     state: &mut State<D>,
@@ -496,29 +506,47 @@ pub(crate) fn advance<const D: usize>(
     gravity: [f32; D],
     dt: f32,
     r: f32,
-) {
+) -> u64 {
+    let vmax = speed_limit(dt, r);
     let reach = 1.5 - r;
-    // Past this speed a particle would be clamped anyway; limiting V keeps the momentum it carries honest.
-    let vmax = (reach + 0.5) / dt;
+    let limited = AtomicU64::new(0);
+    let mass = &state.mass;
     let pos: Vec<SharedSlice<f32>> = state.pos.iter_mut().map(|v| SharedSlice::new(v)).collect();
     let vel: Vec<SharedSlice<f32>> = state.vel.iter_mut().map(|v| SharedSlice::new(v)).collect();
     for_each_chunk(
         layout,
         || (),
         |_, i0, w| {
+            let mut held = 0;
             for a in 0..D {
                 // SAFETY: chunks of distinct rows are disjoint.
                 let (x, v) =
                     unsafe { (pos[a].slice_mut(i0..i0 + w), vel[a].slice_mut(i0..i0 + w)) };
                 let f = acc.map(|acc| &acc[a][i0..i0 + w]);
-                advance_axis(x, v, f, gravity[a], dt, vmax, reach);
+                if advance_axis(x, v, f, gravity[a], dt, vmax, reach) >= vmax {
+                    // Rare: only now look at which of the chunk's particles hold mass.
+                    held += (0..w)
+                        .filter(|&l| v[l].abs() >= vmax && mass.iter().any(|m| m[i0 + l] > 0.0))
+                        .count() as u64;
+                }
+            }
+            if held > 0 {
+                limited.fetch_add(held, Ordering::Relaxed);
             }
         },
     );
+    limited.into_inner()
 }
 
-/// [`advance`] along one axis of a chunk. A function of its own so that the compiler knows `x`, `v` and `f`
-/// do not overlap (they come from shared slices) and vectorises the loops.
+/// The largest speed (cells per second) that one step of `dt` seconds can carry with boxes of half-size
+/// `r`: past it a particle's box would land beyond the neighbourhood that the gather visits.
+pub(crate) fn speed_limit(dt: f32, r: f32) -> f32 {
+    (1.5 - r + 0.5) / dt
+}
+
+/// [`advance`] along one axis of a chunk; returns the largest |V| before the limit. A function of its own
+/// so that the compiler knows `x`, `v` and `f` do not overlap (they come from shared slices) and vectorises
+/// the loops.
 #[inline(always)]
 fn advance_axis(
     x: &mut [f32],
@@ -528,24 +556,30 @@ fn advance_axis(
     dt: f32,
     vmax: f32,
     reach: f32,
-) {
+) -> f32 {
     let w = x.len().min(v.len());
+    let mut peak = 0.0f32;
     match f {
         Some(f) => {
             let f = &f[..w];
             for l in 0..w {
-                v[l] = (v[l] + dt * (f[l] + g)).clamp(-vmax, vmax);
+                let u = v[l] + dt * (f[l] + g);
+                peak = peak.max(u.abs());
+                v[l] = u.clamp(-vmax, vmax);
             }
         }
         None => {
             for l in 0..w {
-                v[l] = (v[l] + dt * g).clamp(-vmax, vmax);
+                let u = v[l] + dt * g;
+                peak = peak.max(u.abs());
+                v[l] = u.clamp(-vmax, vmax);
             }
         }
     }
     for l in 0..w {
         x[l] = (x[l] + dt * v[l]).clamp(-reach, reach);
     }
+    peak
 }
 
 /// Overlap of a box of half-size `r` centred at `x` with the cell [−½, ½] (one axis): length and centre.
@@ -596,6 +630,7 @@ fn part(frac_scaled: f32, quanta: f32) -> f32 {
 ///
 /// Mass is then conserved exactly, in integer arithmetic, step after step: there is no float rounding in the
 /// totals to accumulate into a drift.
+#[multiversion(targets("x86_64+avx512f+avx512bw+avx512dq+avx512vl", "x86_64+avx2+fma"))]
 pub(crate) fn normalise<const D: usize, const S: usize>(
     layout: &Layout<D>,
     state: &State<D>,
@@ -898,6 +933,7 @@ struct GatherScratch<const D: usize, const S: usize> {
 /// (solid cells, `fluid[i] = 0`, left empty) and each chunk's [`Totals`] into `totals`, indexed like the
 /// occupancy map.
 #[allow(clippy::too_many_arguments)]
+#[multiversion(targets("x86_64+avx512f+avx512bw+avx512dq+avx512vl", "x86_64+avx2+fma"))]
 pub(crate) fn reintegrate<const D: usize, const S: usize>(
     layout: &Layout<D>,
     src: &State<D>,

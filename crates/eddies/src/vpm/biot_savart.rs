@@ -19,6 +19,7 @@
 
 use crate::par;
 use glam::DVec3;
+use multiversion::multiversion;
 use rayon::prelude::*;
 
 /// Sources per lane array of the pair loops (one AVX-512 register of f32).
@@ -395,6 +396,7 @@ fn gradient_blocks<const MASKED: bool>(
 /// Direct Biot–Savart summation over all sources at every target (m): velocity (m/s) into `u`, and, when
 /// `jac` is given, the velocity gradient (1/s, row-major ∂uᵢ/∂x_k). O(targets × sources), parallel over
 /// fixed chunks of targets.
+#[multiversion(targets("x86_64+avx512f+avx512bw+avx512dq+avx512vl", "x86_64+avx2+fma"))]
 pub fn direct(src: &Sources, targets: &[DVec3], u: &mut [DVec3], jac: Option<&mut [[f64; 9]]>) {
     let n = targets.len();
     let end = src.padded_len();
@@ -450,7 +452,7 @@ pub fn potential_at(src: &Sources, start: usize, end: usize, t: [f32; 3]) -> [f3
 }
 
 /// [`potential_at`] over several ranges, the lane sums running on across them.
-#[inline]
+#[multiversion(targets("x86_64+avx512f+avx512bw+avx512dq+avx512vl", "x86_64+avx2+fma"))]
 pub fn potential_ranges(src: &Sources, ranges: &[(usize, usize)], t: [f32; 3]) -> [f32; 3] {
     let mut p = [[0f32; LANES]; 3];
     for &(start, end) in ranges {
@@ -495,6 +497,7 @@ fn potential_blocks<const MASKED: bool>(
 /// Direct summation of the vector potential `A(x) = (1/4π) Σ αⱼ h(|x − xⱼ|²)` (m²/s) over all sources at
 /// every target (m), the boundary values of the Poisson technique (Gourlay part 20). O(targets × sources),
 /// parallel over fixed chunks of targets; each target sums in a fixed order.
+#[multiversion(targets("x86_64+avx512f+avx512bw+avx512dq+avx512vl", "x86_64+avx2+fma"))]
 pub fn potential_direct(src: &Sources, targets: &[DVec3], out: &mut [DVec3]) {
     let n = targets.len();
     let end = src.padded_len();

@@ -17,6 +17,7 @@
 use super::state::Vortons;
 use crate::par;
 use glam::{DVec3, I64Vec3, U64Vec3};
+use multiversion::multiversion;
 use std::ops::{Add, Mul, Sub};
 
 /// Vortons per parallel chunk.
@@ -143,6 +144,7 @@ impl Pse {
 
 /// One explicit PSE update of the per-vorton contents `q` (a quantity times volume) with coefficient
 /// `coef` = diffusivity × time step (m²), into `out`: `qᵢ + coef/ε² Σⱼ (Vᵢ qⱼ − Vⱼ qᵢ) η_ε(|xᵢ − xⱼ|)`.
+#[multiversion(targets("x86_64+avx512f+avx512bw+avx512dq+avx512vl", "x86_64+avx2+fma"))]
 fn exchange<T>(sorted: &[(u64, u32)], bins: Bins, v: &Vortons, q: &[T], coef: f64, out: &mut Vec<T>)
 where
     T: Copy + Default + Send + Sync + Add<Output = T> + Sub<Output = T> + Mul<f64, Output = T>,

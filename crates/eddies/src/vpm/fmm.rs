@@ -44,6 +44,7 @@
 use super::biot_savart::{Sources, FOUR_PI_INV, TILE};
 use super::tree::{near_tile, octants, tile_targets, Node, Vorton, LEVELS};
 use glam::DVec3;
+use multiversion::multiversion;
 use rayon::prelude::*;
 
 /// Expansion order p: the cell-to-cell terms keep `|n| + |k| ≤ p`, so the potential is accurate to about
@@ -532,6 +533,7 @@ static EMPTY: SourceCell = SourceCell {
 
 /// The vorton cells' expansions, from the treecode's cells (children after their parent), each cell's
 /// expansion centre and mean σ² (m²), and the vortons in key order.
+#[multiversion(targets("x86_64+avx512f+avx512bw+avx512dq+avx512vl", "x86_64+avx2+fma"))]
 pub(super) fn source_cells(
     nodes: &[Node],
     centres: &[(DVec3, f64)],
@@ -736,6 +738,7 @@ type Field = (DVec3, [f64; 9]);
 
 /// Velocity (m/s), and the gradient (1/s) when `want_jac`, at every target by the fast multipole method,
 /// in the order of `keys`: the targets' Morton keys in a cube that holds them, sorted, with their indices.
+#[multiversion(targets("x86_64+avx512f+avx512bw+avx512dq+avx512vl", "x86_64+avx2+fma"))]
 pub(super) fn evaluate(
     src: &SourceTree,
     theta: f64,

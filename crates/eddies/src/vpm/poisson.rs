@@ -32,6 +32,7 @@ use super::params::{Decimation, PoissonParams};
 use crate::linsolve::vector::CHUNK;
 use crate::linsolve::{BoxMultigrid, BoxMultigridParams, SolveError};
 use glam::DVec3;
+use multiversion::multiversion;
 use rayon::prelude::*;
 use std::time::Instant;
 
@@ -501,6 +502,7 @@ impl PoissonVelocity {
 
 /// `u = ∇ × A` on the grid by central differences, one-sided at the faces, into `u`, from `a` with component
 /// `c` of point `i` at `c·n + i` (`n` points).
+#[multiversion(targets("x86_64+avx512f+avx512bw+avx512dq+avx512vl", "x86_64+avx2+fma"))]
 pub fn curl(grid: &FittedGrid, a: &[f64], u: &mut Vec<DVec3>) {
     let n = grid.len();
     assert_eq!(a.len(), 3 * n, "three components per grid point");

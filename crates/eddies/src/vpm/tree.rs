@@ -24,6 +24,7 @@ use super::fmm;
 use super::params::{TreeMethod, TreeParams};
 use crate::par;
 use glam::DVec3;
+use multiversion::multiversion;
 use rayon::prelude::*;
 
 /// Targets that share one tree walk for the velocity: they are summed [`TILE`] at a time over the group's
@@ -705,7 +706,7 @@ pub(super) fn tile_targets(
 /// The near sums of a tile of targets over the source `ranges`, without the factor 1/4π: velocities,
 /// and gradients when `want_jac` (zero otherwise); only the first `count` targets when gradients are
 /// asked for.
-#[inline]
+#[multiversion(targets("x86_64+avx512f+avx512bw+avx512dq+avx512vl", "x86_64+avx2+fma"))]
 pub(super) fn near_tile(
     sources: &Sources,
     ranges: &[(usize, usize)],
@@ -831,6 +832,7 @@ fn hsum(v: &[f32; LANES]) -> f32 {
 /// `f (A × r − B) − 2f' (P r) × r + 2f' M r + f' S × r + 2f'' (Q : r r) × r`, with
 /// `f'(s) = −(3s/2 + 21σ²/4)(s + σ²)^{−7/2}` and `f''(s) = (15s/4 + 135σ²/8)(s + σ²)^{−9/2}` (second
 /// order in the cell size).
+#[multiversion(targets("x86_64+avx512f+avx512bw+avx512dq+avx512vl", "x86_64+avx2+fma"))]
 fn far_velocity(far: &[Block], t: [f32; 3]) -> [f32; 3] {
     let mut u = [[0f32; LANES]; 3];
     for blk in far {
@@ -866,6 +868,7 @@ fn far_velocity(far: &[Block], t: [f32; 3]) -> [f32; 3] {
 }
 
 /// Far-field velocity gradient (monopole: `f [A]ₓ + 2f' (A × r) rᵀ`) at `t`, without the factor 1/4π.
+#[multiversion(targets("x86_64+avx512f+avx512bw+avx512dq+avx512vl", "x86_64+avx2+fma"))]
 fn far_gradient(far: &[Block], t: [f32; 3]) -> [f32; 9] {
     let mut jac = [[0f32; LANES]; 9];
     for blk in far {
@@ -900,6 +903,7 @@ fn far_gradient(far: &[Block], t: [f32; 3]) -> [f32; 9] {
 /// Far-field vector potential at `t` from the supervortons in `far`, without the factor 1/4π:
 /// `A h − 2h' P r + h' S + 2h'' (Q : r r)` with `h(s) = (s + 3σ²/2)(s + σ²)^{−3/2}`,
 /// `h'(s) = −(s + 5σ²/2)(s + σ²)^{−5/2}/2` and `h''(s) = (3s/4 + 21σ²/8)(s + σ²)^{−7/2}`.
+#[multiversion(targets("x86_64+avx512f+avx512bw+avx512dq+avx512vl", "x86_64+avx2+fma"))]
 fn far_potential(far: &[Block<POTENTIAL_COLS>], t: [f32; 3]) -> [f32; 3] {
     let mut acc = [[0f32; LANES]; 3];
     for blk in far {
