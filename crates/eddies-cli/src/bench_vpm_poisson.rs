@@ -38,7 +38,7 @@ fn dye_drop(quick: bool) -> Result<Vec<BenchRow>, String> {
         text: builtin.source.to_string(),
     };
     let scene = load::load(&src, &[]).map_err(|e| e.to_string())?.scene;
-    let mut sim = setup::build(&scene).map_err(|e| e.to_string())?;
+    let mut sim = setup::build(&scene).map_err(|e| e.to_string())?.sim;
     let dt = 0.01;
     for _ in 0..WARMUP_STEPS + if quick { 0 } else { 20 } {
         sim.step(dt).map_err(|e| e.to_string())?;

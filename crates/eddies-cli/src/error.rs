@@ -1,11 +1,13 @@
-//! The error type of the program and its exit codes (DESIGN.md, "Interfaces": 0 success, 2 bad input, 3 the
-//! simulation diverged, 1 anything else). Every error prints as one `error: ...` line plus context lines.
+//! The error type of the program and its exit codes: 0 success, 2 bad input, 3 the simulation diverged,
+//! 128 + the signal's number when Ctrl-C (130) or SIGTERM (143) stopped a run, 1 anything else (README,
+//! "Outputs"). Every error prints as one `error: ...` line plus context lines.
 
 use std::io;
 use std::path::PathBuf;
 
 use eddies::SimError;
 
+use crate::interrupt::Signal;
 use crate::load::SceneError;
 
 /// Exit code: success.
@@ -47,6 +49,16 @@ pub enum CliError {
         /// The operating system's reason.
         source: io::Error,
     },
+    /// A signal (Ctrl-C, SIGTERM) stopped the run between two steps.
+    #[error("{message}")]
+    Interrupted {
+        /// The signal; the exit code is 128 + its number.
+        signal: Signal,
+        /// The error line.
+        message: String,
+        /// What was kept.
+        context: Vec<String>,
+    },
     /// Anything else.
     #[error("{message}")]
     Other {
@@ -87,6 +99,7 @@ impl CliError {
         match self {
             CliError::Scene(_) | CliError::Input { .. } => EXIT_BAD_INPUT,
             CliError::Diverged { .. } => EXIT_DIVERGED,
+            CliError::Interrupted { signal, .. } => signal.exit_code(),
             CliError::Write { .. } | CliError::Other { .. } => EXIT_FAILURE,
         }
     }
@@ -97,6 +110,7 @@ impl CliError {
             CliError::Scene(e) => &e.context,
             CliError::Input { context, .. }
             | CliError::Diverged { context, .. }
+            | CliError::Interrupted { context, .. }
             | CliError::Other { context, .. } => context,
             CliError::Write { .. } => &[],
         }

@@ -10,6 +10,7 @@ pub mod bench_vpm;
 pub mod bench_vpm_poisson;
 pub mod cli;
 pub mod error;
+pub mod interrupt;
 pub mod keypath;
 pub mod load;
 pub mod npy;

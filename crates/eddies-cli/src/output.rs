@@ -46,7 +46,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
     result
 }
 
-fn number(x: f64) -> String {
+pub(crate) fn number(x: f64) -> String {
     serde_json::Number::from_f64(x).map_or_else(|| "null".to_string(), |n| n.to_string())
 }
 
@@ -85,6 +85,22 @@ pub fn stats_line(rec: &StepRecord) -> String {
             ),
         };
         line.push_str(&format!(",{}:{}", json_string(name), value));
+    }
+    if !rec.clamps.is_empty() {
+        let clamps: Vec<String> = rec
+            .clamps
+            .iter()
+            .map(|c| {
+                format!(
+                    "{}:{{\"count\":{},\"limit\":{},\"unit\":{}}}",
+                    json_string(c.name),
+                    c.count,
+                    number(c.limit),
+                    json_string(c.unit)
+                )
+            })
+            .collect();
+        line.push_str(&format!(",\"clamps\":{{{}}}", clamps.join(",")));
     }
     line.push('}');
     line
@@ -147,6 +163,34 @@ fn is_our_temporary(name: &str) -> bool {
         })
 }
 
+/// Checks, creating nothing that stays, that `dir` can be the output folder: a folder this process can
+/// write into, or a path that does not exist yet under a folder it can write into. Writing is tried (a
+/// probe file, removed at once), since permission bits do not tell the whole story (a read-only mount; a
+/// root user who ignores them). Returns the reason when it cannot.
+pub fn check_output_folder(dir: &Path) -> Result<(), String> {
+    let mut probe_in = dir;
+    while !probe_in.exists() {
+        match probe_in.parent() {
+            Some(p) if !p.as_os_str().is_empty() => probe_in = p,
+            _ => {
+                probe_in = Path::new(".");
+                break;
+            }
+        }
+    }
+    if !probe_in.is_dir() {
+        return Err(format!("{} is not a folder", probe_in.display()));
+    }
+    let probe = probe_in.join(format!(".eddies-probe-{}", std::process::id()));
+    match fs::File::create(&probe) {
+        Ok(_) => {
+            let _ = fs::remove_file(&probe);
+            Ok(())
+        }
+        Err(e) => Err(format!("cannot write into {}: {e}", probe_in.display())),
+    }
+}
+
 /// Removes the per-frame files of an earlier run from `dir`, so that its frames do not mix with this run's,
 /// and temporary files an interrupted run left. Other files are left alone. Returns the paths removed.
 pub fn remove_stale_outputs(dir: &Path) -> io::Result<Vec<PathBuf>> {
@@ -183,6 +227,7 @@ mod tests {
                 ("momentum", Quantity::Vector(vec![1.0, f64::NAN])),
                 ("particle_count", Quantity::Count(7)),
             ],
+            clamps: Vec::new(),
         };
         let line = stats_line(&rec);
         let v: serde_json::Value = serde_json::from_str(&line).unwrap();

@@ -82,17 +82,20 @@ impl Simulation for Panels {
             .fold(f64::INFINITY, f64::min)
     }
 
-    /// Steps every panel; the record is the first panel's, with the wall time of all.
+    /// Steps every panel; the record is the first panel's, with the wall time and the clamps of all.
     fn step(&mut self, dt: f64) -> Result<StepRecord, SimError> {
         let mut first: Option<StepRecord> = None;
         let mut wall = 0.0;
+        let mut clamps = Vec::new();
         for sim in &mut self.sims {
-            let rec = sim.step(dt)?;
+            let mut rec = sim.step(dt)?;
             wall += rec.wall_ms;
+            clamps.append(&mut rec.clamps);
             first.get_or_insert(rec);
         }
         let mut rec = first.expect("at least one panel");
         rec.wall_ms = wall;
+        rec.clamps = clamps;
         Ok(rec)
     }
 

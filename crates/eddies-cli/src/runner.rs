@@ -15,6 +15,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use toml_edit::Value;
 
 use crate::error::CliError;
+use crate::interrupt::{Interrupt, Signal};
 use crate::keypath::KeyPath;
 use crate::load::{self, Loaded, Override, SceneError, SceneSource};
 use crate::output::{self, frame_name};
@@ -162,10 +163,13 @@ pub fn run(opts: &RunOptions) -> Result<RunSummary, CliError> {
         })
         .collect::<Result<Vec<Scene>, SceneError>>()?;
     let bytes = bytes * panel_scenes.len().max(1) as f64;
+    output::check_output_folder(&out).map_err(|reason| {
+        CliError::input(
+            format!("cannot use the output folder {}: {reason}", out.display()),
+            vec!["  choose another folder with --out DIR".into()],
+        )
+    })?;
     eddies::par::with_threads(opts.threads, || {
-        if !opts.quiet {
-            eprintln!("{}", describe(&src, &scene, bytes, &out));
-        }
         let build = |scene: &Scene| {
             setup::build(scene).map_err(|e| match e {
                 SimError::InvalidInput(msg) => CliError::input(
@@ -175,18 +179,68 @@ pub fn run(opts: &RunOptions) -> Result<RunSummary, CliError> {
                 other => CliError::other(other.to_string()),
             })
         };
-        let sim = if panel_scenes.is_empty() {
-            build(&scene)?
+        let (sim, warnings) = if panel_scenes.is_empty() {
+            let built = build(&scene)?;
+            (built.sim, built.warnings)
         } else {
-            let sims = panel_scenes
-                .iter()
-                .map(build)
-                .collect::<Result<Vec<_>, _>>()?;
-            Box::new(panels::Panels::new(sims, scene.size()[0]))
+            let mut sims = Vec::new();
+            let mut warnings = Vec::new();
+            for panel in &panel_scenes {
+                let built = build(panel)?;
+                sims.push(built.sim);
+                warnings.extend(built.warnings);
+            }
+            warnings.dedup();
+            let sim: Box<dyn Simulation> = Box::new(panels::Panels::new(sims, scene.size()[0]));
+            (sim, warnings)
         };
-        Runner::start(&src, &scene, sim, out, opts.quiet)?.run()
+        check_first_step(&src, &scene, sim.as_ref())?;
+        if !opts.quiet {
+            eprintln!("{}", describe(&src, &scene, bytes, &out));
+            for w in &warnings {
+                eprintln!("warning: {w}");
+            }
+        }
+        let interrupt = Interrupt::watch();
+        Runner::start(&src, &scene, sim, out, opts.quiet, &interrupt)?.run()
     })
 }
+
+/// Refuses, before anything is written, a scene whose initial motion needs time steps so short that a frame
+/// could not be reached (the same bound that stops a run whose flow blows up): such speeds are a mistake in
+/// the scene, not physics to wait for.
+fn check_first_step(
+    src: &SceneSource,
+    scene: &Scene,
+    sim: &dyn Simulation,
+) -> Result<(), CliError> {
+    if scene.time.steps_per_frame > 0 {
+        return Ok(());
+    }
+    let frame_dt = 1.0 / scene.time.fps;
+    let dt = sim.max_dt(scene.time.cfl);
+    if dt.is_nan() || dt < frame_dt * MIN_STEP_PER_FRAME {
+        return Err(CliError::input(
+            format!(
+                "{}: the initial motion needs time steps of {dt:.3e} s at time.cfl = {}, so a frame of {frame_dt:.4} s \
+                 would take more than {:.0e} steps",
+                src.label,
+                scene.time.cfl,
+                1.0 / MIN_STEP_PER_FRAME
+            ),
+            vec![
+                "  check the initial speeds: region, emitter and obstacle velocities (m/s), vorton circulations \
+                 (m²/s), the sound speed"
+                    .into(),
+            ],
+        ));
+    }
+    Ok(())
+}
+
+/// A step shorter than this fraction of a frame means ten million steps for one frame: a flow that has blown
+/// up (or, at the start, a scene whose speeds are a mistake).
+const MIN_STEP_PER_FRAME: f64 = 1e-7;
 
 /// One line about the run, printed before it starts.
 fn describe(src: &SceneSource, scene: &Scene, bytes: f64, out: &Path) -> String {
@@ -212,6 +266,8 @@ fn describe(src: &SceneSource, scene: &Scene, bytes: f64, out: &Path) -> String 
 /// A run in progress: the simulation, the open stats file and the progress display.
 struct Runner<'a> {
     scene: &'a Scene,
+    interrupt: &'a Interrupt,
+    clamps: ClampLog,
     sim: Box<dyn Simulation>,
     out: PathBuf,
     stats: BufWriter<File>,
@@ -231,6 +287,7 @@ impl<'a> Runner<'a> {
         sim: Box<dyn Simulation>,
         out: PathBuf,
         quiet: bool,
+        interrupt: &'a Interrupt,
     ) -> Result<Self, CliError> {
         fs::create_dir_all(&out).map_err(|e| {
             CliError::input(
@@ -255,6 +312,8 @@ impl<'a> Runner<'a> {
         let frames = scene.time.frames.max(0) as u64;
         Ok(Self {
             scene,
+            interrupt,
+            clamps: ClampLog::default(),
             sim,
             out,
             stats: BufWriter::new(stats),
@@ -275,6 +334,7 @@ impl<'a> Runner<'a> {
                 // Keep what was written: the stats up to the failing step and the frames before it.
                 let _ = self.stats.flush();
                 self.progress.abandon();
+                self.clamps.summarise(self.sim.steps(), &self.progress);
                 return Err(self.failure(e));
             }
             self.write_frame(frame)?;
@@ -289,6 +349,7 @@ impl<'a> Runner<'a> {
             );
         }
         self.progress.finish();
+        self.clamps.summarise(self.sim.steps(), &self.progress);
         Ok(RunSummary {
             out: self.out,
             frames: self.frames_written,
@@ -315,9 +376,9 @@ impl<'a> Runner<'a> {
                 return Ok(());
             }
             let max = self.sim.max_dt(cfl);
-            // A step under 1e-7 of a frame means ten million steps for one frame: the flow has blown up
-            // (its speeds or vorticity run away), and waiting for it would only stall the run.
-            if max.is_nan() || max < frame_dt * 1e-7 {
+            // The flow has blown up (its speeds or vorticity run away), and waiting for it would only stall
+            // the run.
+            if max.is_nan() || max < frame_dt * MIN_STEP_PER_FRAME {
                 return Err(StepFailure::Sim(SimError::Diverged {
                     stage: "max_dt",
                     step: self.sim.steps(),
@@ -344,9 +405,13 @@ impl<'a> Runner<'a> {
     fn step(&mut self, dt: f64) -> Result<(), StepFailure> {
         let rec = self.sim.step(dt).map_err(StepFailure::Sim)?;
         writeln!(self.stats, "{}", output::stats_line(&rec)).map_err(StepFailure::Stats)?;
+        self.clamps.record(&rec, &self.progress);
         self.progress
             .step_done(self.sim.time(), self.sim.steps(), self.started.elapsed());
-        Ok(())
+        match self.interrupt.received() {
+            Some(signal) => Err(StepFailure::Interrupted(signal)),
+            None => Ok(()),
+        }
     }
 
     /// Writes frame `frame`: the PNG, and with `output.npy` the particle and mass arrays.
@@ -420,6 +485,66 @@ impl<'a> Runner<'a> {
                 message: format!("the simulated time does not advance past {t} s"),
                 context: vec![kept],
             },
+            StepFailure::Interrupted(signal) => CliError::Interrupted {
+                signal,
+                message: format!(
+                    "interrupted by {} at step {} (t = {:.4} s)",
+                    signal.name(),
+                    self.sim.steps(),
+                    self.sim.time()
+                ),
+                context: vec![kept],
+            },
+        }
+    }
+}
+
+/// The limits that steps enforced (see [`eddies::Clamp`]): each kind is told once when it first happens,
+/// and summed up when the run ends.
+#[derive(Default)]
+struct ClampLog {
+    /// Per kind: the first record of it, the steps it happened in and the values it held.
+    seen: Vec<(eddies::Clamp, u64, u64)>,
+}
+
+impl ClampLog {
+    fn record(&mut self, rec: &eddies::StepRecord, progress: &Progress) {
+        for c in &rec.clamps {
+            match self
+                .seen
+                .iter_mut()
+                .find(|(first, ..)| first.name == c.name)
+            {
+                Some((_, steps, count)) => {
+                    *steps += 1;
+                    *count += c.count;
+                }
+                None => {
+                    progress.println(&format!(
+                        "warning: step {}: the {} limit ({:.4} {}) held {} value{}: {} (each step's count is in \
+                         stats.jsonl under \"clamps\")",
+                        rec.step,
+                        c.name,
+                        c.limit,
+                        c.unit,
+                        c.count,
+                        if c.count == 1 { "" } else { "s" },
+                        c.remedy
+                    ));
+                    self.seen.push((c.clone(), 1, c.count));
+                }
+            }
+        }
+    }
+
+    fn summarise(&self, steps: u64, progress: &Progress) {
+        for (c, n, count) in &self.seen {
+            progress.println(&format!(
+                "warning: the {} limit held {count} value{} in {n} of {steps} steps: those steps are slower than the \
+                 scene's physics",
+                c.name,
+                if *count == 1 { "" } else { "s" },
+            ));
         }
     }
 }
@@ -429,6 +554,7 @@ enum StepFailure {
     Sim(SimError),
     Stats(std::io::Error),
     Stalled(f64),
+    Interrupted(Signal),
 }
 
 /// Progress on stderr: a bar with steps/s and ETA on a terminal, else one line per frame.
@@ -487,6 +613,15 @@ impl Progress {
     fn finish(&self) {
         if let Some(bar) = &self.bar {
             bar.finish();
+        }
+    }
+
+    /// Prints a line on stderr above the bar (unless quiet).
+    fn println(&self, line: &str) {
+        if let Some(bar) = &self.bar {
+            bar.println(line);
+        } else if self.plain {
+            eprintln!("{line}");
         }
     }
 

@@ -128,14 +128,78 @@ pub fn format_bytes(b: f64) -> String {
     }
 }
 
+/// A simulation set up from a scene, and what the user should know about the set-up.
+pub struct Built {
+    /// The simulation, at time 0.
+    pub sim: Box<dyn Simulation>,
+    /// One line each, without the `warning: ` prefix: parts of the scene that have no effect.
+    pub warnings: Vec<String>,
+}
+
 /// Builds the simulation of a checked scene, with its initial fluid, obstacles, emitters and sinks.
-pub fn build(scene: &Scene) -> Result<Box<dyn Simulation>, SimError> {
-    match (scene.method, scene.dim()) {
-        (Method::Reint, 2) => Ok(Box::new(build_reint::<2>(scene)?)),
-        (Method::Reint, _) => Ok(Box::new(build_reint::<3>(scene)?)),
-        (Method::Vpm, _) => Ok(Box::new(build_vpm(scene)?)),
-        (Method::Flip, 2) => Ok(Box::new(build_flip::<2>(scene)?)),
-        (Method::Flip, _) => Ok(Box::new(build_flip::<3>(scene)?)),
+///
+/// A scene in which nothing could move (no fluid in the domain and nothing that adds any) is refused as
+/// [`SimError::InvalidInput`]; a region that covers no cell of the domain is a warning.
+pub fn build(scene: &Scene) -> Result<Built, SimError> {
+    let mut fill = Filling::default();
+    let sim: Box<dyn Simulation> = match (scene.method, scene.dim()) {
+        (Method::Reint, 2) => Box::new(build_reint::<2>(scene, &mut fill)?),
+        (Method::Reint, _) => Box::new(build_reint::<3>(scene, &mut fill)?),
+        (Method::Vpm, _) => {
+            let sim = build_vpm(scene)?;
+            fill.filled = sim.particle_positions().len();
+            Box::new(sim)
+        }
+        (Method::Flip, 2) => Box::new(build_flip::<2>(scene, &mut fill)?),
+        (Method::Flip, _) => Box::new(build_flip::<3>(scene, &mut fill)?),
+    };
+    let v = &scene.vpm;
+    let sources = match scene.method {
+        Method::Reint | Method::Flip => !scene.emitter.is_empty(),
+        Method::Vpm => {
+            !(v.jet.is_empty() && v.heat_source.is_empty())
+                || v.ball.iter().any(|b| b.period > 0.0 || b.start > 0.0)
+        }
+    };
+    if fill.filled == 0 && !sources {
+        let what = match scene.method {
+            Method::Vpm => {
+                "no vortons: add a [[vpm.ring]], [[vpm.ball]] or another distribution inside the domain, \
+                 or a [[vpm.jet]] or [[vpm.heat_source]]"
+            }
+            _ => "no fluid: no [[region]] covers a cell of the domain, and no [[emitter]] adds any",
+        };
+        return Err(SimError::InvalidInput(format!(
+            "nothing to simulate: the scene has {what}"
+        )));
+    }
+    Ok(Built {
+        sim,
+        warnings: fill.warnings,
+    })
+}
+
+/// What the initial distributions of a scene put into its simulation.
+#[derive(Default)]
+struct Filling {
+    /// Cells (reint), particles (flip) or vortons (vpm) placed.
+    filled: usize,
+    /// Regions that placed nothing.
+    warnings: Vec<String>,
+}
+
+impl Filling {
+    /// Notes that region `k` placed `n` cells or particles.
+    fn region(&mut self, scene: &Scene, k: usize, n: usize) {
+        self.filled += n;
+        if n == 0 {
+            let size: Vec<String> = scene.size().iter().map(|x| format!("{x}")).collect();
+            self.warnings.push(format!(
+                "region.{k}: its shape covers no fluid cell of the domain [0, {}] m (it lies outside, \
+                 inside an obstacle, or between cell centres): it adds no fluid",
+                size.join("] × [0, ")
+            ));
+        }
     }
 }
 
@@ -184,7 +248,7 @@ pub fn reint_config<const D: usize>(scene: &Scene) -> ReintConfig<D> {
     }
 }
 
-fn build_reint<const D: usize>(scene: &Scene) -> Result<ReintSim<D>, SimError> {
+fn build_reint<const D: usize>(scene: &Scene, fill: &mut Filling) -> Result<ReintSim<D>, SimError> {
     let dim = scene.dim();
     let mut sim = ReintSim::<D>::new(reint_config::<D>(scene))?;
     // Shapes were checked by `Scene::validate`; entries without one cannot reach here.
@@ -193,14 +257,15 @@ fn build_reint<const D: usize>(scene: &Scene) -> Result<ReintSim<D>, SimError> {
             sim.add_obstacle(shape.to_shape(dim));
         }
     }
-    for r in &scene.region {
+    for (k, r) in scene.region.iter().enumerate() {
         if let Some(shape) = &r.shape {
-            sim.fill(
+            let filled = sim.fill(
                 &shape.to_shape(dim),
                 r.substance as usize,
                 r.density as f32,
                 velocity(&r.velocity),
             );
+            fill.region(scene, k, filled);
         }
     }
     for e in &scene.emitter {
@@ -459,7 +524,7 @@ fn vec_d<const D: usize>(v: &Option<Vec<f64>>) -> [f64; D] {
     std::array::from_fn(|k| v.as_ref().and_then(|v| v.get(k)).copied().unwrap_or(0.0))
 }
 
-fn build_flip<const D: usize>(scene: &Scene) -> Result<FlipSim<D>, SimError> {
+fn build_flip<const D: usize>(scene: &Scene, fill: &mut Filling) -> Result<FlipSim<D>, SimError> {
     let dim = scene.dim();
     let mut sim = FlipSim::<D>::new(flip_config::<D>(scene))?;
     // Shapes were checked by `Scene::validate`; entries without one cannot reach here.
@@ -479,9 +544,10 @@ fn build_flip<const D: usize>(scene: &Scene) -> Result<FlipSim<D>, SimError> {
             });
         }
     }
-    for r in &scene.region {
+    for (k, r) in scene.region.iter().enumerate() {
         if let Some(shape) = &r.shape {
-            sim.fill(&shape.to_shape(dim), vec_d(&r.velocity));
+            let seeded = sim.fill(&shape.to_shape(dim), vec_d(&r.velocity));
+            fill.region(scene, k, seeded);
         }
     }
     for e in &scene.emitter {

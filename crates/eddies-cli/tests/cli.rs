@@ -378,9 +378,10 @@ fn divergence_exits_3_naming_stage_and_step() {
 }
 
 #[test]
-fn a_collapsing_time_step_exits_3_instead_of_stalling() {
-    // A ring of absurd circulation moves so fast that the CFL step is ~1e-15 s: the run must stop at once
-    // with a divergence, not take 10¹³ steps per frame.
+fn absurd_initial_speeds_are_bad_input_not_a_stall() {
+    // A ring of absurd circulation moves so fast that the CFL step is ~1e-15 s: the run must be refused at
+    // once as bad input (the same bound stops a run whose flow blows up later, with exit 3), not take 10¹³
+    // steps per frame.
     let dir = tempfile::tempdir().unwrap();
     let out = eddies(
         &[
@@ -395,12 +396,13 @@ fn a_collapsing_time_step_exits_3_instead_of_stalling() {
         ],
         dir.path(),
     );
-    assert_eq!(out.status.code(), Some(3), "stderr:\n{}", stderr(&out));
+    assert_eq!(out.status.code(), Some(2), "stderr:\n{}", stderr(&out));
     let line = error_line(&out);
     assert!(
-        line.contains("diverged in stage `max_dt`") && line.contains("blew up"),
+        line.contains("the initial motion needs time steps of") && line.contains("1e7 steps"),
         "{line}"
     );
+    assert!(!dir.path().join("o").exists(), "nothing is written");
 }
 
 fn frames_in(dir: &Path) -> Vec<PathBuf> {

@@ -32,6 +32,24 @@ pub struct StepRecord {
     pub stage_ms: Vec<(&'static str, f64)>,
     /// Method quantities by name: every method gives `kinetic_energy` (J) and `max_speed` (m/s).
     pub quantities: Vec<(&'static str, Quantity)>,
+    /// Values that this step held at a limit instead of the value its physics asked for; empty when none
+    /// was. A driver should tell the user: the run goes on, but its physics is not the scene's.
+    pub clamps: Vec<Clamp>,
+}
+
+/// A limit that a step enforced, e.g. reintegration tracking's speed limit of a box's reach per step.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Clamp {
+    /// Short name of the limited quantity, e.g. `speed`.
+    pub name: &'static str,
+    /// How many values were held at the limit in this step (e.g. velocity components).
+    pub count: u64,
+    /// The limit (in `unit`).
+    pub limit: f64,
+    /// Unit of `limit`.
+    pub unit: &'static str,
+    /// What the user can do about it, e.g. `take smaller steps (time.cfl, --steps-per-frame)`.
+    pub remedy: &'static str,
 }
 
 impl StepRecord {

@@ -42,6 +42,6 @@ pub mod sim;
 pub mod validation;
 pub mod vpm;
 
-pub use diag::{Quantity, StageTimer, StepRecord};
+pub use diag::{Clamp, Quantity, StageTimer, StepRecord};
 pub use shape::Shape;
 pub use sim::{Field, SimError, Simulation};

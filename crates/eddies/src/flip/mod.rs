@@ -337,13 +337,14 @@ impl<const D: usize> FlipSim<D> {
 
     /// Fills `shape` with liquid at velocity `velocity` (m/s): particles seeded `seeds_per_axis`ᴰ per cell,
     /// jittered from the scene seed, wherever they fall inside the shape and outside every obstacle.
-    /// Particles already inside the shape are replaced.
-    pub fn fill(&mut self, shape: &Shape, velocity: [f64; D]) {
-        self.fill_with(shape, |_| velocity);
+    /// Particles already inside the shape are replaced. Returns the number of particles seeded: 0 when the
+    /// shape holds no seed position of the grid.
+    pub fn fill(&mut self, shape: &Shape, velocity: [f64; D]) -> usize {
+        self.fill_with(shape, |_| velocity)
     }
 
     /// As [`fill`](Self::fill), with the velocity (m/s) a function of the position (m).
-    pub fn fill_with(&mut self, shape: &Shape, velocity: impl Fn([f64; D]) -> [f64; D]) {
+    pub fn fill_with(&mut self, shape: &Shape, velocity: impl Fn([f64; D]) -> [f64; D]) -> usize {
         // Replace: drop the particles already inside.
         for i in 0..self.particles.len() {
             if shape.sdf(to_dvec3(self.particles.position(i))) <= 0.0 {
@@ -360,6 +361,7 @@ impl<const D: usize> FlipSim<D> {
             .iter()
             .map(|o| o.shape_at(self.time))
             .collect();
+        let mut seeded = 0;
         for cell in 0..n {
             let c = crate::grid::coords_of(dims, cell);
             for j in 0..per_cell {
@@ -367,11 +369,13 @@ impl<const D: usize> FlipSim<D> {
                 let q = to_dvec3(x);
                 if shape.sdf(q) <= 0.0 && shapes.iter().all(|s| s.sdf(q) > 0.0) {
                     self.particles.push(x, velocity(x), apic);
+                    seeded += 1;
                 }
             }
         }
         self.resort();
         self.max_speed = self.measure().max_speed;
+        seeded
     }
 
     /// Position (m) of seed `j` of cell `c` on an `m`ᴰ lattice, jittered by the scene seed and `salt`.
@@ -1028,6 +1032,7 @@ impl<const D: usize> Simulation for FlipSim<D> {
                 ("max_speed", Quantity::Scalar(max_speed)),
                 ("cfl", Quantity::Scalar(max_speed * dt / n as f64 / h)),
             ],
+            clamps: Vec::new(),
         })
     }
 

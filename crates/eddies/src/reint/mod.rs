@@ -28,7 +28,7 @@ pub mod validation;
 
 pub use params::{Boundary, Emitter, Eos, ReintConfig, ReintParams, Sink, Substance};
 
-use crate::diag::{Quantity, StageTimer, StepRecord};
+use crate::diag::{Clamp, Quantity, StageTimer, StepRecord};
 use crate::par;
 use crate::shape::Shape;
 use crate::sim::{Field, SimError, Simulation};
@@ -320,17 +320,24 @@ impl<const D: usize> ReintSim<D> {
 
     /// Fills cells whose centre is inside `shape` (and not inside an obstacle) with `substance` at `density` ×
     /// its rest density, at rest at the cell centre and moving at `velocity` (m/s). Mass already there is
-    /// replaced.
+    /// replaced. Returns the number of cells filled: 0 when the shape covers no fluid cell of the grid.
     ///
     /// # Panics
     /// If `substance` is not a configured substance.
-    pub fn fill(&mut self, shape: &Shape, substance: usize, density: f32, velocity: [f32; D]) {
+    pub fn fill(
+        &mut self,
+        shape: &Shape,
+        substance: usize,
+        density: f32,
+        velocity: [f32; D],
+    ) -> usize {
         assert!(
             substance < self.cfg.substances.len(),
             "substance {substance} is not configured"
         );
         let m = (density * QUANTA_PER_REST_CELL).round();
         let v = velocity.map(|x| x / self.cfg.cell_size as f32);
+        let mut filled = 0;
         for i in self.cells_inside(shape) {
             if self.solid[i] {
                 continue;
@@ -342,7 +349,19 @@ impl<const D: usize> ReintSim<D> {
                 self.cur.pos[a][i] = 0.0;
                 self.cur.vel[a][i] = v[a];
             }
+            filled += 1;
         }
+        if filled > 0 {
+            self.note_speed(v);
+        }
+        filled
+    }
+
+    /// Makes [`Simulation::max_dt`] see a particle placed at velocity `v` (cells/s) before the first step
+    /// has measured the state.
+    fn note_speed(&mut self, v: [f32; D]) {
+        let speed = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+        self.max_speed = self.max_speed.max(speed);
     }
 
     /// Adds a static obstacle. Cells whose centre is inside become solid: they never hold mass, and the fluid
@@ -468,10 +487,12 @@ impl<const D: usize> ReintSim<D> {
         for (k, &m) in masses.iter().enumerate() {
             self.cur.mass[k][i] = (m as f64 / self.unit[k]).round() as f32;
         }
+        let v = velocity.map(|x| x / self.cfg.cell_size as f32);
         for a in 0..D {
             self.cur.pos[a][i] = offset[a].clamp(-0.5, 0.5);
-            self.cur.vel[a][i] = velocity[a] / self.cfg.cell_size as f32;
+            self.cur.vel[a][i] = v[a];
         }
+        self.note_speed(v);
     }
 
     /// The particle of interior cell `c`, in SI units.
@@ -538,6 +559,7 @@ impl<const D: usize> ReintSim<D> {
         let dt = dt as f32;
         let r = self.cfg.params.diffusion_radius;
         kernels::occupancy(&self.layout, &self.cur, &mut self.occupied);
+        // A prescribed motion beyond the speed limit is the caller's to choose; it is not reported here.
         kernels::advance(&self.layout, &mut self.cur, None, [0.0; D], dt, r);
         self.keep_in_fluid_region();
         self.gather();
@@ -885,7 +907,7 @@ impl<const D: usize> Simulation for ReintSim<D> {
         }
         let t = Instant::now();
         let acc = self.cfg.params.forces.then_some(&self.acc);
-        kernels::advance(&self.layout, &mut self.cur, acc, gravity, dt as f32, r);
+        let limited = kernels::advance(&self.layout, &mut self.cur, acc, gravity, dt as f32, r);
         self.keep_in_fluid_region();
         self.timer.add("advance", t.elapsed().as_secs_f64() * 1e3);
         let t = Instant::now();
@@ -933,6 +955,17 @@ impl<const D: usize> Simulation for ReintSim<D> {
                 ("max_speed", Quantity::Scalar(speed_si)),
                 ("cfl", Quantity::Scalar(max_speed.max(0.0) * dt)),
             ],
+            clamps: if limited > 0 {
+                vec![Clamp {
+                    name: "speed",
+                    count: limited,
+                    limit: kernels::speed_limit(dt as f32, r) as f64 * h,
+                    unit: "m/s",
+                    remedy: "a box may move at most 2 − r cells per step: take smaller steps (time.cfl, --steps-per-frame)",
+                }]
+            } else {
+                Vec::new()
+            },
         })
     }
 

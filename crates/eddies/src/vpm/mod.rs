@@ -776,6 +776,7 @@ impl Simulation for VpmSim {
             wall_ms: start.elapsed().as_secs_f64() * 1e3,
             stage_ms: self.timer.stages().to_vec(),
             quantities,
+            clamps: Vec::new(),
         })
     }
 
