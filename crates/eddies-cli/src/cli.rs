@@ -30,6 +30,10 @@ pub enum Command {
     Scenes,
     /// Run the validation cases and compare each with its reference (exit 1 if any fails, other than a known
     /// gap of the model).
+    ///
+    /// Each row says what it requires: `≤ bound`, `≥ bound` or `reference ± tolerance`. A row marked `GAP [k]`
+    /// misses its reference for a known gap of the model, registered with the case; its reason is printed under
+    /// the table. It is reported and counted in the summary line but does not make the exit code 1.
     Validate(ValidateArgs),
     /// Measure performance.
     Bench(BenchArgs),
@@ -62,10 +66,6 @@ pub struct RunArgs {
 }
 
 /// Arguments of `eddies validate`.
-///
-/// Each row says which way it compares: `≤ bound`, `≥ bound` or `reference ± tolerance`. A row marked
-/// `GAP [k]` misses its reference for a known gap of the model (the reason is printed under the table); it is
-/// reported but does not make the exit code 1.
 #[derive(Debug, Args)]
 pub struct ValidateArgs {
     /// Only cases whose name contains this text
@@ -77,8 +77,8 @@ pub struct ValidateArgs {
     /// several minutes; with --quick a tenth of the steps)
     #[arg(long)]
     pub soak: bool,
-    /// One JSON object per line: {"case","measured","reference","tolerance","unit","pass","comparison",
-    /// "known_model_gap","known_gap_reason"}
+    /// One JSON object per line, keys "case", "measured", "reference", "tolerance", "unit", "pass",
+    /// "comparison" ("<=", ">=" or "±"), "known_model_gap" and "known_gap_reason"
     #[arg(long)]
     pub json: bool,
     /// Worker threads (0: one per core)
