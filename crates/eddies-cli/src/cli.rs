@@ -28,7 +28,12 @@ pub enum Command {
     Run(RunArgs),
     /// List the built-in scenes.
     Scenes,
-    /// Run the validation cases and compare each with its reference (exit 1 if any fails).
+    /// Run the validation cases and compare each with its reference (exit 1 if any fails, other than a known
+    /// gap of the model).
+    ///
+    /// Each row says what it requires: `≤ bound`, `≥ bound` or `reference ± tolerance`. A row marked `GAP [k]`
+    /// misses its reference for a known gap of the model, registered with the case; its reason is printed under
+    /// the table. It is reported and counted in the summary line but does not make the exit code 1.
     Validate(ValidateArgs),
     /// Measure performance.
     Bench(BenchArgs),
@@ -65,10 +70,15 @@ pub struct RunArgs {
 pub struct ValidateArgs {
     /// Only cases whose name contains this text
     pub filter: Option<String>,
-    /// Smaller grids and fewer steps, same references
+    /// Smaller grids and fewer steps, with references derived for the smaller runs (docs/VALIDATION.md)
     #[arg(long)]
     pub quick: bool,
-    /// One JSON object per line: {"case","measured","reference","tolerance","unit","pass"}
+    /// Run the soak runs instead (10⁵ reint, 10⁴ FLIP and 10⁴ VPM steps: invariants and flat memory;
+    /// several minutes; with --quick a tenth of the steps)
+    #[arg(long)]
+    pub soak: bool,
+    /// One JSON object per line, keys "case", "measured", "reference", "tolerance", "unit", "pass",
+    /// "comparison" ("<=", ">=" or "±"), "known_model_gap" and "known_gap_reason"
     #[arg(long)]
     pub json: bool,
     /// Worker threads (0: one per core)
@@ -173,12 +183,15 @@ fn dispatch(command: Command) -> Result<i32, CliError> {
             }
             Ok(EXIT_OK)
         }
-        Command::Validate(a) => {
-            let all_passed = eddies::par::with_threads(a.threads, || {
-                validate::run(a.filter.as_deref(), a.quick, a.json, &mut stdout.lock())
-            })?;
-            Ok(if all_passed { EXIT_OK } else { EXIT_FAILURE })
-        }
+        Command::Validate(a) => eddies::par::with_threads(a.threads, || {
+            validate::run(
+                a.filter.as_deref(),
+                a.quick,
+                a.soak,
+                a.json,
+                &mut stdout.lock(),
+            )
+        }),
         Command::Bench(a) => {
             eddies::par::with_threads(a.threads, || {
                 bench::run(a.filter.as_deref(), a.quick, a.json, &mut stdout.lock())

@@ -699,6 +699,20 @@ fn validate_and_bench_refuse_unknown_filters() {
     error_line(&out);
 }
 
+/// `--soak` is parsed and selects the soak runs (an unknown filter among them is refused before anything
+/// runs, so the test takes no time); `--help` describes it.
+#[test]
+fn validate_soak_flag_selects_the_soak_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = eddies(&["validate", "--soak", "no-such-soak"], dir.path());
+    assert_eq!(out.status.code(), Some(2));
+    assert!(error_line(&out).contains("soak run"), "{}", stderr(&out));
+    assert!(stderr(&out).contains("soak/reint"), "{}", stderr(&out));
+    let out = eddies(&["validate", "--help"], dir.path());
+    assert_eq!(out.status.code(), Some(0));
+    assert!(stdout(&out).contains("--soak"), "{}", stdout(&out));
+}
+
 #[test]
 fn bench_json_rows_have_the_documented_keys() {
     let dir = tempfile::tempdir().unwrap();

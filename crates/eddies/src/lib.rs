@@ -39,6 +39,7 @@ pub mod par;
 pub mod reint;
 pub mod shape;
 pub mod sim;
+pub mod soak;
 pub mod validation;
 pub mod vpm;
 

@@ -25,10 +25,13 @@ pub fn cases() -> Vec<Case> {
                           smallest ratio of successive max errors (second order: 4; at least 3.5)",
             run: |q| {
                 let sizes: &[usize] = if q { &[16, 32] } else { &[16, 32, 64] };
+                // Quick (16³, 32³): the same bound. The worst ratio is the pre-asymptotic 16³ → 32³ one in
+                // both runs (measured 3.80 quick and full; second order tends to 4); margin 8%.
                 let e = manufactured_errors(sizes);
                 let worst = e.windows(2).map(|w| w[0] / w[1]).fold(f64::INFINITY, f64::min);
                 Measurement::at_least("vpm/vector-poisson-second-order", worst, 3.5, "1")
             },
+            known_gap: None,
         },
         Case {
             name: "vpm/poisson-ring-velocity-tree",
@@ -39,6 +42,7 @@ pub fn cases() -> Vec<Case> {
                 let e = ring_velocity_error(PotentialBoundary::Tree, Decimation::default(), 48);
                 Measurement::at_most("vpm/poisson-ring-velocity-tree", e, 0.02, "1")
             },
+            known_gap: None,
         },
         Case {
             name: "vpm/poisson-ring-velocity-zero-boundary",
@@ -48,52 +52,71 @@ pub fn cases() -> Vec<Case> {
                 let n = if q { 32 } else { 48 };
                 let ratio = ring_velocity_error(PotentialBoundary::Zero, Decimation::default(), n)
                     / ring_velocity_error(PotentialBoundary::Tree, Decimation::default(), n);
+                // Quick (32³): the same bound. The zero-boundary error (about 37%) is the missing far
+                // field and does not depend on h; the treecode-boundary error is second order (2.4% at
+                // 32³, 0.77% at 48³), so the ratio falls as h²: measured 16.5 at 32³, 47.6 at 48³. "Visibly
+                // worse" (≥ 3) still holds with a margin of 5×.
                 Measurement::at_least("vpm/poisson-ring-velocity-zero-boundary", ratio, 3.0, "1")
             },
+            known_gap: None,
         },
         Case {
             name: "vpm/decimated-boundary",
             description: "a vortex ring on a 48³ grid: RMS relative difference of the vector potential on the \
                           boundary, decimated (every other point) against every point (at most 0.02)",
             run: |q| {
+                // Quick (32³): the same bound. The interpolated points err at second order in the spacing of
+                // the computed ones, so (48/32)² × 0.39% = 0.88% is expected at 32³; measured 0.79%, 0.39%
+                // at 48³; margin 2.5×.
                 let d = decimation_difference(if q { 32 } else { 48 }, Decimation::default()).0;
                 Measurement::at_most("vpm/decimated-boundary", d, 0.02, "1")
             },
+            known_gap: None,
         },
         Case {
             name: "vpm/density-splat-mass",
             description: "10⁴ vortons with random density and temperature deviations splatted to the grid: \
                           relative difference of the grid's deviation mass from Σ ρ'V (at most 1e-6)",
             run: |_| Measurement::at_most("vpm/density-splat-mass", density_splat_error(), 1e-6, "1"),
+            known_gap: None,
         },
         Case {
             name: "vpm/heavy-ball-added-mass",
             description: "a ball 2% heavier than ambient starts to fall: early acceleration of its centroid over \
                           the added-mass value (2/3) g ρ'/ρ₀ of a sphere (Boussinesq), within 0.15",
             run: |q| {
+                // Quick (6000 vortons, 24 steps): the same reference and tolerance, which are physical (the
+                // added-mass value; the 32³ grid's smoothing of the ball's edge, the same in both runs).
+                // Measured 0.909 quick, 0.882 full: the shorter fit sees less of the early deceleration.
                 let r = ball_acceleration(0.02, q);
                 Measurement::within("vpm/heavy-ball-added-mass", r.ratio, 1.0, 0.15, "1")
             },
+            known_gap: None,
         },
         Case {
             name: "vpm/light-ball-added-mass",
             description: "a ball 2% lighter than ambient starts to rise: early acceleration over −(2/3) g ρ'/ρ₀, \
                           within 0.15",
             run: |q| {
+                // Quick: as for the heavy ball (measured 0.909 quick, 0.882 full).
                 let r = ball_acceleration(-0.02, q);
                 Measurement::within("vpm/light-ball-added-mass", r.ratio, 1.0, 0.15, "1")
             },
+            known_gap: None,
         },
         Case {
             name: "vpm/poisson-jerk",
             description: "part 12's noisy ring: mean jerk of the Poisson technique over tree-at-grid-points' on \
                           the same scene and grid (at most 1)",
             run: |q| {
+                // Quick (20 steps): the same bound; a ratio of mean jerks after the same warm-up (measured
+                // 0.078 after 20 steps, 0.062 after 60; margin 13×).
                 let steps = if q { 20 } else { 60 };
                 let poisson = mean_after_warmup(&jerk_run(VelocityMethod::Poisson, false, steps));
                 let tree = mean_after_warmup(&jerk_run(VelocityMethod::TreeGrid, false, steps));
                 Measurement::at_most("vpm/poisson-jerk", poisson / tree, 1.0, "1")
             },
+            known_gap: None,
         },
     ]
 }

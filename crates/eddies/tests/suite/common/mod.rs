@@ -8,7 +8,7 @@ pub fn case(name: &str) -> Measurement {
         .into_iter()
         .find(|c| c.name == name)
         .unwrap_or_else(|| panic!("no validation case {name}"));
-    let m = (case.run)(false);
+    let m = case.measure(false);
     println!(
         "{name}: measured {} {}, reference {} ± {}",
         m.measured, m.unit, m.reference, m.tolerance
