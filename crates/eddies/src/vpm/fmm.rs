@@ -218,6 +218,7 @@ fn derivatives(r: DVec3, s2: f64) -> [f64; NT] {
 
 /// `out[k + m] += weight[m] · c[k]` over `|k| + |m| ≤ ORDER`: a multipole's shift to a new centre (with
 /// the monomials of the new centre minus the old).
+#[multiversion(targets("x86_64+avx512f+avx512bw+avx512dq+avx512vl", "x86_64+avx2+fma"))]
 fn shift_up(c: &Multipole, weight: &[f64; NM], out: &mut Multipole) {
     for k in 0..NM {
         let row = &SUMS[k][..upto(ORDER - 1 - order_of(k))];
@@ -326,6 +327,7 @@ impl BatchScratch {
 /// The cell-to-cell terms of [`BATCH`] vorton cells (padded with [`EMPTY`]) for the target cell centred at
 /// `z`, added lane by lane to `acc` (`acc[k][q][lane]`; the caller sums the lanes in a fixed order):
 /// `Lᵏ += Σₙ Mⁿ ∂ⁿ⁺ᵏh(|R|²)`, `1 ≤ |k|`, `|n| + |k| ≤ ORDER`, each lane its own R and σ².
+#[multiversion(targets("x86_64+avx512f+avx512bw+avx512dq+avx512vl", "x86_64+avx2+fma"))]
 fn expand_batch(
     z: DVec3,
     cells: &[&SourceCell; BATCH],
@@ -487,6 +489,7 @@ fn stage_multipoles(cells: &[&SourceCell; BATCH], m: &mut [[Lanes; 3]; NM4]) {
 
 /// `out[k] += Σₘ w[m] · c[k + m]` with scalar weights and vector coefficients: a local expansion shifted
 /// to a child's centre (w the monomials of the offset).
+#[multiversion(targets("x86_64+avx512f+avx512bw+avx512dq+avx512vl", "x86_64+avx2+fma"))]
 fn shift_down(c: &Coeffs, w: &[f64; NM], out: &mut Coeffs) {
     for k in 1..NT {
         let row = &SUMS[k][..upto(ORDER - order_of(k))];
