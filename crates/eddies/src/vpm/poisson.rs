@@ -4,8 +4,9 @@
 //! `∇²A = −ω` and, in free space, is the integral `A(x) = (1/4π) ∫ ω(y)/|x − y| dy`. Seed 003's recipe on the
 //! grid fitted to the vortons:
 //!
-//! 1. **splat**: the vortons' strengths α = ω V are shared out to the grid points by cloud-in-cell and divided
-//!    by the cell volume (the grid carries the vortons' total vorticity exactly);
+//! 1. **splat**: the vortons' strengths α = ω V are shared out to the grid points and divided by the cell
+//!    volume (the grid carries the vortons' total vorticity exactly): by a Gaussian as wide as each vorton's
+//!    core ([`super::blob_splat`], the default) or by seed 003's cloud-in-cell ([`Splat`]);
 //! 2. **boundary**: `A` on the outermost layer of grid points from the integral over the vortons — by the
 //!    treecode, by direct summation, or zero ([`super::PotentialBoundary`]) — optionally *decimated*
 //!    ([`Decimation`]): seed 003's every other point along a row (about half the cost), or every other point
