@@ -1,4 +1,5 @@
-//! Vorticity to the grid with each vorton's own width: the Poisson technique's default splat.
+//! Vorticity to the grid with each vorton's own width: the Poisson technique's splat for cores wider than a
+//! cell (`Splat::Gaussian`; cloud-in-cell is the default).
 //!
 //! Cloud-in-cell shares a vorton out to the 8 grid points around it, a tent two cells wide whatever the
 //! vorton's core radius σ. Where the cores are wider than a cell (σ ≳ h, as in a ball on a lattice with blob

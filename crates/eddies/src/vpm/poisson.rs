@@ -5,8 +5,9 @@
 //! grid fitted to the vortons:
 //!
 //! 1. **splat**: the vortons' strengths α = ω V are shared out to the grid points and divided by the cell
-//!    volume (the grid carries the vortons' total vorticity exactly): by a Gaussian as wide as each vorton's
-//!    core ([`super::blob_splat`], the default) or by seed 003's cloud-in-cell ([`Splat`]);
+//!    volume (the grid carries the vortons' total vorticity exactly): by seed 003's cloud-in-cell (the
+//!    default) or by a Gaussian as wide as each vorton's core ([`super::blob_splat`], for cores wider than a
+//!    cell; [`Splat`]);
 //! 2. **boundary**: `A` on the outermost layer of grid points from the integral over the vortons — by the
 //!    treecode, by direct summation, or zero ([`super::PotentialBoundary`]) — optionally *decimated*
 //!    ([`Decimation`]): seed 003's every other point along a row (about half the cost), or every other point

@@ -103,7 +103,7 @@ fn balls_accelerate_as_added_mass_theory_says() {
 /// Issue 25: on a dense ball whose vortons' cores (1.5 lattice spacings) are wider than a cell, seed 003's
 /// cloud-in-cell splat showed the grid vorticity sharper than the vortons carry, and the Poisson technique
 /// jerked more than the treecode at grid points (1.4–2.6× per second of a 4 s run). With the Gaussian
-/// splat it must jerk no more than tree-at-grid, to 10% (early on the two are equal: 0.0088 against 0.0089
+/// splat (`Splat::Gaussian`, the option for such cores; cloud-in-cell stays the default) it must jerk no more than tree-at-grid, to 10% (early on the two are equal: 0.0088 against 0.0089
 /// over this 0.6 s, 0.025 against 0.024 over the full run's first second, 0.55–0.78× after), and clearly less
 /// than with cloud-in-cell (at most 0.8×: 0.60× measured).
 #[test]
