@@ -4,8 +4,8 @@ use eddies::flip::{self, FlipConfig, FlipParams, FlipSim};
 use eddies::linsolve::{PreconditionerKind, Restriction};
 use eddies::reint::{self, Emitter, Eos, ReintConfig, ReintParams, ReintSim, Sink, Substance};
 use eddies::vpm::{
-    self, BuoyancyParams, Decimation, Integrator, PoissonParams, PotentialBoundary, TreeMethod,
-    TreeParams, VelocityMethod, VpmParams, VpmSim,
+    self, BuoyancyParams, Decimation, Integrator, PoissonParams, PotentialBoundary, Splat,
+    TreeMethod, TreeParams, VelocityMethod, VpmParams, VpmSim,
 };
 use eddies::{SimError, Simulation};
 use glam::DVec3;
@@ -14,7 +14,8 @@ use crate::keypath::KeyPath;
 use crate::load::{Loaded, SceneError};
 use crate::scene::{
     BoundaryKind, DecimateKind, EosKind, IntegratorKind, Invalid, Method, PotentialBoundaryKind,
-    PreconditionerSpec, RestrictionKind, Scene, TransferKind, TreeMethodKind, VelocityKind,
+    PreconditionerSpec, RestrictionKind, Scene, SplatKind, TransferKind, TreeMethodKind,
+    VelocityKind,
 };
 
 /// Cell counts up to which the library's estimate is asked directly; beyond, it is extrapolated per cell (so
@@ -312,6 +313,10 @@ pub fn vpm_params(scene: &Scene) -> VpmParams {
                 DecimateKind::Off => Decimation::Off,
                 DecimateKind::Rows => Decimation::Rows,
                 DecimateKind::Lattice => Decimation::Lattice,
+            },
+            splat: match v.splat {
+                SplatKind::Cic => Splat::Cic,
+                SplatKind::Gaussian => Splat::Gaussian,
             },
             boundary_theta: v.boundary_theta,
             tolerance: v.poisson_tolerance,

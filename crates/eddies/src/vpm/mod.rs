@@ -24,6 +24,7 @@
 #![allow(clippy::needless_range_loop)]
 
 pub mod biot_savart;
+pub mod blob_splat;
 pub mod buoyancy;
 pub mod diffusion;
 pub mod fmm;
@@ -39,7 +40,7 @@ pub mod velocity;
 
 pub use init::{Ball, Block, HeatSource, Jet, Noise, Puff, Ring, Sheet, Tube};
 pub use params::{
-    BuoyancyParams, Decimation, Integrator, PoissonParams, PotentialBoundary, TreeMethod,
+    BuoyancyParams, Decimation, Integrator, PoissonParams, PotentialBoundary, Splat, TreeMethod,
     TreeParams, VelocityMethod, VpmParams,
 };
 pub use state::{Tracers, Vortons};

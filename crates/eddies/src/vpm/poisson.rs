@@ -4,8 +4,10 @@
 //! `∇²A = −ω` and, in free space, is the integral `A(x) = (1/4π) ∫ ω(y)/|x − y| dy`. Seed 003's recipe on the
 //! grid fitted to the vortons:
 //!
-//! 1. **splat**: the vortons' strengths α = ω V are shared out to the grid points by cloud-in-cell and divided
-//!    by the cell volume (the grid carries the vortons' total vorticity exactly);
+//! 1. **splat**: the vortons' strengths α = ω V are shared out to the grid points and divided by the cell
+//!    volume (the grid carries the vortons' total vorticity exactly): by seed 003's cloud-in-cell (the
+//!    default) or by a Gaussian as wide as each vorton's core ([`super::blob_splat`], for cores wider than a
+//!    cell; [`Splat`]);
 //! 2. **boundary**: `A` on the outermost layer of grid points from the integral over the vortons — by the
 //!    treecode, by direct summation, or zero ([`super::PotentialBoundary`]) — optionally *decimated*
 //!    ([`Decimation`]): seed 003's every other point along a row (about half the cost), or every other point
@@ -27,8 +29,9 @@
 //! Every stage is deterministic: the splat sums each grid value in a fixed order (even, then odd plane groups,
 //! each in point order), and the solver and curl are stencils over fixed chunks.
 
+use super::blob_splat::BlobSplat;
 use super::mollify::FittedGrid;
-use super::params::{Decimation, PoissonParams};
+use super::params::{Decimation, PoissonParams, Splat};
 use crate::linsolve::vector::CHUNK;
 use crate::linsolve::{BoxMultigrid, BoxMultigridParams, SolveError};
 use glam::DVec3;
@@ -38,6 +41,17 @@ use std::time::Instant;
 
 /// The boundary integral: `(points, out)` writes `(1/4π) Σ αⱼ G(x − xⱼ)` at each point into `out`.
 pub type BoundaryIntegral<'a> = dyn FnMut(&[DVec3], &mut [DVec3]) + 'a;
+
+/// The vortons whose vorticity the Poisson technique splats.
+#[derive(Clone, Copy, Debug)]
+pub struct Blobs<'a> {
+    /// Positions (m).
+    pub position: &'a [DVec3],
+    /// Strengths α = ω V (m³/s).
+    pub strength: &'a [DVec3],
+    /// Core radii σ (m): the width of [`Splat::Gaussian`]'s spread.
+    pub radius: &'a [f64],
+}
 
 /// Statistics of the last solve.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -78,6 +92,8 @@ pub struct PoissonVelocity {
     mg: Option<BoxMultigrid>,
     /// Vorticity at the grid points (1/s).
     pub vorticity: Vec<DVec3>,
+    /// The Gaussian splat's buffers.
+    blobs: BlobSplat,
     /// The solution of a grid without interior points (its boundary values), component-major.
     flat: Vec<f64>,
     /// Where the last solution is.
@@ -150,6 +166,7 @@ impl PoissonVelocity {
             + self.between.capacity() * 20
             + (self.computed.capacity() + self.late.capacity() + self.slot.capacity()) * 4
             + self.mg.as_ref().map_or(0, BoxMultigrid::bytes)
+            + self.blobs.bytes()
     }
 
     /// The stage times accumulated since the last call, and a reset.
@@ -157,8 +174,7 @@ impl PoissonVelocity {
         std::mem::take(&mut self.timings)
     }
 
-    /// Velocity (m/s) at every point of `grid` into `u` (x fastest), from vortons at `position` with
-    /// strengths `strength` (m³/s). `integral(points, out)` evaluates the boundary integral
+    /// Velocity (m/s) at every point of `grid` into `u` (x fastest), from the vortons `blobs`. `integral(points, out)` evaluates the boundary integral
     /// `(1/4π) Σ αⱼ G(x − xⱼ)` at the given points; it is not called for zero boundaries.
     ///
     /// # Errors
@@ -167,14 +183,26 @@ impl PoissonVelocity {
         &mut self,
         params: &PoissonParams,
         grid: &FittedGrid,
-        position: &[DVec3],
-        strength: &[DVec3],
+        blobs: Blobs,
         integral: Option<&mut BoundaryIntegral>,
         u: &mut Vec<DVec3>,
     ) -> Result<(), SolveError> {
         let t = Instant::now();
-        let inv = 1.0 / (grid.spacing * grid.spacing * grid.spacing);
-        grid.splat(position, |i| strength[i] * inv, &mut self.vorticity);
+        let Blobs {
+            position,
+            strength,
+            radius,
+        } = blobs;
+        match params.splat {
+            Splat::Cic => {
+                let inv = 1.0 / (grid.spacing * grid.spacing * grid.spacing);
+                grid.splat(position, |i| strength[i] * inv, &mut self.vorticity);
+            }
+            Splat::Gaussian => {
+                self.blobs
+                    .splat(grid, position, strength, radius, &mut self.vorticity)
+            }
+        }
         self.timings.splat += ms(t);
         self.solve_vorticity(params, grid, integral, u)
     }

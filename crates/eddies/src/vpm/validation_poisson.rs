@@ -8,7 +8,8 @@ use super::poisson::PoissonVelocity;
 use super::validation::{jerk_run, mean_after_warmup};
 use super::velocity::{Query, VelocitySolver};
 use super::{
-    Ball, Decimation, PoissonParams, PotentialBoundary, Ring, VelocityMethod, VpmParams, VpmSim,
+    Ball, Decimation, PoissonParams, PotentialBoundary, Ring, Splat, VelocityMethod, VpmParams,
+    VpmSim,
 };
 use crate::par;
 use crate::validation::{Case, Measurement, SplitMix64};
@@ -364,9 +365,21 @@ pub fn ball_acceleration(relative: f64, quick: bool) -> BallRun {
 
 /// [`ball_acceleration`] on an `n`-point grid with `vortons` vortons.
 pub fn ball_acceleration_at(relative: f64, n: usize, vortons: usize, quick: bool) -> BallRun {
+    ball_acceleration_by(VelocityMethod::Poisson, relative, n, vortons, quick)
+}
+
+/// [`ball_acceleration_at`] with any velocity technique (the Biot–Savart ones as the reference of the same
+/// vortons).
+pub fn ball_acceleration_by(
+    velocity: VelocityMethod,
+    relative: f64,
+    n: usize,
+    vortons: usize,
+    quick: bool,
+) -> BallRun {
     let g = 9.81;
     let params = VpmParams {
-        velocity: VelocityMethod::Poisson,
+        velocity,
         ambient_density: 1000.0,
         grid_resolution: [n; 3],
         grid_margin: 0.1,
@@ -445,4 +458,44 @@ fn quadratic_fit(t: &[f64], y: &[f64]) -> f64 {
         c[i] = (r[i] - s) / m[i][i];
     }
     c[2]
+}
+
+/// Issue 25's dense ball, scaled down: mean jerk (m/s³, [`mean_after_warmup`]) of a ball of radius 0.1 m,
+/// 1% denser than ambient, with `vortons` vortons on an `n`-point grid, over `steps` fixed steps of 0.025 s,
+/// by `velocity` (and, for the Poisson technique, `splat`).
+pub fn ball_jerk(
+    velocity: VelocityMethod,
+    splat: Splat,
+    vortons: usize,
+    n: usize,
+    steps: usize,
+) -> f64 {
+    let mut sim = VpmSim::new(VpmParams {
+        velocity,
+        poisson: PoissonParams {
+            splat,
+            ..Default::default()
+        },
+        ambient_density: 1000.0,
+        grid_resolution: [n; 3],
+        grid_margin: 0.1,
+        ..Default::default()
+    })
+    .expect("valid parameters");
+    sim.add_ball(&Ball {
+        center: DVec3::ZERO,
+        radius: 0.1,
+        density_deviation: 10.0,
+        vortons,
+        ..Default::default()
+    });
+    let jerk: Vec<f64> = (0..steps)
+        .map(|_| {
+            sim.step(0.025)
+                .expect("the ball diverged")
+                .scalar("mean_jerk")
+                .unwrap_or(0.0)
+        })
+        .collect();
+    mean_after_warmup(&jerk)
 }

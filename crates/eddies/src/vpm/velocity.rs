@@ -4,7 +4,7 @@
 use super::biot_savart::{self, Sources};
 use super::mollify::{self, FittedGrid};
 use super::params::{PotentialBoundary, TreeMethod, TreeParams, VelocityMethod, VpmParams};
-use super::poisson::{BoundaryIntegral, PoissonVelocity};
+use super::poisson::{Blobs, BoundaryIntegral, PoissonVelocity};
 use super::tree::Tree;
 use crate::grid::Grid;
 use crate::linsolve::SolveError;
@@ -161,8 +161,11 @@ impl VelocitySolver {
                 if let Err(e) = self.poisson.solve(
                     &params.poisson,
                     &self.grid,
-                    q.position,
-                    q.strength,
+                    Blobs {
+                        position: q.position,
+                        strength: q.strength,
+                        radius: &self.radii,
+                    },
                     integral,
                     &mut self.target_u,
                 ) {
