@@ -11,8 +11,11 @@ use crate::error::{CliError, EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK};
 use crate::runner::{self, RunOptions};
 use crate::{bench, scenes, validate};
 
-/// Fluid simulation from scene files: reintegration tracking (and, in later builds, PIC/FLIP and vortex
-/// particles). Without a command, runs the showcase scene.
+/// Fluid simulation from scene files: reintegration tracking, PIC/FLIP/APIC liquids and vortex particles.
+/// Without a command, runs the showcase scene.
+///
+/// Exit codes: 0 success, 2 bad input, 3 the simulation diverged, 130/143 stopped by Ctrl-C/SIGTERM
+/// (what was written is kept), 1 anything else.
 #[derive(Debug, Parser)]
 #[command(name = "eddies", version)]
 pub struct Cli {

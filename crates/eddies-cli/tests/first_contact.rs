@@ -189,12 +189,12 @@ fn an_existing_folder_that_cannot_be_written_is_bad_input() {
 /// process did.
 #[cfg(unix)]
 fn interrupted_run(dir: &Path, signal: &str) -> Output {
-    let child = Command::new(env!("CARGO_BIN_EXE_eddies"))
+    let mut child = Command::new(env!("CARGO_BIN_EXE_eddies"))
         .args([
             "run",
             "dam-break-reint",
             "--set",
-            "domain.resolution=[128,64]",
+            "domain.resolution=[96,96]",
             "--frames",
             "100000",
             "--out",
@@ -209,6 +209,13 @@ fn interrupted_run(dir: &Path, signal: &str) -> Output {
     let started = Instant::now();
     // Wait for the first frame: the interruption must keep frames and stats.
     while !dir.join("o/frame_00000.png").exists() {
+        if let Some(status) = child.try_wait().expect("child status") {
+            let out = child.wait_with_output().unwrap();
+            panic!(
+                "the run ended before its first frame ({status}):\n{}",
+                stderr(&out)
+            );
+        }
         assert!(
             started.elapsed() < Duration::from_secs(120),
             "the run did not write a frame in two minutes"
