@@ -47,7 +47,7 @@ pub enum Command {
 pub struct RunArgs {
     /// A scene file (.toml) or the name of a built-in scene (see `eddies scenes`) [default: paint-stream]
     pub scene: Option<String>,
-    /// Output folder [default: out/<scene name>]
+    /// Output folder (default: out/NAME, NAME being the scene's name)
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
     /// Number of output frames (sets time.frames)

@@ -5,21 +5,21 @@
 //! make the velocity divergence-free. One step ([`FlipSim::step`]), in the seed's order:
 //!
 //! 1. **sort**: counting sort of the particles by half cell (drains, emitters and reseeding act here);
-//! 2. [`particles_to_grid`](transfer::particles_to_grid): weighted average of particle velocities onto the
+//! 2. `particles_to_grid`: weighted average of particle velocities onto the
 //!    MAC faces, as a scatter over slabs of the sorted particles in two passes (no atomics, bit-identical
 //!    for any thread count);
 //! 3. **save velocities**: copy of the grid for the FLIP update;
-//! 4. [`mark_cells`](mark::mark_cells): fluid / air / solid, and the [`fill_fraction`](mark::fill_fraction)
+//! 4. `mark_cells`: fluid / air / solid, and the `fill_fraction`
 //!    (smoothed particle density) of every cell;
-//! 5. [`apply_forces`](project::apply_forces): gravity;
-//! 6. [`enforce_boundary`](project::enforce_boundary): solid and moving-obstacle velocities on their faces;
-//! 7. [`project`](project::project): PCG pressure solve (none / Jacobi / MIC(0) / Incomplete Poisson /
+//! 5. `apply_forces`: gravity;
+//! 6. `enforce_boundary`: solid and moving-obstacle velocities on their faces;
+//! 7. `project`: PCG pressure solve (none / Jacobi / MIC(0) / Incomplete Poisson /
 //!    multigrid preconditioner, MGPCG by default) and velocity update;
-//!    then the volume correction ([`volume_displacement`](project::volume_displacement), after Kugelstadt
+//!    then the volume correction (`volume_displacement`, after Kugelstadt
 //!    et al. 2019): a displacement field that moves particles out of over-full cells;
-//! 8. [`extrapolate`](extrapolate::extrapolate): velocities into the air, then the boundary conditions again;
-//! 9. [`grid_to_particles`](transfer::grid_to_particles): PIC, PIC/FLIP blend (5% PIC) or APIC;
-//! 10. advect ([`transfer_and_advect`](advect::transfer_and_advect), fused with 9 in one pass over the
+//! 8. `extrapolate`: velocities into the air, then the boundary conditions again;
+//! 9. `grid_to_particles`: PIC, PIC/FLIP blend (5% PIC) or APIC;
+//! 10. advect (`transfer_and_advect`, fused with 9 in one pass over the
 //!     particles): RK2 through the grid velocity plus the volume correction's displacement, solid push-out.
 //!
 //! A step longer than [`FlipParams::substep_cfl`] cells of travel is split into substeps. The liquid surface

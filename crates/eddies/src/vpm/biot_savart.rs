@@ -107,7 +107,7 @@ impl Sources {
         self.len += 1;
     }
 
-    /// Pads with zero-strength sources (σ² = [`PAD_S2`]) to a whole number of lane arrays and one more: the
+    /// Pads with zero-strength sources (σ² = `PAD_S2`) to a whole number of lane arrays and one more: the
     /// pair loops read a range's last partial lane array whole (masking the lanes past its end), up to
     /// `LANES − 1` sources past the last one.
     pub fn pad(&mut self) {

@@ -9,8 +9,8 @@
 //!
 //! Here each vorton is spread by a Gaussian with the second moment of its core: the high-order algebraic core
 //! has ⟨|r|²⟩ = 3σ²/2, so a per-axis standard deviation of σ/√2, i.e. weights `exp(−Δ²/s²)` with `s = σ`
-//! along each axis, cut at `|Δ| = 2s` with a taper that makes weight and slope vanish there ([`axis_weight`]),
-//! and `s` widened by [`WIDTH`] so that cut and taper keep the variance. A core narrower than a cell cannot be
+//! along each axis, cut at `|Δ| = 2s` with a taper that makes weight and slope vanish there (`axis_weight`),
+//! and `s` widened by `WIDTH` so that cut and taper keep the variance. A core narrower than a cell cannot be
 //! resolved, so σ is taken as at least `h`: part 12's auto-mollification to a diameter of two cells. The
 //! Gaussian is a product of one weight per axis, so each axis's weights are normalised on their own (the grid
 //! carries exactly the vortons' Σ α, as with cloud-in-cell) and a stamp of m³ points costs 3m exponentials.
@@ -25,7 +25,7 @@ use rayon::prelude::*;
 /// Stamp half-width in units of the Gaussian's `s` (the Gaussian has fallen to e⁻⁴ = 1.8% there).
 const REACH: f64 = 2.0;
 
-/// The Gaussian's `s` over the core radius σ: the cut and taper of [`axis_weight`] leave 0.791 of the
+/// The Gaussian's `s` over the core radius σ: the cut and taper of `axis_weight` leave 0.791 of the
 /// Gaussian's variance, and `1/√0.791` restores the core's per-axis variance σ²/2.
 const WIDTH: f64 = 1.1244;
 
@@ -239,7 +239,7 @@ mod tests {
         }
     }
 
-    /// Variance of [`axis_weight`] over that of the uncut Gaussian, ½ (in units of s²), by the midpoint rule.
+    /// Variance of `axis_weight` over that of the uncut Gaussian, ½ (in units of s²), by the midpoint rule.
     fn tapered_variance_fraction() -> f64 {
         let n = 20_000;
         let (mut m0, mut m2) = (0.0, 0.0);

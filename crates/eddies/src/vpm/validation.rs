@@ -202,7 +202,7 @@ pub fn random_vortons(n: usize, seed: u64) -> (Vec<DVec3>, Vec<DVec3>, Vec<f64>)
     (p, a, s)
 }
 
-/// RMS relative error of the treecode at `theta` on [`tree_test_vortons`], against direct summation.
+/// RMS relative error of the treecode at `theta` on `tree_test_vortons`, against direct summation.
 pub fn tree_error_at(theta: f64) -> f64 {
     tree_method_error_at(TreeMethod::Treecode, theta)
 }

@@ -131,7 +131,7 @@ pub(crate) fn exact_potential(p: DVec3) -> DVec3 {
     )
 }
 
-/// `ω = −∇²A` of [`exact_potential`].
+/// `ω = −∇²A` of `exact_potential`.
 pub(crate) fn exact_vorticity(p: DVec3) -> DVec3 {
     let pi2 = PI * PI;
     DVec3::new(
@@ -141,7 +141,7 @@ pub(crate) fn exact_vorticity(p: DVec3) -> DVec3 {
     )
 }
 
-/// Max error of the solved vector potential against [`exact_potential`] on `n³` grids of the unit cube, with
+/// Max error of the solved vector potential against `exact_potential` on `n³` grids of the unit cube, with
 /// the exact values on the boundary layer.
 pub fn manufactured_errors(sizes: &[usize]) -> Vec<f64> {
     sizes
