@@ -290,7 +290,7 @@ fn velocity_blocks<const T: usize, const MASKED: bool>(
 /// run on across all ranges, so short ranges (a treecode's leaves) cost no reduction each. Every target
 /// sums its sources lane by lane in range order and then adds the lanes in a fixed order, so its result is
 /// the same bits whatever tile it is in and however many threads run.
-#[multiversion(targets("x86_64+avx512f+avx512bw+avx512dq+avx512vl", "x86_64+avx2+fma"))]
+#[inline(always)]
 pub fn velocity_tile<const T: usize>(
     src: &Sources,
     ranges: &[(usize, usize)],
@@ -309,7 +309,7 @@ pub fn velocity_tile<const T: usize>(
 
 /// Velocity at `t` (relative to the sources' origin) induced by the sources `start..end`, without the factor
 /// 1/4π: [`velocity_tile`] for one target and one range.
-#[multiversion(targets("x86_64+avx512f+avx512bw+avx512dq+avx512vl", "x86_64+avx2+fma"))]
+#[inline(always)]
 pub fn velocity_at(src: &Sources, start: usize, end: usize, t: [f32; 3]) -> [f32; 3] {
     velocity_tile(src, &[(start, end)], &[t])[0]
 }
@@ -319,7 +319,7 @@ pub fn velocity_at(src: &Sources, start: usize, end: usize, t: [f32; 3]) -> [f32
 ///
 /// With `g(r) = r f(|r|²)`, `f(s) = (s + 5σ²/2)(s + σ²)^{−5/2}`, one source contributes
 /// `∂u/∂x = f [α]ₓ + 2 f'(|r|²) (α × r) rᵀ`, `f'(s) = −(3s/2 + 21σ²/4)(s + σ²)^{−7/2}`.
-#[multiversion(targets("x86_64+avx512f+avx512bw+avx512dq+avx512vl", "x86_64+avx2+fma"))]
+#[inline(always)]
 pub fn velocity_gradient_at(
     src: &Sources,
     start: usize,
@@ -330,7 +330,7 @@ pub fn velocity_gradient_at(
 }
 
 /// [`velocity_gradient_at`] over several ranges, the lane sums running on across them.
-#[multiversion(targets("x86_64+avx512f+avx512bw+avx512dq+avx512vl", "x86_64+avx2+fma"))]
+#[inline(always)]
 pub fn velocity_gradient_ranges(
     src: &Sources,
     ranges: &[(usize, usize)],
@@ -446,13 +446,13 @@ pub fn direct(src: &Sources, targets: &[DVec3], u: &mut [DVec3], jac: Option<&mu
 /// This `h` is the one whose curl gives the velocity kernel of [`velocity_at`]: `h'(s) = −f(s)/2`, so
 /// `∇ × (α h) = 2h' r × α = f α × r` (Winckelmans & Leonard 1993; Gourlay part 20 integrates `α/|r|`, the
 /// singular limit σ → 0).
-#[multiversion(targets("x86_64+avx512f+avx512bw+avx512dq+avx512vl", "x86_64+avx2+fma"))]
+#[inline(always)]
 pub fn potential_at(src: &Sources, start: usize, end: usize, t: [f32; 3]) -> [f32; 3] {
     potential_ranges(src, &[(start, end)], t)
 }
 
 /// [`potential_at`] over several ranges, the lane sums running on across them.
-#[multiversion(targets("x86_64+avx512f+avx512bw+avx512dq+avx512vl", "x86_64+avx2+fma"))]
+#[inline(always)]
 pub fn potential_ranges(src: &Sources, ranges: &[(usize, usize)], t: [f32; 3]) -> [f32; 3] {
     let mut p = [[0f32; LANES]; 3];
     for &(start, end) in ranges {

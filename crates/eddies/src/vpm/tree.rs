@@ -274,126 +274,7 @@ impl Tree {
         strength: &[DVec3],
         radius: &[f64],
     ) {
-        let n = position.len();
-        let (lo, width) = cube(position);
-        self.cells.clear();
-        self.lo = lo;
-        self.width = width;
-        let keys = std::mem::take(&mut self.keys);
-        let keys = self.sorted_keys(keys, position);
-        let mut gathered = std::mem::take(&mut self.gathered);
-        gathered.clear();
-        gathered.par_extend(keys.par_iter().map(|&(_, j)| {
-            let j = j as usize;
-            (position[j], strength[j], radius[j])
-        }));
-        self.keys = keys;
-        self.gathered = gathered;
-
-        self.nodes.clear();
-        self.nodes.push(Node {
-            start: 0,
-            end: n,
-            first_child: 0,
-            children: 0,
-            width,
-            corner: lo,
-        });
-        let leaf_size = params.leaf_size.max(1);
-        // Breadth-first: children of a node are contiguous.
-        let mut i = 0;
-        while i < self.nodes.len() {
-            let node = self.nodes[i].clone();
-            let level = (width / node.width).log2().round() as u32;
-            if node.end - node.start > leaf_size && level < LEVELS {
-                let shift = 3 * (LEVELS - 1 - level);
-                let first = self.nodes.len();
-                let half = node.width * 0.5;
-                for (digit, s, e) in octants(&self.keys, (node.start, node.end), shift) {
-                    let off = DVec3::new(
-                        (digit & 1) as f64,
-                        ((digit >> 1) & 1) as f64,
-                        ((digit >> 2) & 1) as f64,
-                    ) * half;
-                    self.nodes.push(Node {
-                        start: s,
-                        end: e,
-                        first_child: 0,
-                        children: 0,
-                        width: half,
-                        corner: node.corner + off,
-                    });
-                }
-                self.nodes[i].first_child = first;
-                self.nodes[i].children = self.nodes.len() - first;
-            }
-            i += 1;
-        }
-
-        // Sorted sources, in sorted (depth-first key) order: a cell's vortons are `start..end` there too.
-        let origin = lo + DVec3::splat(width * 0.5);
-        self.sorted.fill_sorted(origin, &self.gathered);
-
-        // Leaves from their vortons, in parallel; inner cells from their children's moments shifted to the
-        // cell's centre (children follow their parent in `nodes`, so a reverse pass meets them first): each
-        // vorton is summed once instead of once per level.
-        let gathered = &self.gathered;
-        let nodes = &self.nodes;
-        let mut moments: Vec<Moments> = nodes
-            .par_iter()
-            .map(|node| {
-                if node.children == 0 {
-                    Moments::of_vortons(&gathered[node.start..node.end], node.centre())
-                } else {
-                    Moments::default()
-                }
-            })
-            .collect();
-        for k in (0..nodes.len()).rev() {
-            let node = &nodes[k];
-            if node.children > 0 {
-                let children = &moments[node.first_child..node.first_child + node.children];
-                moments[k] = Moments::of_children(children, node.centre());
-            }
-        }
-        self.moments = moments;
-        let origin = self.sorted.origin;
-        self.rows = self
-            .moments
-            .par_iter()
-            .with_min_len(64)
-            .map(|m| {
-                let c = m.centre - origin;
-                let head = [c.x, c.y, c.z, m.a.x, m.a.y, m.a.z, m.s2];
-                let (b, sv) = (m.b.to_array(), m.s.to_array());
-                let mut row = [0f32; COLS];
-                let values = head
-                    .iter()
-                    .chain(&b)
-                    .chain(&m.p)
-                    .chain(&m.m2)
-                    .chain(&sv)
-                    .chain(&m.q);
-                for (x, &v) in row.iter_mut().zip(values) {
-                    *x = v as f32;
-                }
-                row
-            })
-            .collect();
-        self.potential_rows.clear();
-        self.potential_rows.extend(self.rows.iter().map(|r| {
-            let (head, p, sv, q) = (&r[..B], &r[B + 3..B + 12], &r[B + 21..B + 24], &r[B + 24..]);
-            let mut row = [0f32; POTENTIAL_COLS];
-            for (x, &v) in row.iter_mut().zip(head.iter().chain(p).chain(sv).chain(q)) {
-                *x = v;
-            }
-            row
-        }));
-        self.info = TreeInfo {
-            nodes: self.nodes.len(),
-            leaves: self.nodes.iter().filter(|n| n.children == 0).count(),
-            ..Default::default()
-        };
+        build_tree(self, params, position, strength, radius);
     }
 
     /// Velocity (m/s) at every target (m), and the velocity gradient (1/s) when `jac` is given, from the
@@ -405,33 +286,11 @@ impl Tree {
         u: &mut [DVec3],
         jac: Option<&mut [[f64; 9]]>,
     ) {
-        let want_jac = jac.is_some();
         if params.method == TreeMethod::Fmm {
             self.evaluate_fmm(params, targets, u, jac);
             return;
         }
-        let origin = self.sorted.origin;
-        let rows: fn(&Self) -> &[[f32; COLS]] = |tree| &tree.rows;
-        let results = self.for_groups(params, targets, GROUP, rows, |tree, members, scratch| {
-            let mut out = Vec::with_capacity(members.len());
-            for tile in members.chunks(TILE) {
-                let t = tile_targets(targets, tile, origin);
-                let (mut uv, mut jv) =
-                    near_tile(&tree.sorted, &scratch.near, &t, tile.len(), want_jac);
-                for m in 0..tile.len() {
-                    add(&mut uv[m], &far_velocity(&scratch.far, t[m]));
-                    if want_jac {
-                        add(&mut jv[m], &far_gradient(&scratch.far, t[m]));
-                    }
-                    out.push((
-                        DVec3::new(uv[m][0] as f64, uv[m][1] as f64, uv[m][2] as f64) * FOUR_PI_INV,
-                        jv[m].map(|x| x as f64 * FOUR_PI_INV),
-                    ));
-                }
-            }
-            out
-        });
-        scatter(&results, &self.target_keys, u, jac);
+        evaluate_treecode(self, params, targets, u, jac);
     }
 
     /// [`Tree::evaluate`] by the fast multipole method ([`fmm`]): the vortons' expansions are made on the
@@ -493,28 +352,7 @@ impl Tree {
         targets: &[DVec3],
         out: &mut [DVec3],
     ) {
-        let origin = self.sorted.origin;
-        let rows: fn(&Self) -> &[[f32; POTENTIAL_COLS]] = |tree| &tree.potential_rows;
-        let results = self.for_groups(
-            params,
-            targets,
-            POTENTIAL_GROUP,
-            rows,
-            |tree, members, scratch| {
-                members
-                    .iter()
-                    .map(|&(_, i)| {
-                        let t = relative(targets[i as usize], origin);
-                        let mut a = biot_savart::potential_ranges(&tree.sorted, &scratch.near, t);
-                        add(&mut a, &far_potential(&scratch.far, t));
-                        DVec3::new(a[0] as f64, a[1] as f64, a[2] as f64) * FOUR_PI_INV
-                    })
-                    .collect()
-            },
-        );
-        for (v, &(_, i)) in results.iter().zip(&self.target_keys) {
-            out[i as usize] = *v;
-        }
+        evaluate_potential_tree(self, params, targets, out);
     }
 
     /// Sorts the targets by key into `target_keys`, cuts them into groups of `group`, walks the tree once
@@ -603,6 +441,202 @@ impl Tree {
         }
         let near_count: usize = scratch.near.iter().map(|&(a, b)| b - a).sum();
         (far_count as u64, near_count as u64)
+    }
+}
+
+/// [`Tree::build`], compiled for the processor's vector width.
+#[multiversion(targets("x86_64+avx512f+avx512bw+avx512dq+avx512vl", "x86_64+avx2+fma"))]
+fn build_tree(
+    tree: &mut Tree,
+    params: &TreeParams,
+    position: &[DVec3],
+    strength: &[DVec3],
+    radius: &[f64],
+) {
+    let n = position.len();
+    let (lo, width) = cube(position);
+    tree.cells.clear();
+    tree.lo = lo;
+    tree.width = width;
+    let keys = std::mem::take(&mut tree.keys);
+    let keys = tree.sorted_keys(keys, position);
+    let mut gathered = std::mem::take(&mut tree.gathered);
+    gathered.clear();
+    gathered.par_extend(keys.par_iter().map(|&(_, j)| {
+        let j = j as usize;
+        (position[j], strength[j], radius[j])
+    }));
+    tree.keys = keys;
+    tree.gathered = gathered;
+
+    tree.nodes.clear();
+    tree.nodes.push(Node {
+        start: 0,
+        end: n,
+        first_child: 0,
+        children: 0,
+        width,
+        corner: lo,
+    });
+    let leaf_size = params.leaf_size.max(1);
+    // Breadth-first: children of a node are contiguous.
+    let mut i = 0;
+    while i < tree.nodes.len() {
+        let node = tree.nodes[i].clone();
+        let level = (width / node.width).log2().round() as u32;
+        if node.end - node.start > leaf_size && level < LEVELS {
+            let shift = 3 * (LEVELS - 1 - level);
+            let first = tree.nodes.len();
+            let half = node.width * 0.5;
+            for (digit, s, e) in octants(&tree.keys, (node.start, node.end), shift) {
+                let off = DVec3::new(
+                    (digit & 1) as f64,
+                    ((digit >> 1) & 1) as f64,
+                    ((digit >> 2) & 1) as f64,
+                ) * half;
+                tree.nodes.push(Node {
+                    start: s,
+                    end: e,
+                    first_child: 0,
+                    children: 0,
+                    width: half,
+                    corner: node.corner + off,
+                });
+            }
+            tree.nodes[i].first_child = first;
+            tree.nodes[i].children = tree.nodes.len() - first;
+        }
+        i += 1;
+    }
+
+    // Sorted sources, in sorted (depth-first key) order: a cell's vortons are `start..end` there too.
+    let origin = lo + DVec3::splat(width * 0.5);
+    tree.sorted.fill_sorted(origin, &tree.gathered);
+
+    // Leaves from their vortons, in parallel; inner cells from their children's moments shifted to the
+    // cell's centre (children follow their parent in `nodes`, so a reverse pass meets them first): each
+    // vorton is summed once instead of once per level.
+    let gathered = &tree.gathered;
+    let nodes = &tree.nodes;
+    let mut moments: Vec<Moments> = nodes
+        .par_iter()
+        .map(|node| {
+            if node.children == 0 {
+                Moments::of_vortons(&gathered[node.start..node.end], node.centre())
+            } else {
+                Moments::default()
+            }
+        })
+        .collect();
+    for k in (0..nodes.len()).rev() {
+        let node = &nodes[k];
+        if node.children > 0 {
+            let children = &moments[node.first_child..node.first_child + node.children];
+            moments[k] = Moments::of_children(children, node.centre());
+        }
+    }
+    tree.moments = moments;
+    let origin = tree.sorted.origin;
+    tree.rows = tree
+        .moments
+        .par_iter()
+        .with_min_len(64)
+        .map(|m| {
+            let c = m.centre - origin;
+            let head = [c.x, c.y, c.z, m.a.x, m.a.y, m.a.z, m.s2];
+            let (b, sv) = (m.b.to_array(), m.s.to_array());
+            let mut row = [0f32; COLS];
+            let values = head
+                .iter()
+                .chain(&b)
+                .chain(&m.p)
+                .chain(&m.m2)
+                .chain(&sv)
+                .chain(&m.q);
+            for (x, &v) in row.iter_mut().zip(values) {
+                *x = v as f32;
+            }
+            row
+        })
+        .collect();
+    tree.potential_rows.clear();
+    tree.potential_rows.extend(tree.rows.iter().map(|r| {
+        let (head, p, sv, q) = (&r[..B], &r[B + 3..B + 12], &r[B + 21..B + 24], &r[B + 24..]);
+        let mut row = [0f32; POTENTIAL_COLS];
+        for (x, &v) in row.iter_mut().zip(head.iter().chain(p).chain(sv).chain(q)) {
+            *x = v;
+        }
+        row
+    }));
+    tree.info = TreeInfo {
+        nodes: tree.nodes.len(),
+        leaves: tree.nodes.iter().filter(|n| n.children == 0).count(),
+        ..Default::default()
+    };
+}
+
+/// [`Tree::evaluate`] by the treecode, compiled for the processor's vector width.
+#[multiversion(targets("x86_64+avx512f+avx512bw+avx512dq+avx512vl", "x86_64+avx2+fma"))]
+fn evaluate_treecode(
+    tree: &mut Tree,
+    params: &TreeParams,
+    targets: &[DVec3],
+    u: &mut [DVec3],
+    jac: Option<&mut [[f64; 9]]>,
+) {
+    let want_jac = jac.is_some();
+    let origin = tree.sorted.origin;
+    let rows: fn(&Tree) -> &[[f32; COLS]] = |tree| &tree.rows;
+    let results = tree.for_groups(params, targets, GROUP, rows, |tree, members, scratch| {
+        let mut out = Vec::with_capacity(members.len());
+        for tile in members.chunks(TILE) {
+            let t = tile_targets(targets, tile, origin);
+            let (mut uv, mut jv) = near_tile(&tree.sorted, &scratch.near, &t, tile.len(), want_jac);
+            for m in 0..tile.len() {
+                add(&mut uv[m], &far_velocity(&scratch.far, t[m]));
+                if want_jac {
+                    add(&mut jv[m], &far_gradient(&scratch.far, t[m]));
+                }
+                out.push((
+                    DVec3::new(uv[m][0] as f64, uv[m][1] as f64, uv[m][2] as f64) * FOUR_PI_INV,
+                    jv[m].map(|x| x as f64 * FOUR_PI_INV),
+                ));
+            }
+        }
+        out
+    });
+    scatter(&results, &tree.target_keys, u, jac);
+}
+
+/// [`Tree::evaluate_potential`], compiled for the processor's vector width.
+#[multiversion(targets("x86_64+avx512f+avx512bw+avx512dq+avx512vl", "x86_64+avx2+fma"))]
+fn evaluate_potential_tree(
+    tree: &mut Tree,
+    params: &TreeParams,
+    targets: &[DVec3],
+    out: &mut [DVec3],
+) {
+    let origin = tree.sorted.origin;
+    let rows: fn(&Tree) -> &[[f32; POTENTIAL_COLS]] = |tree| &tree.potential_rows;
+    let results = tree.for_groups(
+        params,
+        targets,
+        POTENTIAL_GROUP,
+        rows,
+        |tree, members, scratch| {
+            members
+                .iter()
+                .map(|&(_, i)| {
+                    let t = relative(targets[i as usize], origin);
+                    let mut a = biot_savart::potential_ranges(&tree.sorted, &scratch.near, t);
+                    add(&mut a, &far_potential(&scratch.far, t));
+                    DVec3::new(a[0] as f64, a[1] as f64, a[2] as f64) * FOUR_PI_INV
+                })
+                .collect()
+        },
+    );
+    for (v, &(_, i)) in results.iter().zip(&tree.target_keys) {
+        out[i as usize] = *v;
     }
 }
 
@@ -706,7 +740,7 @@ pub(super) fn tile_targets(
 /// The near sums of a tile of targets over the source `ranges`, without the factor 1/4π: velocities,
 /// and gradients when `want_jac` (zero otherwise); only the first `count` targets when gradients are
 /// asked for.
-#[multiversion(targets("x86_64+avx512f+avx512bw+avx512dq+avx512vl", "x86_64+avx2+fma"))]
+#[inline(always)]
 pub(super) fn near_tile(
     sources: &Sources,
     ranges: &[(usize, usize)],
@@ -832,7 +866,7 @@ fn hsum(v: &[f32; LANES]) -> f32 {
 /// `f (A × r − B) − 2f' (P r) × r + 2f' M r + f' S × r + 2f'' (Q : r r) × r`, with
 /// `f'(s) = −(3s/2 + 21σ²/4)(s + σ²)^{−7/2}` and `f''(s) = (15s/4 + 135σ²/8)(s + σ²)^{−9/2}` (second
 /// order in the cell size).
-#[multiversion(targets("x86_64+avx512f+avx512bw+avx512dq+avx512vl", "x86_64+avx2+fma"))]
+#[inline(always)]
 fn far_velocity(far: &[Block], t: [f32; 3]) -> [f32; 3] {
     let mut u = [[0f32; LANES]; 3];
     for blk in far {
@@ -868,7 +902,7 @@ fn far_velocity(far: &[Block], t: [f32; 3]) -> [f32; 3] {
 }
 
 /// Far-field velocity gradient (monopole: `f [A]ₓ + 2f' (A × r) rᵀ`) at `t`, without the factor 1/4π.
-#[multiversion(targets("x86_64+avx512f+avx512bw+avx512dq+avx512vl", "x86_64+avx2+fma"))]
+#[inline(always)]
 fn far_gradient(far: &[Block], t: [f32; 3]) -> [f32; 9] {
     let mut jac = [[0f32; LANES]; 9];
     for blk in far {
@@ -903,7 +937,7 @@ fn far_gradient(far: &[Block], t: [f32; 3]) -> [f32; 9] {
 /// Far-field vector potential at `t` from the supervortons in `far`, without the factor 1/4π:
 /// `A h − 2h' P r + h' S + 2h'' (Q : r r)` with `h(s) = (s + 3σ²/2)(s + σ²)^{−3/2}`,
 /// `h'(s) = −(s + 5σ²/2)(s + σ²)^{−5/2}/2` and `h''(s) = (3s/4 + 21σ²/8)(s + σ²)^{−7/2}`.
-#[multiversion(targets("x86_64+avx512f+avx512bw+avx512dq+avx512vl", "x86_64+avx2+fma"))]
+#[inline(always)]
 fn far_potential(far: &[Block<POTENTIAL_COLS>], t: [f32; 3]) -> [f32; 3] {
     let mut acc = [[0f32; LANES]; 3];
     for blk in far {
