@@ -6,35 +6,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use eddies_cli::load::{load, SceneSource};
+
+mod common;
+use common::{eddies, error_line, stderr, stdout};
 use eddies_cli::scenes::BUILTIN;
-
-fn eddies(args: &[&str], cwd: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_eddies"))
-        .args(args)
-        .current_dir(cwd)
-        .output()
-        .expect("failed to start the eddies binary")
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
-
-fn stdout(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-/// The single `error:` line of a failed run.
-fn error_line(out: &Output) -> String {
-    let err = stderr(out);
-    let lines: Vec<&str> = err.lines().filter(|l| l.starts_with("error:")).collect();
-    assert_eq!(
-        lines.len(),
-        1,
-        "expected exactly one error line, got:\n{err}"
-    );
-    lines[0].to_string()
-}
 
 /// Writes `text` as `name` in a fresh folder and runs `eddies run name --out out`; asserts the run is
 /// refused as bad input with nothing written, and returns its error line.

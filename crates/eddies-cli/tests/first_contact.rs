@@ -7,17 +7,8 @@ use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-fn eddies(args: &[&str], cwd: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_eddies"))
-        .args(args)
-        .current_dir(cwd)
-        .output()
-        .expect("failed to start the eddies binary")
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
+mod common;
+use common::{eddies, stderr};
 
 /// The lines of stderr that start with `prefix`.
 fn lines_with(out: &Output, prefix: &str) -> Vec<String> {

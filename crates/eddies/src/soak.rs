@@ -3,14 +3,13 @@
 //! slow drifts and leaks that the short validation cases cannot see. Not part of `cargo test` or CI: the
 //! three runs take several minutes.
 
-use glam::DVec3;
-
 use crate::flip::{FlipConfig, FlipSim};
 use crate::reint::validation::violent_dam_break_2d;
 use crate::shape::Shape;
 use crate::sim::Simulation;
 use crate::validation::Measurement;
-use crate::vpm::{Noise, Tube, VelocityMethod, VpmParams, VpmSim};
+use crate::vpm::validation::add_tube_and_noise;
+use crate::vpm::{VelocityMethod, VpmParams, VpmSim};
 
 /// A registered soak run: one long simulation that yields several rows (its invariant, its memory).
 #[derive(Clone, Copy, Debug)]
@@ -176,24 +175,7 @@ fn vpm_soak(quick: bool) -> Vec<Measurement> {
         ..Default::default()
     })
     .expect("valid parameters");
-    sim.add_tube(&Tube {
-        center: DVec3::ZERO,
-        axis: DVec3::Z,
-        length: 2.0,
-        core_radius: 0.1,
-        circulation: 1.0,
-        vortons: 900,
-        wiggle: 0.05,
-        tracers: 0,
-        seed: 1,
-    });
-    sim.add_noise(&Noise {
-        min: DVec3::splat(-0.5),
-        max: DVec3::splat(0.5),
-        amplitude: 2.0,
-        vortons: 300,
-        seed: 3,
-    });
+    add_tube_and_noise(&mut sim, 900, 300);
     let before = sim.total_vorticity();
     let soaked = soak_loop(
         &mut sim,

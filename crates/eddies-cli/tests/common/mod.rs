@@ -1,0 +1,37 @@
+//! Helpers shared by the CLI's test binaries: running the built `eddies` binary and reading what it said.
+// Each test binary uses its own part of these.
+#![allow(dead_code)]
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+/// Runs `eddies` with `args` in `cwd` and waits for it.
+pub fn eddies(args: &[&str], cwd: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_eddies"))
+        .args(args)
+        .current_dir(cwd)
+        .output()
+        .expect("failed to start the eddies binary")
+}
+
+/// The process's stderr as text.
+pub fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// The process's stdout as text.
+pub fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// The single `error:` line of a failed run.
+pub fn error_line(out: &Output) -> String {
+    let err = stderr(out);
+    let lines: Vec<&str> = err.lines().filter(|l| l.starts_with("error:")).collect();
+    assert_eq!(
+        lines.len(),
+        1,
+        "expected exactly one error line, got:\n{err}"
+    );
+    lines[0].to_string()
+}
