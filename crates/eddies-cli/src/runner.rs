@@ -188,9 +188,13 @@ pub fn run(opts: &RunOptions) -> Result<RunSummary, CliError> {
             for panel in &panel_scenes {
                 let built = build(panel)?;
                 sims.push(built.sim);
-                warnings.extend(built.warnings);
+                // Panels share the scene's regions: say each warning once.
+                for w in built.warnings {
+                    if !warnings.contains(&w) {
+                        warnings.push(w);
+                    }
+                }
             }
-            warnings.dedup();
             let sim: Box<dyn Simulation> = Box::new(panels::Panels::new(sims, scene.size()[0]));
             (sim, warnings)
         };

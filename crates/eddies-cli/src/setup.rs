@@ -148,7 +148,7 @@ pub fn build(scene: &Scene) -> Result<Built, SimError> {
         (Method::Reint, _) => Box::new(build_reint::<3>(scene, &mut fill)?),
         (Method::Vpm, _) => {
             let sim = build_vpm(scene)?;
-            fill.filled = sim.particle_positions().len();
+            fill.filled = sim.vortons().len();
             Box::new(sim)
         }
         (Method::Flip, 2) => Box::new(build_flip::<2>(scene, &mut fill)?),
