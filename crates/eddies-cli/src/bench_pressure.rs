@@ -1,4 +1,4 @@
-//! `eddies bench pressure`: the pressure-solver table, shaped like seed 001's comparison of preconditioners:
+//! `eddies bench pressure`: the pressure-solver table, shaped like Eng's comparison of preconditioners:
 //! iterations and time for PCG to reach a relative residual of 1e-6, per preconditioner and grid size, on two
 //! masks: a full tank (every cell liquid, solid walls, free surface along the top) and a dam break (a liquid
 //! block against one wall, air above, solid walls). Also the memory bandwidth of plain CG and the convergence

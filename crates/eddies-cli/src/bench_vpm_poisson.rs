@@ -1,4 +1,4 @@
-//! `eddies bench` cases of the Poisson velocity technique and buoyancy (seeds 002 and 003): seed 003's
+//! `eddies bench` cases of the Poisson velocity technique and buoyancy (Gourlay parts 8 and 20): part 20's
 //! per-stage table on the `dye-drop` scene, and the crossover of the velocity techniques with the vorton count.
 
 use std::time::Instant;
@@ -16,7 +16,7 @@ pub fn cases() -> Vec<BenchCase> {
         BenchCase {
             name: "vpm-dye-drop",
             description: "the dye-drop scene (16k vortons, 20k tracers, Poisson technique on 32³, baroclinic): \
-                          ms per step and per stage (seed 003's table), and the frame's render",
+                          ms per step and per stage (part 20's table), and the frame's render",
             run: dye_drop,
         },
         BenchCase {
@@ -28,7 +28,7 @@ pub fn cases() -> Vec<BenchCase> {
     ]
 }
 
-/// Seed 003's table: the built-in `dye-drop` scene after a few frames' worth of steps (the ball has started
+/// Part 20's table: the built-in `dye-drop` scene after a few frames' worth of steps (the ball has started
 /// to roll up), each stage's median over the timed steps, and the time to render a frame of its tracers.
 fn dye_drop(quick: bool) -> Result<Vec<BenchRow>, String> {
     let builtin = scenes::find("dye-drop").ok_or("no built-in scene dye-drop")?;

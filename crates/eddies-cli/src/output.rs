@@ -1,4 +1,4 @@
-//! The files `eddies run` writes, in the formats DESIGN.md ("Interfaces") fixes: `stats.jsonl` lines,
+//! The files `eddies run` writes, in the formats the README's "Outputs" section documents: `stats.jsonl` lines,
 //! `scene.toml`, and the per-frame file names. Every whole file is written to a temporary name in the same
 //! folder and renamed, so a reader never sees half a file and an interrupted run loses at most the file in
 //! flight.

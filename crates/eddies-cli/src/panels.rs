@@ -1,5 +1,5 @@
 //! Side-by-side variants of one scene (`output.panels`): several simulations stepped in lock step and shown
-//! next to each other, e.g. seed 003's Figure 1 (one vorticity field, three ways to get velocity from it).
+//! next to each other, e.g. part 20's Figure 1 (one vorticity field, three ways to get velocity from it).
 
 use eddies::diag::StepRecord;
 use eddies::sim::{Field, SimError};

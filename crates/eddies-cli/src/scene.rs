@@ -209,7 +209,7 @@ impl Default for Time {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum EosKind {
-    /// `P = k ρ (ρ − ρ₀)`: liquids with cohesion (seed 000).
+    /// `P = k ρ (ρ − ρ₀)`: liquids with cohesion (Moroz 2020).
     #[default]
     Quadratic,
     /// `P = k((ρ/ρ₀)^γ − 1)`: stiff liquids such as water.
@@ -270,7 +270,7 @@ pub enum VelocityKind {
     TreeVortons,
     /// Treecode at grid points, interpolated (jerky without auto_mollify).
     TreeGrid,
-    /// Seed 003: vector potential on the grid's boundary from the integral, multigrid Poisson solve inside,
+    /// Part 20: vector potential on the grid's boundary from the integral, multigrid Poisson solve inside,
     /// velocity as its curl, interpolated.
     Poisson,
 }
@@ -292,7 +292,7 @@ pub enum PotentialBoundaryKind {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum SplatKind {
-    /// Seed 003's cloud-in-cell (8 grid points), the default.
+    /// Part 20's cloud-in-cell (8 grid points), the default.
     #[default]
     Cic,
     /// A Gaussian as wide as the vorton's core, at least a cell.
@@ -306,7 +306,7 @@ pub enum SplatKind {
 pub enum DecimateKind {
     /// Every boundary point.
     Off,
-    /// Seed 003's: every other point along a row.
+    /// Part 20's: every other point along a row.
     Rows,
     /// Every other point both ways on each face.
     #[default]
@@ -345,7 +345,7 @@ impl<'de> Deserialize<'de> for DecimateKind {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum RestrictionKind {
-    /// Mean of the children: seed 003's faster, less accurate down-sampling.
+    /// Mean of the children: part 20's faster, less accurate down-sampling.
     #[default]
     Nearest,
     /// Full weighting.
@@ -385,10 +385,10 @@ pub struct Vpm {
     /// "tree".
     pub boundary: PotentialBoundaryKind,
     /// Poisson technique: which boundary points get the integral, the others the mean of their computed
-    /// neighbours: "lattice" (every other point both ways on each face), "rows" (seed 003's every other point
+    /// neighbours: "lattice" (every other point both ways on each face), "rows" (part 20's every other point
     /// along a row) or "off"; true means "lattice", false "off". Default "lattice".
     pub decimate: DecimateKind,
-    /// Poisson technique: how vorticity reaches the grid, "cic" (seed 003's cloud-in-cell) or "gaussian" (each
+    /// Poisson technique: how vorticity reaches the grid, "cic" (part 20's cloud-in-cell) or "gaussian" (each
     /// vorton spread as wide as its core, at least a cell). Default "cic". Choose "gaussian" where the vortons'
     /// cores are wider than a cell, e.g. dense balls, whose motion jerks with "cic" (issue 25); it makes a
     /// Poisson step about 1.8× as costly.
@@ -797,7 +797,7 @@ pub enum PreconditionerSpec {
     Ic0,
     /// Modified incomplete Cholesky MIC(0).
     Mic0,
-    /// Incomplete Poisson (seed 001).
+    /// Incomplete Poisson (Eng).
     IncompletePoisson,
     /// A multigrid V-cycle (MGPCG).
     #[default]

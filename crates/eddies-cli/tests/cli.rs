@@ -1,4 +1,4 @@
-//! The command-line contracts of DESIGN.md ("Interfaces that scripts and users rely on", "Reliability"),
+//! The command-line contracts the README documents (outputs, exit codes, messages),
 //! checked by running the built `eddies` binary the way a user would.
 
 use std::fs;

@@ -14,7 +14,7 @@ pub enum Quantity {
     Count(u64),
 }
 
-/// What one simulation step did: the record DESIGN.md lists (time, dt, substeps, stage wall times, and the
+/// What one simulation step did: the record the README's "Outputs" section lists (time, dt, substeps, stage wall times, and the
 /// method's conserved and monitored quantities).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct StepRecord {
@@ -71,7 +71,7 @@ impl StepRecord {
     }
 }
 
-/// Accumulates wall time per named stage, in first-seen order (the `Counters` of STYLE.md).
+/// Accumulates wall time per named stage, in first-seen order (the stage times of every [`StepRecord`] and of `eddies bench`).
 #[derive(Clone, Debug, Default)]
 pub struct StageTimer {
     stages: Vec<(&'static str, f64)>,

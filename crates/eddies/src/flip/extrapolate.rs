@@ -1,4 +1,4 @@
-//! Velocity extrapolation into the air (seed 001 "Velocity Extrapolation"; Bridson, §4.4): particles near the
+//! Velocity extrapolation into the air (Eng "Velocity Extrapolation"; Bridson, §4.4): particles near the
 //! surface interpolate faces outside the liquid, which hold no projected velocity, so the known velocities are
 //! spread outwards layer by layer.
 

@@ -1,4 +1,4 @@
-//! Cell classification (seed 001 "Mark-Cells"; Bridson, §4.3): solid where an obstacle covers the cell
+//! Cell classification (Eng "Mark-Cells"; Bridson, §4.3): solid where an obstacle covers the cell
 //! centre, fluid where a particle lies, air elsewhere.
 
 use crate::grid::{to_dvec3, CellFlag, Grid};

@@ -1,4 +1,4 @@
-//! PIC/FLIP/APIC liquids on a MAC grid, 2D and 3D (seed 001: Austin Eng's WebGL PIC/FLIP, after Zhu &
+//! PIC/FLIP/APIC liquids on a MAC grid, 2D and 3D (Austin Eng's WebGL PIC/FLIP, after Zhu &
 //! Bridson 2005 and Bridson's *Fluid Simulation for Computer Graphics*; APIC after Jiang et al. 2015).
 //!
 //! The liquid is a set of marker particles carrying velocity; the grid is rebuilt from them every step to
@@ -658,7 +658,7 @@ impl<const D: usize> FlipSim<D> {
         changed
     }
 
-    /// One substep of `dt` seconds: the stages of seed 001 in order.
+    /// One substep of `dt` seconds: Eng's stages in order.
     fn substep(&mut self, dt: f64) -> Result<(), SimError> {
         let p = self.cfg.params.clone();
         let t_end = self.time + dt;
@@ -1135,7 +1135,7 @@ impl<const D: usize> Simulation for FlipSim<D> {
     }
 }
 
-/// The grid fields of a `dim`-dimensional FLIP simulation, the debug views of seed 001 among them:
+/// The grid fields of a `dim`-dimensional FLIP simulation, Eng's debug views among them:
 /// `density` (kg/m^D, particle count over the seeding count, capped at ρ), `substance_0` (1 where liquid),
 /// `speed` and `velocity_*` (m/s, cell-centred), `cell_type` (0 air, 1 fluid, 2 solid), `divergence_before`
 /// and `divergence` (1/s, before and after projection), `pressure` (Pa), `fill` (1, the smoothed particle density

@@ -4,7 +4,7 @@ use crate::linsolve::PreconditionerKind;
 use crate::shape::Shape;
 use glam::{DQuat, DVec3};
 
-/// How velocities go from the grid back to the particles (seed 001; Zhu & Bridson 2005; Jiang et al. 2015).
+/// How velocities go from the grid back to the particles (Eng; Zhu & Bridson 2005; Jiang et al. 2015).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Transfer {
     /// Particle-in-cell: particles take the interpolated grid velocity (stable, strongly dissipative).
@@ -52,7 +52,7 @@ pub enum Boundary {
 pub struct FlipParams {
     /// Grid-to-particle transfer: PIC, PIC/FLIP blend, or APIC.
     pub transfer: Transfer,
-    /// Fraction of PIC in the PIC/FLIP blend (dimensionless, 0 to 1; seed 001 and Bridson use 0.05). Used with
+    /// Fraction of PIC in the PIC/FLIP blend (dimensionless, 0 to 1; Eng and Bridson use 0.05). Used with
     /// [`Transfer::Flip`].
     pub pic_ratio: f64,
     /// Preconditioner of the pressure solve (MGPCG by default).
@@ -63,7 +63,7 @@ pub struct FlipParams {
     pub max_iterations: usize,
     /// Liquid density ρ (kg/m³ in 3D, kg/m² in 2D); scales pressure and particle mass.
     pub density: f64,
-    /// Particles per cell per axis at seeding (2: the usual 2ᴰ per cell of seed 001 and Bridson).
+    /// Particles per cell per axis at seeding (2: the usual 2ᴰ per cell of Eng and Bridson).
     pub seeds_per_axis: usize,
     /// Random displacement of seeded particles, as a fraction of their lattice spacing (0: a regular lattice,
     /// which aliases; 1: anywhere in their sub-cell).
@@ -83,7 +83,7 @@ pub struct FlipParams {
     /// volume to particle clumping in a 3 s dam break (docs/flip.md).
     pub volume_correction: f64,
     /// Most cells a particle may travel in one substep: [`super::FlipSim`] splits a longer step into
-    /// substeps (the CFL number of seed 001's adaptive stepping).
+    /// substeps (the CFL number of Eng's adaptive stepping).
     pub substep_cfl: f64,
 }
 

@@ -7,7 +7,7 @@ use crate::linsolve::{
 };
 use multiversion::multiversion;
 
-/// Adds gravity, `u += Δt g`, to every face (seed 001 "Gravity-Update").
+/// Adds gravity, `u += Δt g`, to every face (Eng "Gravity-Update").
 pub(crate) fn apply_forces<const D: usize>(u: &mut MacGrid<D>, gravity: [f64; D], dt: f64) {
     for (k, g) in gravity.iter().enumerate() {
         if *g != 0.0 {
@@ -101,7 +101,7 @@ pub(crate) fn enforce_boundary<const D: usize>(
     }
 }
 
-/// The pressure projection (seed 001 "Pressure-solve"; Bridson, §5.3–5.4): solves
+/// The pressure projection (Eng "Pressure-solve"; Bridson, §5.3–5.4): solves
 /// `−∇²p = −(ρ/Δt) ∇·u*` on the fluid cells (air: p = 0; solid: no flux, with the solid's velocity already on
 /// its faces) and subtracts `(Δt/ρ) ∇p` from every face between two non-solid cells with fluid on a side,
 /// which makes the discrete divergence of every fluid cell vanish to the solver's tolerance. `div_before`

@@ -1,7 +1,7 @@
 //! Particle ↔ grid transfers: the counting sort of particles by half cell, the particle-to-grid scatter onto
 //! the MAC faces, and the grid-to-particle update (PIC, PIC/FLIP blend, APIC).
 //!
-//! The particle-to-grid transfer of seed 001 scatters every particle's weighted velocity onto its faces with
+//! Eng's particle-to-grid transfer scatters every particle's weighted velocity onto its faces with
 //! additive blending. Here the scatter runs over slabs of the sorted particles (the half-cell sort makes each
 //! slab of cell rows a contiguous range), even slabs in parallel and then odd ones, so that no two threads
 //! ever add into the same face and every face takes its sums in one fixed order.
@@ -314,13 +314,13 @@ impl AxisWeights {
     }
 }
 
-/// Particle-to-grid transfer (seed 001 "Particle-to-Grid"; Bridson, §7.6): every face velocity becomes the
+/// Particle-to-grid transfer (Eng "Particle-to-Grid"; Bridson, §7.6): every face velocity becomes the
 /// weighted average `u_f = Σ_p w_fp u_p / Σ_p w_fp` with the multilinear (tent) weight `w_fp`, over the
 /// particles within one cell of the face; 0 where no particle is near. With APIC the particle velocity at the
 /// face is `v_p + C_p (x_f − x_p)` (Jiang et al. 2015, eq. 11 with the momentum divided by the mass).
 ///
 /// Each particle computes its weights once and adds them to its 2ᴰ faces per component, as the scatter of
-/// seed 001 does, but without atomics: the sorted particles are cut into slabs of [`SLAB`] cells along the
+/// Eng does, but without atomics: the sorted particles are cut into slabs of [`SLAB`] cells along the
 /// slowest axis, the even slabs run in parallel, then the odd ones. Slabs of one pass touch disjoint faces,
 /// and every face receives its sums in one fixed order (sorted particles, even slab before odd), so the
 /// result is bit-identical for any thread count. `sums` receives `[Σ_p w_fp, Σ_p w_fp u_fp]` per face, side by
@@ -636,7 +636,7 @@ fn gradient_stencil<const D: usize>(g: &Grid<f64, D>, x: [f64; D]) -> ([usize; 8
     (idx, grad)
 }
 
-/// Grid-to-particle transfer of a batch of particles (seed 001 "Grid-To-Particle"; Zhu & Bridson 2005, §3.2;
+/// Grid-to-particle transfer of a batch of particles (Eng "Grid-To-Particle"; Zhu & Bridson 2005, §3.2;
 /// Jiang et al. 2015): with `u` the new grid velocity and `u_old` the one saved after the particle-to-grid
 /// transfer,
 ///

@@ -1,6 +1,6 @@
 //! Multigrid for the Poisson equation on a box of grid points whose outer layer holds Dirichlet values, for
 //! several right-hand sides at once: the vector potential of the vortex particle method (`∇²A = −ω` for the
-//! three components of `A`, Gourlay part 20, seed 003).
+//! three components of `A`, Gourlay part 20).
 //!
 //! [`Multigrid`](super::Multigrid) handles any flagged domain (solid, air, moving walls): it pays per cell for
 //! the flags, the ghost cells around the unknowns and the per-cell diagonal, and solves one component at a
@@ -22,7 +22,7 @@
 //! **Transfers.** Prolongation is linear interpolation along each axis (weights ½, ½ or ¾, ¼ … between
 //! non-nested points). Restriction is either its transpose with each coarse point's weights normalised to a
 //! sum of 1 (full weighting: (¼, ½, ¼) per axis on nested levels), or the plain mean of the fine values
-//! within half a coarse spacing (seed 003's down-sampling by nearest values; (⅓, ⅓, ⅓) on nested levels).
+//! within half a coarse spacing (part 20's down-sampling by nearest values; (⅓, ⅓, ⅓) on nested levels).
 //! The nearest value alone (injection) makes the cycle diverge after red-black sweeps, which leave the
 //! residual on one colour only; the mean costs as much as full weighting here and converges a little slower
 //! (about 0.25 against 0.18 per cycle at 33³).

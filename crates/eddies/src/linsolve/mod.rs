@@ -1,14 +1,14 @@
-//! Matrix-free linear solvers on flagged grids: the pressure projection of PIC/FLIP (seed 001) and the
-//! vector-potential solve of the vortex particle method (Gourlay part 20, seed 003).
+//! Matrix-free linear solvers on flagged grids: the pressure projection of PIC/FLIP (Eng) and the
+//! vector-potential solve of the vortex particle method (Gourlay part 20).
 //!
 //! * [`LinearOperator`] and [`Preconditioner`]: what a Krylov solver needs; the Poisson operator on a flagged
 //!   grid ([`PoissonOperator`]) is one implementation, not the only one.
 //! * [`pcg`]: preconditioned conjugate gradients with the preconditioners of [`PreconditionerKind`]: none,
-//!   Jacobi, IC(0), MIC(0) (Bridson 2015, §5.2), Incomplete Poisson (Ament et al. 2010, as used by seed 001)
+//!   Jacobi, IC(0), MIC(0) (Bridson 2015, §5.2), Incomplete Poisson (Ament et al. 2010, as used by Eng)
 //!   and a multigrid V-cycle (MGPCG, McAdams, Sifakis & Teran 2010).
 //! * [`Multigrid`]: a geometric multigrid solver for scalar and 3-component vector Poisson problems (V-cycles
 //!   or full multigrid), with a choice of smoother, of restriction (full weighting, or nearest: "faster, less
-//!   accurate", seed 003) and a prolongation that can leave Dirichlet boundary values untouched (seed 003).
+//!   accurate", part 20) and a prolongation that can leave Dirichlet boundary values untouched (part 20).
 //! * [`BoxMultigrid`]: the same V-cycle specialised to a box of points with Dirichlet faces and three
 //!   right-hand sides (the vortex method's vector potential): matrix-free, the components in the same passes.
 //! * [`PoissonSolver`]: the operator, a preconditioner and scratch memory together, fed and read as

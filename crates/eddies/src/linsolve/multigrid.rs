@@ -14,8 +14,8 @@
 //!
 //! **Transfers.** Prolongation is multilinear (weights 3/4 and 1/4 per axis); a Dirichlet value is never
 //! overwritten unless [`MultigridParams::preserve_boundary`] is off (the naive up-sampler that Gourlay's part
-//! 20, seed 003, warns against). Restriction is full weighting (the transpose of prolongation, weights
-//! (1, 3, 3, 1)/8 per axis) or nearest (the mean of the `2^D` children: "faster, less accurate", seed 003).
+//! 20, part 20, warns against). Restriction is full weighting (the transpose of prolongation, weights
+//! (1, 3, 3, 1)/8 per axis) or nearest (the mean of the `2^D` children: "faster, less accurate", part 20).
 
 use super::poisson::{CellKind, Layout, PoissonOperator, Row};
 use multiversion::multiversion;
@@ -67,7 +67,7 @@ pub struct MultigridParams {
     pub restriction: Restriction,
     /// Start from a full-multigrid guess (solve the coarsest level, interpolate, one V-cycle per level).
     pub full_multigrid: bool,
-    /// Leave Dirichlet values alone when interpolating a full solution to a finer level (seed 003).
+    /// Leave Dirichlet values alone when interpolating a full solution to a finer level (part 20).
     pub preserve_boundary: bool,
     /// Coarsen until no axis has more cells than this.
     pub coarsest_size: usize,

@@ -155,9 +155,9 @@ impl Preconditioner for IncompleteCholesky {
 }
 
 /// The Incomplete Poisson preconditioner (Ament, Knittel, Weiskopf & Straßer 2010), the GPU-friendly choice of
-/// seed 001: `M⁻¹ = K Kᵀ` with `K = I − L D⁻¹` (`L` the strictly lower part of `A`, `D` its diagonal).
+/// Eng: `M⁻¹ = K Kᵀ` with `K = I − L D⁻¹` (`L` the strictly lower part of `A`, `D` its diagonal).
 ///
-/// Seed 001 writes `M = (I − L D⁻¹)(I − D⁻¹ L)`; with its second factor read as the transpose of the first
+/// Eng writes `M = (I − L D⁻¹)(I − D⁻¹ L)`; with its second factor read as the transpose of the first
 /// (`(I − L D⁻¹)ᵀ = I − D⁻¹ Lᵀ`) the preconditioner is symmetric positive definite, as conjugate gradients
 /// require, and that is the form used here. Both factors are sparse matrix-vector products, so each
 /// application is two parallel stencil passes and no triangular solve.

@@ -20,7 +20,7 @@ pub enum PreconditionerKind {
     IncompleteCholesky,
     /// Modified incomplete Cholesky, MIC(0) (τ = 0.97, σ = 0.25).
     ModifiedIncompleteCholesky,
-    /// Incomplete Poisson (seed 001).
+    /// Incomplete Poisson (Eng).
     IncompletePoisson,
     /// One multigrid V-cycle (MGPCG).
     #[default]

@@ -367,7 +367,7 @@ struct ForceScratch<const D: usize> {
 }
 
 /// Stage "forces": SPH pressure and viscous accelerations (cells/s²) of every particle from its 3^D
-/// neighbours (seed 000 with the symmetric pressure force of Monaghan 1992, the viscous term of Morris et al.
+/// neighbours (Moroz 2020 with the symmetric pressure force of Monaghan 1992, the viscous term of Morris et al.
 /// 1997, and the spiky kernel W = σ (h − r)³ of Desbrun and Gascuel 1996, whose gradient does not vanish at
 /// short range and so does not let particles clump).
 ///
@@ -493,7 +493,7 @@ pub(crate) fn sph_forces<const D: usize>(
 
 /// Stage "advance" (first half of reintegration): `V += Δt (a + g)`, speed limited to what one step can
 /// carry, then `X' = X + Δt V` clamped to `[−1.5 + r, 1.5 − r]` (cells, from the cell centre) so that the
-/// spread box lands inside the 3^D neighbourhood that the gather visits (seed 000's finite search radius).
+/// spread box lands inside the 3^D neighbourhood that the gather visits (Moroz's finite search radius).
 ///
 /// Returns how many velocity components of particles that hold mass were held at the speed limit: each one
 /// is motion the physics asked for and the step could not carry. The count is an integer sum, the same for
@@ -922,7 +922,7 @@ struct GatherScratch<const D: usize, const S: usize> {
     src: Sources<[f32; SPAN], D, S>,
 }
 
-/// Stage "reintegrate" (seed 000, "Using particle distributions"): every cell gathers, from the 3^D
+/// Stage "reintegrate" (Moroz 2020, "Using particle distributions"): every cell gathers, from the 3^D
 /// neighbours, the part of each advanced particle's box of half-size r that overlaps the cell. The overlap
 /// fraction `frac = Πₐ |overlapₐ|` (renormalised by [`normalise`]) carries its share of each substance's
 /// mass, its centre of mass is the overlap box's centre, and its momentum is the part's mass times V; the

@@ -1,4 +1,4 @@
-//! Reintegration tracking with SPH forces (Moroz 2020, seed 000).
+//! Reintegration tracking with SPH forces (Moroz 2020, Moroz 2020).
 //!
 //! Each cell holds one particle: a position inside the cell, a velocity, and a mass per substance. A step:
 //!

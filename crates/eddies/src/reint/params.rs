@@ -18,11 +18,11 @@ pub enum Boundary {
 /// compression; ρ₀ is the rest density of the cell's substance mix.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub enum Eos {
-    /// Ideal gas at constant temperature, `P = k ρ` with `k = c²` (seed 000). Never negative: a gas expands.
+    /// Ideal gas at constant temperature, `P = k ρ` with `k = c²` (Moroz 2020). Never negative: a gas expands.
     IdealGas,
-    /// Tait/Cole, `P = k((ρ/ρ₀)^γ − 1)` with `k = ρ₀ c² / γ` (seed 000; γ = 7 for water).
+    /// Tait/Cole, `P = k((ρ/ρ₀)^γ − 1)` with `k = ρ₀ c² / γ` (Moroz 2020; γ = 7 for water).
     Tait { gamma: f32 },
-    /// Moroz's liquid law `P = k ρ (ρ − ρ₀)` with `k = c² / ρ₀`, so that `dP/dρ = c²` at rest (seed 000). Its
+    /// Moroz's liquid law `P = k ρ (ρ − ρ₀)` with `k = c² / ρ₀`, so that `dP/dρ = c²` at rest (Moroz 2020). Its
     /// negative pressure below rest density gives liquids cohesion when [`ReintParams::tension`] is on.
     #[default]
     Quadratic,
@@ -51,19 +51,19 @@ impl Default for Substance {
 #[derive(Clone, Debug, PartialEq)]
 pub struct ReintParams {
     /// Half-size r of the box each particle is spread into, in cells; in (0, 1]. Below 0.5 the fluid behaves
-    /// particle-like (blobs stay compact), above 0.5 field-like (numerical diffusion smooths it), as seed 000
+    /// particle-like (blobs stay compact), above 0.5 field-like (numerical diffusion smooths it), as Moroz 2020
     /// shows. The seed's liquids use 0.55–0.6.
     pub diffusion_radius: f32,
     /// Pressure law.
     pub eos: Eos,
     /// Speed of sound at rest density (m/s): the stiffness of the fluid.
     pub sound_speed: f32,
-    /// Support radius of the SPH smoothing kernel, in cells (seed 000: about 1.5).
+    /// Support radius of the SPH smoothing kernel, in cells (Moroz 2020: about 1.5).
     pub kernel_radius: f32,
     /// Kinematic viscosity (m²/s); 0 disables the viscous force.
     pub viscosity: f32,
     /// Whether negative pressure (below rest density) acts. It gives liquids cohesion — streams and drops
-    /// that hold together, the look of seed 000's paint — but it is what triggers SPH's tensile instability:
+    /// that hold together, the look of Moroz's paint — but it is what triggers SPH's tensile instability:
     /// particles pair up, density alternates cell by cell and the fluid never comes to rest. Off, negative
     /// pressures are clamped to zero, the usual remedy in weakly compressible SPH.
     pub tension: bool,

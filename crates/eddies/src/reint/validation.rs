@@ -1,5 +1,5 @@
 //! Validation cases of reintegration tracking: conserved quantities, the donor-cell limit, hydrostatic
-//! equilibrium, the particle-like/field-like transition of seed 000, symmetry and determinism.
+//! equilibrium, the particle-like/field-like transition of Moroz 2020, symmetry and determinism.
 //!
 //! Each case builds its scene in code, runs it, and returns the measured value beside its reference, so that
 //! `eddies validate` and the tests in `tests/reint.rs` report the same numbers.
@@ -189,7 +189,7 @@ fn mass_conservation_3d(quick: bool) -> Measurement {
     Measurement::within("reint/mass-conservation-3d", drift, 0.0, 1e-5, "1")
 }
 
-/// Seed 000: "if we fix the particle positions to the cell centers and set the distribution radius to 0.5
+/// Moroz 2020: "if we fix the particle positions to the cell centers and set the distribution radius to 0.5
 /// ... we'll get exactly forward Euler advection". The reference is first-order upwind (donor-cell)
 /// advection with corner transport (Colella 1990): the content of each cell moves by its velocity times Δt,
 /// and is shared among the cells it lands on in proportion to the overlap — for a displacement (cx, cy) in

@@ -1,4 +1,4 @@
-//! Buoyancy: baroclinic generation of vorticity from density deviations (Gourlay part 8, seed 002) and
+//! Buoyancy: baroclinic generation of vorticity from density deviations (Gourlay part 8) and
 //! thermal buoyancy through the Boussinesq density of temperature.
 //!
 //! The fluid's density is the ambient ρ₀ plus a deviation carried by the vortons; only the deviation has a

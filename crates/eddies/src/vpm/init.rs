@@ -355,7 +355,7 @@ fn lattice(
     }
 }
 
-/// A ball of fluid heavier or lighter (or hotter) than ambient, at rest: seed 002's dye drop.
+/// A ball of fluid heavier or lighter (or hotter) than ambient, at rest: part 8's dye drop.
 ///
 /// Baroclinic vorticity is born where the density changes, which after splatting to a grid is a band a few
 /// cells wide around the ball's surface, half of it outside the ball. Vorticity can only live on vortons, so

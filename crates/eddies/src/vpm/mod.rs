@@ -1,4 +1,4 @@
-//! The vortex particle method ("vortons", Gourlay parts 3, 8, 12 and 20; seeds 002–004), in 3D.
+//! The vortex particle method ("vortons", Gourlay parts 3, 8, 12 and 20), in 3D.
 //!
 //! Vortons carry vorticity; velocity comes from vorticity by the Biot–Savart law; passive tracers follow the
 //! same velocity. A step:

@@ -43,14 +43,14 @@ impl VelocityMethod {
     }
 }
 
-/// Where the Poisson technique's boundary values of the vector potential come from (seed 003, Figure 1).
+/// Where the Poisson technique's boundary values of the vector potential come from (part 20, Figure 1).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PotentialBoundary {
     /// The treecode integral `A(x) = (1/4π) Σ αⱼ G(x − xⱼ)`: O(N_b log N), the default.
     Tree,
     /// The same integral by direct summation: O(N_b N), the reference.
     Direct,
-    /// Zero: the domain boundary acts as a wall that the flow cannot cross (seed 003's bottom row).
+    /// Zero: the domain boundary acts as a wall that the flow cannot cross (part 20's bottom row).
     Zero,
 }
 
@@ -65,14 +65,14 @@ impl PotentialBoundary {
     }
 }
 
-/// Which boundary points of the Poisson technique get the integral, the others interpolated (seed 003's
+/// Which boundary points of the Poisson technique get the integral, the others interpolated (part 20's
 /// decimation, "about half the cost").
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Decimation {
     /// Every boundary point.
     Off,
-    /// Seed 003's: every other point along a row (along x on the y and z faces, along y on the x faces); the
-    /// points between take the mean of their two neighbours (seed 003 copies one).
+    /// Part 20's: every other point along a row (along x on the y and z faces, along y on the x faces); the
+    /// points between take the mean of their two neighbours (part 20 copies one).
     Rows,
     /// Every other point along both directions of each face, and the last point of every row and column:
     /// about a quarter of the points. The others lie between two or four computed points of their face and
@@ -95,7 +95,7 @@ impl Decimation {
 /// How the Poisson technique shares the vortons' strengths out to the grid points.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Splat {
-    /// Seed 003's cloud-in-cell: the 8 grid points around a vorton, a tent two cells wide whatever its core.
+    /// Part 20's cloud-in-cell: the 8 grid points around a vorton, a tent two cells wide whatever its core.
     /// The default: smooth where the vortons' cores are at most about a cell wide, and cheap.
     #[default]
     Cic,
@@ -116,7 +116,7 @@ impl Splat {
     }
 }
 
-/// Settings of the Poisson velocity technique (seed 003).
+/// Settings of the Poisson velocity technique (part 20).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct PoissonParams {
     /// Boundary values of the vector potential.
@@ -132,7 +132,7 @@ pub struct PoissonParams {
     pub boundary_theta: f64,
     /// Stop the multigrid cycles when the residual has fallen by this factor (1).
     pub tolerance: f64,
-    /// How the V-cycle restricts residuals: seed 003's "nearest" (faster, less accurate) or full weighting.
+    /// How the V-cycle restricts residuals: part 20's "nearest" (faster, less accurate) or full weighting.
     pub restriction: Restriction,
 }
 

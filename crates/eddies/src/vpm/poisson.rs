@@ -1,26 +1,26 @@
-//! Velocity from vorticity by a vector Poisson solve with integral boundary values (Gourlay part 20, seed 003).
+//! Velocity from vorticity by a vector Poisson solve with integral boundary values (Gourlay part 20).
 //!
 //! The velocity of an unbounded incompressible flow is `u = ∇ × A`, where the vector potential solves
-//! `∇²A = −ω` and, in free space, is the integral `A(x) = (1/4π) ∫ ω(y)/|x − y| dy`. Seed 003's recipe on the
+//! `∇²A = −ω` and, in free space, is the integral `A(x) = (1/4π) ∫ ω(y)/|x − y| dy`. Part 20's recipe on the
 //! grid fitted to the vortons:
 //!
 //! 1. **splat**: the vortons' strengths α = ω V are shared out to the grid points and divided by the cell
-//!    volume (the grid carries the vortons' total vorticity exactly): by seed 003's cloud-in-cell (the
+//!    volume (the grid carries the vortons' total vorticity exactly): by part 20's cloud-in-cell (the
 //!    default) or by a Gaussian as wide as each vorton's core ([`super::blob_splat`], for cores wider than a
 //!    cell; [`Splat`]);
 //! 2. **boundary**: `A` on the outermost layer of grid points from the integral over the vortons — by the
 //!    treecode, by direct summation, or zero ([`super::PotentialBoundary`]) — optionally *decimated*
-//!    ([`Decimation`]): seed 003's every other point along a row (about half the cost), or every other point
+//!    ([`Decimation`]): part 20's every other point along a row (about half the cost), or every other point
 //!    both ways on each face (about a quarter, the default); the points between take the mean of their two or
-//!    four computed neighbours. Seed 003 copies one neighbour instead; the mean costs the same and is
+//!    four computed neighbours. Part 20 copies one neighbour instead; the mean costs the same and is
 //!    second-order accurate (`docs/vpm.md`);
 //! 3. **poisson**: the interior from the box multigrid of [`crate::linsolve`] ([`BoxMultigrid`]), the three
 //!    components in the same passes, the boundary layer as Dirichlet values that the up-sampling never
-//!    overwrites (seed 003's `INTERIOR_ONLY`);
+//!    overwrites (part 20's `INTERIOR_ONLY`);
 //! 4. **curl**: `u = ∇ × A` by central differences (one-sided at the faces).
 //!
 //! With zero boundary values the boundary acts as a wall the flow cannot cross (`A × n = 0` there), which is
-//! seed 003's Figure 1 bottom row; with the integral the domain is open and the grid solution approaches the
+//! part 20's Figure 1 bottom row; with the integral the domain is open and the grid solution approaches the
 //! Biot–Savart velocity at second order in the grid spacing.
 //!
 //! The kernel of the integral is the stream function of the vortons' core ([`super::biot_savart`]): for the

@@ -1,4 +1,4 @@
-//! Validation of the Poisson velocity technique (seed 003) and of buoyancy (seed 002): the cases that
+//! Validation of the Poisson velocity technique (part 20) and of buoyancy (part 8): the cases that
 //! `eddies validate` prints and `tests/vpm_poisson.rs` asserts.
 
 use super::biot_savart::{self, Sources};

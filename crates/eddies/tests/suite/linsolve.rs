@@ -383,7 +383,7 @@ fn multigrid_solves_vector_problems_and_full_multigrid_keeps_boundary_values() {
         }
     }
     // Without preservation the up-sampler overwrites boundary values, and the solve converges to another
-    // problem (seed 003's warning): the error against the exact solution is far larger.
+    // problem (part 20's warning): the error against the exact solution is far larger.
     let preserved = max_error(&p, Method::Multigrid);
     let params = MultigridParams {
         full_multigrid: true,

@@ -23,7 +23,7 @@ fn mass_is_conserved_3d() {
     assert_passes("reint/mass-conservation-3d");
 }
 
-/// Seed 000's statement that r = 0.5 with centred particles is forward-Euler donor-cell advection, to 1e-6.
+/// Moroz's statement that r = 0.5 with centred particles is forward-Euler donor-cell advection, to 1e-6.
 #[test]
 fn centred_particles_with_half_cell_boxes_are_donor_cell_advection() {
     assert_passes("reint/donor-cell-limit");
@@ -41,7 +41,7 @@ fn settled_layer_is_hydrostatic() {
     assert_passes("reint/hydrostatic-density-gradient");
 }
 
-/// r < 0.5 keeps a moving blob compact; r > 0.5 spreads it (seed 000).
+/// r < 0.5 keeps a moving blob compact; r > 0.5 spreads it (Moroz 2020).
 #[test]
 fn small_boxes_are_particle_like_and_large_boxes_field_like() {
     assert_passes("reint/particle-like-r0.3");

@@ -216,7 +216,7 @@ fn jet_emits_rings_periodically() {
     assert_eq!(sim.tracers().len(), 30);
 }
 
-/// The step reports every key DESIGN.md asks of VPM.
+/// The step reports every key the README's "Outputs" section lists for VPM.
 #[test]
 fn step_record_has_the_vpm_keys() {
     let mut sim = VpmSim::new(VpmParams::default()).expect("valid parameters");

@@ -1,4 +1,4 @@
-//! The Poisson velocity technique (Gourlay part 20, seed 003) and buoyancy (part 8, seed 002) against their
+//! The Poisson velocity technique (Gourlay part 20) and buoyancy (part 8) against their
 //! references. The validation cases are the ones `eddies validate` prints (setups in
 //! `src/vpm/validation_poisson.rs`); the other tests check heat, the scenes' building blocks and threads.
 
@@ -45,7 +45,7 @@ fn poisson_velocity_reproduces_biot_savart_for_a_ring() {
     assert_passes("vpm/poisson-ring-velocity-zero-boundary");
 }
 
-/// Decimated boundary values (the default lattice, and seed 003's rows) stay close to the full ones.
+/// Decimated boundary values (the default lattice, and part 20's rows) stay close to the full ones.
 #[test]
 fn decimated_boundary_values_stay_close() {
     for n in [32, 48] {
@@ -100,7 +100,7 @@ fn balls_accelerate_as_added_mass_theory_says() {
     assert_passes("vpm/light-ball-added-mass");
 }
 
-/// Issue 25: on a dense ball whose vortons' cores (1.5 lattice spacings) are wider than a cell, seed 003's
+/// Issue 25: on a dense ball whose vortons' cores (1.5 lattice spacings) are wider than a cell, part 20's
 /// cloud-in-cell splat showed the grid vorticity sharper than the vortons carry, and the Poisson technique
 /// jerked more than the treecode at grid points (1.4–2.6× per second of a 4 s run). With the Gaussian
 /// splat (`Splat::Gaussian`, the option for such cores; cloud-in-cell stays the default) it must jerk no more than tree-at-grid, to 10% (early on the two are equal: 0.0088 against 0.0089
