@@ -168,11 +168,19 @@ pub fn load(src: &SceneSource, overrides: &[Override]) -> Result<Loaded, SceneEr
             .span()
             .and_then(|s| path_at_table(eff_doc.as_table(), s.start, &KeyPath::root()))
             .unwrap_or_default();
-        let (what, allowed) = explain(e.message());
+        let (path, message) = narrow_to_key(eff_doc.as_table(), path, e.message());
+        let (what, allowed) = explain(&message);
+        let allowed = match allowed {
+            Some(a) if !a.is_empty() => a,
+            _ if what.starts_with("unknown key") => crate::scene::keys_of(&path)
+                .map(|k| k.join(", "))
+                .unwrap_or_default(),
+            _ => allowed.unwrap_or_default(),
+        };
         locator.error(Invalid {
             path,
             what,
-            allowed: allowed.unwrap_or_default(),
+            allowed,
         })
     })?;
     scene.resolve().map_err(|e| locator.error(e))?;
@@ -352,16 +360,16 @@ fn expected_in_words(expected: &str) -> String {
         "a boolean" => "a boolean (true or false)".into(),
         "enum Method" => "one of \"reint\", \"flip\", \"vpm\"".into(),
         "enum BoundaryKind" => "one of \"closed\", \"open\"".into(),
-        "enum EosKind" => "one of \"quadratic\", \"tait\", \"ideal-gas\"".into(),
+        "enum Eos" => "one of \"quadratic\", \"tait\", \"ideal-gas\"".into(),
         "enum Colormap" => "one of \"auto\", \"viridis\", \"inferno\", \"diverging\"".into(),
         "enum View" => "one of \"projection\", \"slice\"".into(),
-        "enum VelocityKind" => {
-            "one of \"direct-vortons\", \"direct-grid\", \"tree-vortons\", \"tree-grid\"".into()
+        "enum VelocityMethod" => {
+            "one of \"direct-vortons\", \"direct-grid\", \"tree-vortons\", \"tree-grid\", \"poisson\"".into()
         }
-        "enum IntegratorKind" => "one of \"rk2\", \"rk4\"".into(),
-        "enum TreeMethodKind" => "one of \"treecode\", \"fmm\"".into(),
-        "enum TransferKind" => "one of \"pic\", \"flip\", \"apic\"".into(),
-        "enum PreconditionerSpec" => {
+        "enum Integrator" => "one of \"rk2\", \"rk4\"".into(),
+        "enum TreeMethod" => "one of \"treecode\", \"fmm\"".into(),
+        "enum Transfer" => "one of \"pic\", \"flip\", \"apic\"".into(),
+        "enum PreconditionerKind" => {
             "one of \"none\", \"jacobi\", \"ic0\", \"mic0\", \"incomplete-poisson\", \"multigrid\""
                 .into()
         }
@@ -370,6 +378,57 @@ fn expected_in_words(expected: &str) -> String {
         _ if e.starts_with("an array of length") || e.starts_with("a tuple") => e.into(),
         _ => e.into(),
     }
+}
+
+/// The key an error reported at the table `path` is about. Keys that a table takes from a library type
+/// (`[vpm]`'s parameters) are read through serde's `flatten`, whose errors name the table, not the key: an
+/// unknown key is named in the message, and a bad value is found by reading the table's keys one at a time.
+fn narrow_to_key(root: &Table, path: KeyPath, message: &str) -> (KeyPath, String) {
+    let Some(Item::Table(table)) = item_at(root, &path) else {
+        return (path, message.to_string());
+    };
+    if let Some(name) = message
+        .strip_prefix("unknown field `")
+        .and_then(|rest| rest.split('`').next())
+    {
+        if table.contains_key(name) {
+            return (path.key(name), message.to_string());
+        }
+    }
+    let header: Vec<String> = path
+        .0
+        .iter()
+        .map(|seg| match seg {
+            Seg::Key(k) => k.clone(),
+            Seg::Index(i) => i.to_string(),
+        })
+        .collect();
+    if header.len() != 1 {
+        return (path, message.to_string());
+    }
+    for (name, item) in table.iter() {
+        let Item::Value(v) = item else { continue };
+        let alone = format!("[{}]\n{name} = {}\n", header[0], v.to_string().trim());
+        if let Err(e) = toml::from_str::<Scene>(&alone) {
+            return (path.key(name), e.message().to_string());
+        }
+    }
+    (path, message.to_string())
+}
+
+/// The item at `path` (keys only), if there is one.
+fn item_at<'a>(root: &'a Table, path: &KeyPath) -> Option<&'a Item> {
+    let mut item: Option<&Item> = None;
+    let mut table: &dyn TableLike = root;
+    for seg in &path.0 {
+        let Seg::Key(k) = seg else { return None };
+        let next = table.get(k)?;
+        item = Some(next);
+        if let Some(t) = next.as_table_like() {
+            table = t;
+        }
+    }
+    item
 }
 
 fn contains(span: Option<Range<usize>>, offset: usize) -> bool {
@@ -684,7 +743,7 @@ mod tests {
         let loaded = load(&src(text), &ovs).unwrap();
         assert_eq!(loaded.scene.domain.resolution, Some(vec![32, 32]));
         assert_eq!(loaded.scene.region[0].density, 0.5);
-        assert_eq!(loaded.scene.reint.eos, crate::scene::EosKind::Tait);
+        assert_eq!(loaded.scene.reint.eos, eddies::reint::Eos::Tait);
 
         let bad = Override::parse_set("time.fps=-1").unwrap();
         let e = load(&src(text), &[bad]).unwrap_err();

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use eddies::{Quantity, StepRecord};
 use toml_edit::{DocumentMut, Item};
 
-use crate::scene::Scene;
+use crate::scene::{Method, Scene};
 
 /// Keys of every `stats.jsonl` line, before the method's quantities.
 pub const STATS_KEYS: &[&str] = &["step", "time", "dt", "substeps", "wall_ms", "stage_ms"];
@@ -106,14 +106,20 @@ pub fn stats_line(rec: &StepRecord) -> String {
     line
 }
 
-/// The resolved scene as TOML that parses back to the same [`Scene`], with shapes as inline tables and a
-/// comment header.
+/// The resolved scene as TOML that parses back to the same [`Scene`] as far as its method reads it: the
+/// parameter section of its method only (the others' are left at their defaults), shapes as inline tables,
+/// and a comment header.
 pub fn scene_toml(scene: &Scene, header: &str) -> Result<String, String> {
     let text =
         toml::to_string(scene).map_err(|e| format!("cannot write the resolved scene: {e}"))?;
     let mut doc: DocumentMut = text
         .parse()
         .map_err(|e| format!("cannot re-read the resolved scene: {e}"))?;
+    for section in [Method::Reint, Method::Flip, Method::Vpm] {
+        if section != scene.method {
+            doc.remove(section.name());
+        }
+    }
     for list in ["region", "obstacle", "emitter", "sink"] {
         if let Some(Item::ArrayOfTables(tables)) = doc.get_mut(list) {
             for t in tables.iter_mut() {
@@ -285,6 +291,8 @@ mod tests {
         .unwrap();
         scene.resolve().unwrap();
         let text = scene_toml(&scene, "resolved\nsecond line").unwrap();
+        // Only the method's own parameter section is written.
+        assert!(text.contains("[reint]") && !text.contains("[flip]") && !text.contains("[vpm]"));
         assert!(text.starts_with("# resolved\n# second line\n"));
         assert!(text.contains("shape = { difference"), "{text}");
         let back: Scene = toml::from_str(&text).unwrap();

@@ -1,8 +1,8 @@
 //! Side-by-side variants of one scene (`output.panels`): several simulations stepped in lock step and shown
 //! next to each other, e.g. part 20's Figure 1 (one vorticity field, three ways to get velocity from it).
 
-use eddies::diag::StepRecord;
-use eddies::sim::{Field, SimError};
+use eddies::diag::{StageTimer, StepRecord};
+use eddies::sim::{Advance, Description, Field, SimError};
 use eddies::Simulation;
 
 use crate::load::{Override, SceneError};
@@ -82,25 +82,30 @@ impl Simulation for Panels {
             .fold(f64::INFINITY, f64::min)
     }
 
-    /// Steps every panel; the record is the first panel's, with the wall time and the clamps of all.
-    fn step(&mut self, dt: f64) -> Result<StepRecord, SimError> {
+    /// Steps every panel; the record is the first panel's (its stage times and quantities), with the wall
+    /// time and the clamps of all.
+    fn advance(&mut self, dt: f64, timer: &mut StageTimer) -> Result<Advance, SimError> {
         let mut first: Option<StepRecord> = None;
-        let mut wall = 0.0;
         let mut clamps = Vec::new();
         for sim in &mut self.sims {
             let mut rec = sim.step(dt)?;
-            wall += rec.wall_ms;
             clamps.append(&mut rec.clamps);
             first.get_or_insert(rec);
         }
-        let mut rec = first.expect("at least one panel");
-        rec.wall_ms = wall;
-        rec.clamps = clamps;
-        Ok(rec)
+        let rec = first.expect("at least one panel");
+        for &(name, ms) in &rec.stage_ms {
+            timer.add(name, ms);
+        }
+        Ok(Advance {
+            substeps: rec.substeps,
+            quantities: rec.quantities,
+            clamps,
+        })
     }
 
-    fn field_names(&self) -> Vec<&'static str> {
-        self.sims[0].field_names()
+    /// The first panel's description: all panels run one method.
+    fn describe(&self) -> Description {
+        self.sims[0].describe()
     }
 
     /// The first panel's field.

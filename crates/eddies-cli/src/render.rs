@@ -15,13 +15,13 @@
 //! Images have y up: row 0 is the top of the domain. Small grids are enlarged by an integer factor (nearest
 //! neighbour) so the longer side is at least [`MIN_IMAGE_SIDE`] pixels.
 
-use eddies::{Field, Shape, Simulation};
+use eddies::{Field, FrameSource, Shape, Simulation};
 use glam::DVec3;
 use image::codecs::png::{CompressionType, FilterType, PngEncoder};
 use image::{ImageEncoder, RgbImage};
 use rayon::prelude::*;
 
-use crate::scene::{Colormap, Method, Scene, View};
+use crate::scene::{Colormap, Scene, View, TRACERS};
 
 /// Smallest length of the longer image side that small grids are enlarged to (pixels).
 pub const MIN_IMAGE_SIDE: usize = 512;
@@ -129,7 +129,7 @@ impl Backdrop {
 
 /// Renders the frame the scene's `[output]` asks for, over `backdrop`.
 pub fn render(sim: &dyn Simulation, scene: &Scene, backdrop: &Backdrop) -> Result<Picture, String> {
-    if scene.method == Method::Vpm {
+    if sim.describe().picture == FrameSource::Particles {
         return render_particles(sim, scene);
     }
     let [nx, ny, nz] = sim.resolution();
@@ -233,7 +233,7 @@ pub fn render_particles(sim: &dyn Simulation, scene: &Scene) -> Result<Picture, 
                 .unwrap_or_else(|| vec![1.0; p.len() / 3]);
             (p, w, false)
         }
-        "tracers" => {
+        TRACERS => {
             let t = sim.tracer_positions();
             let p = if t.is_empty() {
                 sim.particle_positions()
@@ -261,7 +261,7 @@ pub fn render_particles(sim: &dyn Simulation, scene: &Scene) -> Result<Picture, 
             (p, w, f.signed)
         }
     };
-    let particles = matches!(field, "vorticity_magnitude" | "tracers");
+    let particles = matches!(field, "vorticity_magnitude" | TRACERS);
     let mut sum = vec![0.0f32; nx * ny];
     let mut hit = vec![false; nx * ny];
     for (p, &w) in positions.chunks_exact(3).zip(&weights) {

@@ -19,7 +19,7 @@ use crate::interrupt::{Interrupt, Signal};
 use crate::keypath::KeyPath;
 use crate::load::{self, Loaded, Override, SceneError, SceneSource};
 use crate::output::{self, frame_name};
-use crate::scene::{Method, Scene};
+use crate::scene::Scene;
 use crate::{npy, panels, render, scenes, setup};
 
 /// What `eddies run` was asked to do.
@@ -172,8 +172,8 @@ pub fn run(opts: &RunOptions) -> Result<RunSummary, CliError> {
     eddies::par::with_threads(opts.threads, || {
         let build = |scene: &Scene| {
             setup::build(scene).map_err(|e| match e {
-                SimError::InvalidInput(msg) => CliError::input(
-                    format!("{}: the simulation cannot be set up: {msg}", src.label),
+                SimError::InvalidInput(_) | SimError::InvalidParameter(_) => CliError::input(
+                    format!("{}: the simulation cannot be set up: {e}", src.label),
                     Vec::new(),
                 ),
                 other => CliError::other(other.to_string()),
@@ -434,12 +434,7 @@ impl<'a> Runner<'a> {
             );
             let path = self.out.join(output::particles_name(frame));
             output::write_atomic(&path, &bytes).map_err(|e| CliError::write(&path, e))?;
-            let fields: &[&str] = match self.scene.method {
-                Method::Vpm => &["vorticity_magnitude", "density"],
-                Method::Flip => &["pressure", "divergence"],
-                _ => &["mass"],
-            };
-            for &name in fields {
+            for &name in self.sim.describe().array_fields {
                 let field = self.sim.field(name).ok_or_else(|| {
                     CliError::other(format!(
                         "the simulation offers no \"{name}\" field for output.npy"
@@ -473,7 +468,7 @@ impl<'a> Runner<'a> {
             )
         };
         match e {
-            StepFailure::Sim(source @ SimError::Diverged { .. }) => CliError::Diverged {
+            StepFailure::Sim(source) if source.is_divergence() => CliError::Diverged {
                 source,
                 context: vec![
                     kept,
@@ -483,7 +478,7 @@ impl<'a> Runner<'a> {
                     ),
                 ],
             },
-            StepFailure::Sim(SimError::InvalidInput(msg)) => CliError::input(msg, vec![kept]),
+            StepFailure::Sim(e) => CliError::input(e.to_string(), vec![kept]),
             StepFailure::Stats(e) => CliError::write(&self.stats_path, e),
             StepFailure::Stalled(t) => CliError::Other {
                 message: format!("the simulated time does not advance past {t} s"),

@@ -15,8 +15,11 @@
 //! shape = { box = { min = [0.0, 0.0], max = [0.3, 0.6] } }
 //! ```
 
-use eddies::reint::MAX_SUBSTANCES;
+use eddies::flip::FlipParams;
+use eddies::reint::{ReintParams, MAX_SUBSTANCES};
+use eddies::vpm::{VelocityMethod, VpmParams};
 use eddies::Shape;
+use eddies::{Description, FrameSource};
 use glam::{DQuat, DVec3};
 use serde::{Deserialize, Serialize};
 
@@ -44,6 +47,12 @@ pub struct Invalid {
 }
 
 impl Invalid {
+    /// A problem the library found with a value of the table at `table`.
+    pub fn from_library(table: KeyPath, e: eddies::Invalid) -> Self {
+        let path = e.key_path().fold(table, |p, k| p.key(k));
+        Self::new(path, e.what, e.allowed)
+    }
+
     /// A problem with the value at `path`.
     pub fn new(path: KeyPath, what: impl Into<String>, allowed: impl Into<String>) -> Self {
         Self {
@@ -56,6 +65,36 @@ impl Invalid {
 
 /// Result of a check.
 pub type Check = Result<(), Invalid>;
+
+/// What frames of a method whose pictures are made of particles show by default: its tracers (or its
+/// particles where there are none), splatted and projected along z.
+pub const TRACERS: &str = "tracers";
+
+/// The keys a table of the scene format takes, for tables whose serde errors do not list them (`[vpm]`,
+/// whose parameter keys come from [`VpmParams`]); `None` for other tables.
+pub fn keys_of(path: &KeyPath) -> Option<Vec<String>> {
+    if *path != KeyPath::root().key("vpm") {
+        return None;
+    }
+    let params = toml::Table::try_from(VpmParams::default()).ok()?;
+    let bodies = [
+        "ring",
+        "tube",
+        "sheet",
+        "noise",
+        "jet",
+        "ball",
+        "block",
+        "heat_source",
+    ];
+    Some(
+        params
+            .keys()
+            .cloned()
+            .chain(bodies.iter().map(|k| k.to_string()))
+            .collect(),
+    )
+}
 
 /// Simulation method.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -81,13 +120,6 @@ impl Method {
     }
 }
 
-/// What vpm frames show by default: tracers (or vortons where there are none) splatted and projected along
-/// z. The other choices are the grid fields of [`eddies::vpm::FIELDS`], projected along z.
-pub const VPM_TRACERS: &str = "tracers";
-
-/// Methods this build can run.
-pub const AVAILABLE_METHODS: &[Method] = &[Method::Reint, Method::Flip, Method::Vpm];
-
 /// A scene: the method, the domain, the time line, the method's parameters, the initial fluid, sources, sinks
 /// and obstacles, and what to write.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -106,11 +138,11 @@ pub struct Scene {
     /// Frames and time stepping.
     pub time: Time,
     /// Parameters of reintegration tracking.
-    pub reint: Reint,
+    pub reint: ReintParams,
     /// Parameters and initial vorticity of the vortex particle method.
     pub vpm: Vpm,
     /// Parameters of the PIC/FLIP/APIC liquid.
-    pub flip: Flip,
+    pub flip: FlipParams,
     /// The substances (1 to 4), referred to by index from regions and emitters. Default: one, water-like.
     pub substance: Vec<SubstanceSpec>,
     /// Initial fluid, filled in order (a later region replaces an earlier one where they overlap).
@@ -137,9 +169,9 @@ impl Default for Scene {
             seed: 1,
             domain: Domain::default(),
             time: Time::default(),
-            reint: Reint::default(),
+            reint: ReintParams::default(),
             vpm: Vpm::default(),
-            flip: Flip::default(),
+            flip: FlipParams::default(),
             substance: Vec::new(),
             region: Vec::new(),
             obstacle: Vec::new(),
@@ -205,233 +237,16 @@ impl Default for Time {
     }
 }
 
-/// Pressure law of reint.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum EosKind {
-    /// `P = k ρ (ρ − ρ₀)`: liquids with cohesion (Moroz 2020).
-    #[default]
-    Quadratic,
-    /// `P = k((ρ/ρ₀)^γ − 1)`: stiff liquids such as water.
-    Tait,
-    /// `P = k ρ`: a gas.
-    IdealGas,
-}
-
-/// `[reint]`: parameters of reintegration tracking (see `eddies::reint::ReintParams`).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct Reint {
-    /// Half-size of the box each cell's particle is spread into (cells), in (0, 1]: below 0.5
-    /// particle-like, above 0.5 field-like. Default 0.55.
-    pub diffusion_radius: f64,
-    /// Pressure law: "quadratic", "tait" or "ideal-gas". Default "quadratic".
-    pub eos: EosKind,
-    /// Exponent γ of the Tait law, 1 to 20 (used with eos = "tait"). Default 7.
-    pub gamma: f64,
-    /// Speed of sound at rest density (m/s), > 0: the stiffness. Default 10.
-    pub sound_speed: f64,
-    /// Support radius of the SPH kernel (cells), 1 to 1.5. Default 1.5.
-    pub kernel_radius: f64,
-    /// Kinematic viscosity (m²/s), ≥ 0. Default 0.
-    pub viscosity: f64,
-    /// Whether negative pressure (below rest density) acts: cohesive streams and drops, at the risk of SPH's
-    /// tensile instability (particles pair up and never settle). Default false.
-    pub tension: bool,
-    /// Whether SPH forces act; without them the fluid only moves ballistically. Default true.
-    pub forces: bool,
-}
-
-impl Default for Reint {
-    fn default() -> Self {
-        Self {
-            diffusion_radius: 0.55,
-            eos: EosKind::Quadratic,
-            gamma: 7.0,
-            sound_speed: 10.0,
-            kernel_radius: 1.5,
-            viscosity: 0.0,
-            tension: false,
-            forces: true,
-        }
-    }
-}
-
-/// Velocity-from-vorticity technique of vpm.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum VelocityKind {
-    /// Direct Biot–Savart sum at each vorton: O(N²), the reference (no jerk).
-    DirectVortons,
-    /// Direct sum at grid points, interpolated at vortons.
-    DirectGrid,
-    /// Treecode at each vorton: O(N log N).
-    #[default]
-    TreeVortons,
-    /// Treecode at grid points, interpolated (jerky without auto_mollify).
-    TreeGrid,
-    /// Part 20: vector potential on the grid's boundary from the integral, multigrid Poisson solve inside,
-    /// velocity as its curl, interpolated.
-    Poisson,
-}
-
-/// Boundary values of the vector potential for `velocity = "poisson"`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum PotentialBoundaryKind {
-    /// Treecode integral.
-    #[default]
-    Tree,
-    /// Direct-sum integral (the reference).
-    Direct,
-    /// Zero (the grid's boundary is a wall).
-    Zero,
-}
-
-/// How the Poisson technique shares vorticity out to the grid (see `eddies::vpm::Splat`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum SplatKind {
-    /// Part 20's cloud-in-cell (8 grid points), the default.
-    #[default]
-    Cic,
-    /// A Gaussian as wide as the vorton's core, at least a cell.
-    Gaussian,
-}
-
-/// Which boundary points of the Poisson technique get the integral (see `eddies::vpm::Decimation`). Read from
-/// "lattice", "rows" or "off", or from a boolean: true is the default ("lattice"), false is "off".
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum DecimateKind {
-    /// Every boundary point.
-    Off,
-    /// Part 20's: every other point along a row.
-    Rows,
-    /// Every other point both ways on each face.
-    #[default]
-    Lattice,
-}
-
-impl<'de> Deserialize<'de> for DecimateKind {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct Visitor;
-        impl serde::de::Visitor<'_> for Visitor {
-            type Value = DecimateKind;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("\"lattice\", \"rows\", \"off\", true (lattice) or false (off)")
-            }
-            fn visit_bool<E: serde::de::Error>(self, on: bool) -> Result<DecimateKind, E> {
-                Ok(if on {
-                    DecimateKind::default()
-                } else {
-                    DecimateKind::Off
-                })
-            }
-            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<DecimateKind, E> {
-                match v {
-                    "lattice" => Ok(DecimateKind::Lattice),
-                    "rows" => Ok(DecimateKind::Rows),
-                    "off" => Ok(DecimateKind::Off),
-                    _ => Err(E::unknown_variant(v, &["lattice", "rows", "off"])),
-                }
-            }
-        }
-        d.deserialize_any(Visitor)
-    }
-}
-
-/// Multigrid restriction of the Poisson technique.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum RestrictionKind {
-    /// Mean of the children: part 20's faster, less accurate down-sampling.
-    #[default]
-    Nearest,
-    /// Full weighting.
-    FullWeighting,
-}
-
-/// Time integrator of vpm.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum IntegratorKind {
-    /// Heun's second-order Runge–Kutta.
-    #[default]
-    Rk2,
-    /// Classical fourth-order Runge–Kutta.
-    Rk4,
-}
-
-/// How the tree's far field reaches the targets.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum TreeMethodKind {
-    /// Part 12's treecode: supervortons summed at every target.
-    #[default]
-    Treecode,
-    /// The fast multipole method: cell-to-cell local expansions shared by a cell's targets.
-    Fmm,
-}
-
-/// `[vpm]`: parameters of the vortex particle method (see `eddies::vpm::VpmParams`). The domain's
-/// `resolution` is the grid that follows the vortons; its `size` is the region the frames show.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+/// `[vpm]`: the parameters of the vortex particle method (the library's [`VpmParams`], whose keys sit
+/// directly in the table) and its initial vorticity and sources. The domain's `resolution` is the grid that
+/// follows the vortons; its `size` is the region the frames show.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Vpm {
-    /// "direct-vortons", "direct-grid", "tree-vortons", "tree-grid" or "poisson". Default "tree-vortons".
-    pub velocity: VelocityKind,
-    /// Poisson technique: boundary values of the vector potential, "tree", "direct" or "zero". Default
-    /// "tree".
-    pub boundary: PotentialBoundaryKind,
-    /// Poisson technique: which boundary points get the integral, the others the mean of their computed
-    /// neighbours: "lattice" (every other point both ways on each face), "rows" (part 20's every other point
-    /// along a row) or "off"; true means "lattice", false "off". Default "lattice".
-    pub decimate: DecimateKind,
-    /// Poisson technique: how vorticity reaches the grid, "cic" (part 20's cloud-in-cell) or "gaussian" (each
-    /// vorton spread as wide as its core, at least a cell). Default "cic". Choose "gaussian" where the vortons'
-    /// cores are wider than a cell, e.g. dense balls, whose motion jerks with "cic" (issue 25); it makes a
-    /// Poisson step about 1.8× as costly.
-    pub splat: SplatKind,
-    /// Poisson technique: treecode opening parameter θ for the boundary values, in (0, 2]. Default 0.7.
-    pub boundary_theta: f64,
-    /// Poisson technique: relative residual at which the multigrid cycles stop, in (0, 0.5]. Default 1e-3.
-    pub poisson_tolerance: f64,
-    /// Poisson technique: multigrid restriction, "nearest" or "full-weighting". Default "nearest".
-    pub restriction: RestrictionKind,
-    /// Baroclinic generation of vorticity from density and temperature deviations under the domain's
-    /// gravity. Default true.
-    pub baroclinic: bool,
-    /// Thermal expansion coefficient (1/K): density changes by −ambient_density × this × temperature
-    /// deviation. Default 1/300.
-    pub thermal_expansion: f64,
-    /// Thermal diffusivity (m²/s), ≥ 0; 0 switches heat diffusion off. Default 0.
-    pub heat_diffusivity: f64,
-    /// Treecode opening parameter θ, in (0, 2]: smaller is more accurate. Default 0.5.
-    pub theta: f64,
-    /// Most vortons in a tree leaf, 1 to 4096. Default 64.
-    pub leaf_size: i64,
-    /// Whether near leaves use their original vortons (part 12) rather than their supervorton. Default true.
-    pub original_leaves: bool,
-    /// How the tree techniques' far field reaches the targets: "treecode" (part 12: supervortons summed at
-    /// every target) or "fmm" (cell-to-cell local expansions; the original vortons in near leaves always).
-    /// Default "treecode".
-    pub tree_method: TreeMethodKind,
-    /// Kinematic viscosity (m²/s), ≥ 0; 0 switches diffusion off. Default 0.
-    pub viscosity: f64,
-    /// Ambient fluid density (kg/m³), > 0, for the kinetic energy. Default 1.2.
-    pub ambient_density: f64,
-    /// Vortex stretching and tilting. Default true.
-    pub stretching: bool,
-    /// Spread vorton cores to the grid's resolution (part 12). Default false.
-    pub auto_mollify: bool,
-    /// Auto-mollification: a vorton's diameter spans this many grid cells, in (0, 100]. Default 2.
-    pub length_scale: f64,
-    /// Margin around the vortons' bounding box when the grid is fitted, as a fraction of its largest extent,
-    /// in [0, 10]. Default 0.05.
-    pub grid_margin: f64,
-    /// "rk2" or "rk4". Default "rk2".
-    pub integrator: IntegratorKind,
+    /// The method's parameters: `velocity`, `theta`, `poisson_tolerance`… (see `eddies::vpm::VpmParams`
+    /// and docs/vpm.md).
+    #[serde(flatten)]
+    pub params: VpmParams,
     /// Vortex rings.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub ring: Vec<RingSpec>,
@@ -456,42 +271,6 @@ pub struct Vpm {
     /// Heat sources.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub heat_source: Vec<HeatSourceSpec>,
-}
-
-impl Default for Vpm {
-    fn default() -> Self {
-        Self {
-            velocity: VelocityKind::TreeVortons,
-            boundary: PotentialBoundaryKind::Tree,
-            decimate: DecimateKind::Lattice,
-            splat: SplatKind::Cic,
-            boundary_theta: 0.7,
-            poisson_tolerance: 1e-3,
-            restriction: RestrictionKind::Nearest,
-            baroclinic: true,
-            thermal_expansion: 1.0 / 300.0,
-            heat_diffusivity: 0.0,
-            theta: 0.5,
-            leaf_size: 64,
-            original_leaves: true,
-            tree_method: TreeMethodKind::Treecode,
-            viscosity: 0.0,
-            ambient_density: 1.2,
-            stretching: true,
-            auto_mollify: false,
-            length_scale: 2.0,
-            grid_margin: 0.05,
-            integrator: IntegratorKind::Rk2,
-            ring: Vec::new(),
-            tube: Vec::new(),
-            sheet: Vec::new(),
-            noise: Vec::new(),
-            jet: Vec::new(),
-            ball: Vec::new(),
-            block: Vec::new(),
-            heat_source: Vec::new(),
-        }
-    }
 }
 
 /// `[[vpm.ball]]`: a ball of fluid heavier, lighter or hotter than ambient, at rest, wrapped in a shell of
@@ -768,90 +547,6 @@ impl Default for JetSpec {
             period: 0.25,
             start: 0.0,
             stop: f64::INFINITY,
-        }
-    }
-}
-
-/// Grid-to-particle transfer of flip.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum TransferKind {
-    /// Particle-in-cell: stable, dissipative.
-    Pic,
-    /// FLIP blended with `pic_ratio` of PIC.
-    #[default]
-    Flip,
-    /// Affine particle-in-cell (Jiang et al. 2015).
-    Apic,
-}
-
-/// Preconditioner of flip's pressure solve.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum PreconditionerSpec {
-    /// Plain conjugate gradients.
-    None,
-    /// Diagonal scaling.
-    Jacobi,
-    /// Incomplete Cholesky IC(0).
-    Ic0,
-    /// Modified incomplete Cholesky MIC(0).
-    Mic0,
-    /// Incomplete Poisson (Eng).
-    IncompletePoisson,
-    /// A multigrid V-cycle (MGPCG).
-    #[default]
-    Multigrid,
-}
-
-/// `[flip]`: parameters of the PIC/FLIP/APIC liquid (see `eddies::flip::FlipParams`). The liquid's density is
-/// the rest density of substance 0.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct Flip {
-    /// Grid-to-particle transfer: "pic", "flip" or "apic". Default "flip".
-    pub transfer: TransferKind,
-    /// Fraction of PIC in the PIC/FLIP blend, 0 to 1 (used with transfer = "flip"). Default 0.05.
-    pub pic_ratio: f64,
-    /// Pressure preconditioner: "none", "jacobi", "ic0", "mic0", "incomplete-poisson" or "multigrid".
-    /// Default "multigrid".
-    pub preconditioner: PreconditionerSpec,
-    /// Relative residual at which the pressure solve stops, in (0, 0.1]. Default 1e-6.
-    pub tolerance: f64,
-    /// Most iterations of one pressure solve, 1 to 100000. Default 1000.
-    pub max_iterations: i64,
-    /// Particles per cell per axis at seeding, 1 to 4 (2: 2^dim per cell). Default 2.
-    pub seeds_per_axis: i64,
-    /// Jitter of seeded particles as a fraction of their spacing, 0 to 1. Default 1.
-    pub jitter: f64,
-    /// Reseeding: interior fluid cells with fewer particles get new ones; 0 disables. Default 0.
-    pub min_per_cell: i64,
-    /// Reseeding: cells with more particles lose the excess; 0 disables. Default 0.
-    pub max_per_cell: i64,
-    /// Layers of air faces that receive extrapolated velocities, 1 to 64. Default 4.
-    pub extrapolation_layers: i64,
-    /// Strength of the volume correction that moves particles out of over-full cells, 0 (off) to 1.
-    /// Default 1.
-    pub volume_correction: f64,
-    /// Most cells a particle travels per substep, in (0, 10]: longer steps are split. Default 1.
-    pub substep_cfl: f64,
-}
-
-impl Default for Flip {
-    fn default() -> Self {
-        Self {
-            transfer: TransferKind::Flip,
-            pic_ratio: 0.05,
-            preconditioner: PreconditionerSpec::Multigrid,
-            tolerance: 1e-6,
-            max_iterations: 1000,
-            seeds_per_axis: 2,
-            jitter: 1.0,
-            min_per_cell: 0,
-            max_per_cell: 0,
-            extrapolation_layers: 4,
-            volume_correction: 1.0,
-            substep_cfl: 1.0,
         }
     }
 }
@@ -1488,34 +1183,25 @@ impl Scene {
         }
     }
 
-    /// Names of the fields the method offers (what `output.field` accepts).
+    /// What the scene's method is and offers (its fields, stages, pictures), before it is built.
+    pub fn describe(&self) -> Description {
+        match self.method {
+            Method::Reint => eddies::reint::describe(self.dim(), self.substances().len()),
+            Method::Flip => eddies::flip::describe(self.dim()),
+            Method::Vpm => eddies::vpm::describe(),
+        }
+    }
+
+    /// What `output.field` accepts: the method's grid fields, and with pictures made of particles their
+    /// `tracers` too.
     pub fn field_names(&self) -> Vec<String> {
-        if self.method == Method::Vpm {
-            return std::iter::once(VPM_TRACERS)
-                .chain(eddies::vpm::FIELDS.iter().copied())
-                .map(str::to_string)
-                .collect();
-        }
-        let dim = self.dim();
-        if self.method == Method::Flip {
-            return eddies::flip::field_names(dim)
-                .into_iter()
-                .map(String::from)
-                .collect();
-        }
-        let mut names: Vec<String> = ["density", "mass", "speed", "velocity_x", "velocity_y"]
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
-        if dim == 3 {
-            names.push("velocity_z".into());
-        }
-        names.push("pressure".into());
-        if dim == 2 {
-            names.push("vorticity".into());
-        }
-        names.extend((0..self.substances().len()).map(|k| format!("substance_{k}")));
-        names
+        let d = self.describe();
+        let particles = (d.picture == FrameSource::Particles).then_some(TRACERS);
+        particles
+            .into_iter()
+            .chain(d.fields)
+            .map(str::to_string)
+            .collect()
     }
 
     /// Checks `dim` and fills in every default that depends on it, so that the scene serialises fully
@@ -1537,8 +1223,8 @@ impl Scene {
         self.domain.size = Some(self.size());
         self.domain.gravity = Some(self.gravity());
         self.substance = self.substances();
-        if self.method == Method::Vpm && self.output.field == Output::default().field {
-            self.output.field = VPM_TRACERS.to_string();
+        if self.output.field == Output::default().field {
+            self.output.field = self.describe().default_view.to_string();
         }
         let zero = || Some(vec![0.0; dim]);
         for r in &mut self.region {
@@ -1571,9 +1257,6 @@ impl Scene {
     pub fn validate(&self) -> Check {
         let root = KeyPath::root();
         let dim = self.dim();
-        if !AVAILABLE_METHODS.contains(&self.method) {
-            return Err(method_unavailable(self.method));
-        }
 
         // [domain]
         let d = root.key("domain");
@@ -1617,74 +1300,15 @@ impl Scene {
         )?;
         range(&t.key("cfl"), self.time.cfl, 0.0, 1.0, true)?;
 
-        // [reint]
-        let r = root.key("reint");
-        range(
-            &r.key("diffusion_radius"),
-            self.reint.diffusion_radius,
-            0.0,
-            1.0,
-            true,
-        )?;
-        range(&r.key("gamma"), self.reint.gamma, 1.0, 20.0, false)?;
-        positive(&r.key("sound_speed"), self.reint.sound_speed, "m/s")?;
-        range(
-            &r.key("kernel_radius"),
-            self.reint.kernel_radius,
-            1.0,
-            1.5,
-            false,
-        )?;
-        range(&r.key("viscosity"), self.reint.viscosity, 0.0, 1e6, false)?;
-
+        // [reint], [vpm], [flip]: the library's checks, each key placed in its section.
+        let section = |name: &str, check: eddies::check::Check| {
+            check.map_err(|e| Invalid::from_library(root.key(name), e))
+        };
+        section("reint", self.reint.validate())?;
         if self.method == Method::Vpm {
             self.validate_vpm()?;
         }
-
-        // [flip]
-        let f = root.key("flip");
-        range(&f.key("pic_ratio"), self.flip.pic_ratio, 0.0, 1.0, false)?;
-        range(&f.key("tolerance"), self.flip.tolerance, 0.0, 0.1, true)?;
-        int_range(
-            &f.key("max_iterations"),
-            self.flip.max_iterations,
-            1,
-            100_000,
-        )?;
-        int_range(&f.key("seeds_per_axis"), self.flip.seeds_per_axis, 1, 4)?;
-        range(&f.key("jitter"), self.flip.jitter, 0.0, 1.0, false)?;
-        range(
-            &f.key("volume_correction"),
-            self.flip.volume_correction,
-            0.0,
-            1.0,
-            false,
-        )?;
-        int_range(&f.key("min_per_cell"), self.flip.min_per_cell, 0, 1000)?;
-        int_range(&f.key("max_per_cell"), self.flip.max_per_cell, 0, 1000)?;
-        if self.flip.max_per_cell != 0 && self.flip.max_per_cell < self.flip.min_per_cell {
-            return Err(Invalid::new(
-                f.key("max_per_cell"),
-                format!(
-                    "{} is below min_per_cell = {}",
-                    self.flip.max_per_cell, self.flip.min_per_cell
-                ),
-                "0 (off) or at least min_per_cell",
-            ));
-        }
-        int_range(
-            &f.key("extrapolation_layers"),
-            self.flip.extrapolation_layers,
-            1,
-            64,
-        )?;
-        range(
-            &f.key("substep_cfl"),
-            self.flip.substep_cfl,
-            0.0,
-            10.0,
-            true,
-        )?;
+        section("flip", self.flip.validate())?;
 
         // [[substance]]
         let subs = self.substances();
@@ -1862,35 +1486,11 @@ impl Scene {
         }
         let v = &self.vpm;
         let p = root.key("vpm");
-        range(&p.key("theta"), v.theta, 0.0, 2.0, true)?;
-        int_range(&p.key("leaf_size"), v.leaf_size, 1, 4096)?;
-        range(&p.key("viscosity"), v.viscosity, 0.0, 1e6, false)?;
-        positive(&p.key("ambient_density"), v.ambient_density, "kg/m³")?;
-        range(&p.key("length_scale"), v.length_scale, 0.0, 100.0, true)?;
-        range(&p.key("grid_margin"), v.grid_margin, 0.0, 10.0, false)?;
+        v.params
+            .validate()
+            .map_err(|e| Invalid::from_library(p.clone(), e))?;
         let res = self.resolution();
-        range(
-            &p.key("poisson_tolerance"),
-            v.poisson_tolerance,
-            0.0,
-            0.5,
-            true,
-        )?;
-        range(
-            &p.key("thermal_expansion"),
-            v.thermal_expansion,
-            -1.0,
-            1.0,
-            false,
-        )?;
-        range(
-            &p.key("heat_diffusivity"),
-            v.heat_diffusivity,
-            0.0,
-            1e6,
-            false,
-        )?;
-        if v.velocity == VelocityKind::Poisson && res.iter().any(|&n| n < 3) {
+        if v.params.velocity == VelocityMethod::Poisson && res.iter().any(|&n| n < 3) {
             return Err(Invalid::new(
                 root.key("domain").key("resolution"),
                 format!("{res:?} points per axis leave no interior for the Poisson solve"),
@@ -2026,19 +1626,6 @@ impl Scene {
         }
         Ok(())
     }
-}
-
-/// The error for a method this build cannot run.
-pub fn method_unavailable(m: Method) -> Invalid {
-    let available: Vec<_> = AVAILABLE_METHODS
-        .iter()
-        .map(|m| format!("\"{}\"", m.name()))
-        .collect();
-    Invalid::new(
-        KeyPath::root().key("method"),
-        format!("method \"{}\" is not available yet in this build", m.name()),
-        available.join(", "),
-    )
 }
 
 fn resolution(r: &[i64], dim: usize) -> Check {

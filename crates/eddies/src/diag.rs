@@ -113,11 +113,6 @@ impl StageTimer {
     pub fn clear(&mut self) {
         self.stages.clear();
     }
-
-    /// Moves the stage times out, leaving the timer empty.
-    pub fn take(&mut self) -> Vec<(&'static str, f64)> {
-        std::mem::take(&mut self.stages)
-    }
 }
 
 #[cfg(test)]

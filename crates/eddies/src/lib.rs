@@ -31,6 +31,7 @@
 //! # Ok::<(), eddies::SimError>(())
 //! ```
 
+pub mod check;
 pub mod diag;
 pub mod flip;
 pub mod grid;
@@ -43,6 +44,7 @@ pub mod soak;
 pub mod validation;
 pub mod vpm;
 
+pub use check::Invalid;
 pub use diag::{Clamp, Quantity, StageTimer, StepRecord};
 pub use shape::Shape;
-pub use sim::{Field, SimError, Simulation};
+pub use sim::{Advance, Description, Field, FrameSource, SimError, Simulation};

@@ -1,6 +1,14 @@
-//! The interface every method offers to drivers (the CLI, a game loop, the validation suite).
+//! The interface every method offers to drivers (the CLI, a game loop, the validation suite): the
+//! [`Simulation`] trait, the [`Description`] a method gives of itself, and the errors a step can end in.
+//!
+//! A method implements [`Simulation::advance`], its own part of a step; [`Simulation::step`] wraps it once
+//! for every method: it checks the time step, times the stages and assembles the [`StepRecord`].
 
-use crate::diag::StepRecord;
+use std::time::Instant;
+
+use crate::check::Invalid;
+use crate::diag::{Clamp, Quantity, StageTimer, StepRecord};
+use crate::linsolve::SolveError;
 
 /// A grid field copied out of a simulation for output: `shape` is `[ny, nx]` in 2D and `[nz, ny, nx]` in 3D
 /// (C order, x fastest), values in the field's SI unit.
@@ -14,23 +22,91 @@ pub struct Field {
     pub signed: bool,
 }
 
-/// Why a step failed.
+/// How a picture of a method's state is made.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FrameSource {
+    /// From its grid fields: a slice or a projection of the chosen field (reint, flip).
+    Grid,
+    /// From its particles, splatted into the picture's pixels (vpm: tracers, vortons, or a grid field's
+    /// points).
+    Particles,
+}
+
+/// What a method is and what it offers, so that drivers treat every method alike: the runner, the renderer
+/// and the memory check read this instead of matching on the method.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Description {
+    /// The method's name in scene files: `reint`, `flip` or `vpm`.
+    pub method: &'static str,
+    /// Names of the grid fields [`Simulation::field`] returns.
+    pub fields: Vec<&'static str>,
+    /// Names of the per-particle quantities [`Simulation::particle_values`] returns.
+    pub particle_values: Vec<&'static str>,
+    /// Names of the stages a [`StepRecord`] can time, in the order they run.
+    pub stages: &'static [&'static str],
+    /// The fields worth writing as arrays with every frame, besides the particle positions.
+    pub array_fields: &'static [&'static str],
+    /// How pictures of the state are made.
+    pub picture: FrameSource,
+    /// What pictures show unless told otherwise: a field of [`Description::fields`], or with
+    /// [`FrameSource::Particles`] the particles' own `tracers`.
+    pub default_view: &'static str,
+}
+
+/// Why a step, or the construction of a simulation, failed.
 #[derive(Debug, thiserror::Error, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum SimError {
     /// The state holds NaN or Inf, or a speed beyond the method's limit.
     #[error("simulation diverged in stage `{stage}` at step {step}: {detail}")]
     Diverged {
+        /// The stage that produced the first non-finite value, as far as the method can tell.
         stage: &'static str,
+        /// The step that failed (the first step is 1).
         step: u64,
+        /// What was found.
         detail: String,
     },
-    /// A parameter or input the method cannot work with.
+    /// A linear solve inside a stage failed (no convergence, a breakdown, a non-finite right-hand side).
+    #[error("simulation diverged in stage `{stage}` at step {step}: {source}")]
+    SolveFailed {
+        /// The stage whose solve failed.
+        stage: &'static str,
+        /// The step that failed (the first step is 1).
+        step: u64,
+        /// The solver's report.
+        source: SolveError,
+    },
+    /// A parameter out of range, named by its key (e.g. `params.kernel_radius`).
+    #[error("{0}")]
+    InvalidParameter(#[from] Invalid),
+    /// An input the method cannot work with (a time step, a resolution, a substance index).
     #[error("{0}")]
     InvalidInput(String),
 }
 
+impl SimError {
+    /// Whether the simulation blew up (as opposed to being given bad input).
+    pub fn is_divergence(&self) -> bool {
+        matches!(self, Self::Diverged { .. } | Self::SolveFailed { .. })
+    }
+}
+
+/// What a method's [`Simulation::advance`] reports besides its stage times: the record's method part.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Advance {
+    /// Substeps taken inside the step (1 where the method does not substep).
+    pub substeps: u32,
+    /// Method quantities by name: every method gives `kinetic_energy` (J) and `max_speed` (m/s).
+    pub quantities: Vec<(&'static str, Quantity)>,
+    /// Values held at a limit in this step (see [`StepRecord::clamps`]).
+    pub clamps: Vec<Clamp>,
+}
+
 /// A running simulation of any method, as a driver sees it.
 pub trait Simulation: Send {
+    /// What the method is and offers.
+    fn describe(&self) -> Description;
     /// 2 or 3.
     fn dim(&self) -> usize;
     /// Cells per axis `[nx, ny, nz]` (`nz = 1` in 2D).
@@ -48,10 +124,40 @@ pub trait Simulation: Send {
     fn steps(&self) -> u64;
     /// Largest time step (s) that keeps the method's CFL number at or below `cfl`.
     fn max_dt(&self, cfl: f64) -> f64;
-    /// Advances by `dt` seconds.
-    fn step(&mut self, dt: f64) -> Result<StepRecord, SimError>;
+    /// The method's part of a step: advances the state by `dt` seconds (known to be finite and positive),
+    /// counts the step and the simulated time, and times each stage on `timer`. Drivers call
+    /// [`Simulation::step`].
+    fn advance(&mut self, dt: f64, timer: &mut StageTimer) -> Result<Advance, SimError>;
+    /// Advances by `dt` seconds and returns the step's record. Every method shares this: the time step is
+    /// checked, the whole step and each stage timed (never negative), the record assembled.
+    fn step(&mut self, dt: f64) -> Result<StepRecord, SimError> {
+        if !(dt.is_finite() && dt > 0.0) {
+            return Err(SimError::InvalidInput(format!(
+                "time step {dt} s: must be positive"
+            )));
+        }
+        let start = Instant::now();
+        let mut timer = StageTimer::new();
+        let Advance {
+            substeps,
+            quantities,
+            clamps,
+        } = self.advance(dt, &mut timer)?;
+        Ok(StepRecord {
+            step: self.steps(),
+            time: self.time(),
+            dt,
+            substeps,
+            wall_ms: start.elapsed().as_secs_f64() * 1e3,
+            stage_ms: timer.stages().to_vec(),
+            quantities,
+            clamps,
+        })
+    }
     /// Names of the grid fields [`Simulation::field`] can return.
-    fn field_names(&self) -> Vec<&'static str>;
+    fn field_names(&self) -> Vec<&'static str> {
+        self.describe().fields
+    }
     /// A grid field by name, or `None` for an unknown name.
     fn field(&self, name: &str) -> Option<Field>;
     /// Particle positions (m), `dim` values per particle.
@@ -60,8 +166,8 @@ pub trait Simulation: Send {
     fn tracer_positions(&self) -> Vec<f32> {
         Vec::new()
     }
-    /// A per-particle quantity by name, one value per particle of [`Simulation::particle_positions`], or
-    /// `None` for a name the method does not offer.
+    /// A per-particle quantity by name (see [`Description::particle_values`]), one value per particle of
+    /// [`Simulation::particle_positions`], or `None` for a name the method does not offer.
     fn particle_values(&self, name: &str) -> Option<Vec<f32>> {
         let _ = name;
         None

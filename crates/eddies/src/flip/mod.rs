@@ -42,15 +42,14 @@ pub use params::{Boundary, Emitter, FlipConfig, FlipParams, Obstacle, Sink, Tran
 pub use particles::Particles;
 pub use surface::{SURFACE_KERNEL_RADIUS, SURFACE_PARTICLE_RADIUS};
 
-use crate::diag::{Quantity, StageTimer, StepRecord};
+use crate::diag::{Quantity, StageTimer};
 use crate::grid::{to_dvec3, CellFlag, Grid, MacGrid};
-use crate::linsolve::{DomainBoundary, PcgParams, PoissonSolver, SolveError};
+use crate::linsolve::{DomainBoundary, PcgParams, PoissonSolver};
 use crate::par;
 use crate::shape::Shape;
-use crate::sim::{Field, SimError, Simulation};
+use crate::sim::{Advance, Description, Field, FrameSource, SimError, Simulation};
 use crate::validation::SplitMix64;
 use particles::Tally;
-use std::time::Instant;
 use transfer::Bins;
 
 /// A PIC/FLIP/APIC liquid simulation.
@@ -117,7 +116,6 @@ pub struct FlipSim<const D: usize> {
     last_iterations: usize,
     last_residual: f64,
     last_substep_dt: f64,
-    timer: StageTimer,
 }
 
 /// What [`FlipSim::cell_tally`] finds in one pass over the cells.
@@ -203,7 +201,6 @@ impl<const D: usize> FlipSim<D> {
             last_iterations: 0,
             last_residual: 0.0,
             last_substep_dt: 0.0,
-            timer: StageTimer::new(),
             cfg,
         })
     }
@@ -226,56 +223,23 @@ impl<const D: usize> FlipSim<D> {
         if !(cfg.cell_size.is_finite() && cfg.cell_size > 0.0) {
             return bad(format!("cell size {} m: must be positive", cfg.cell_size));
         }
-        let p = &cfg.params;
-        if !(0.0..=1.0).contains(&p.pic_ratio) {
-            return bad(format!("PIC ratio {}: allowed [0, 1]", p.pic_ratio));
-        }
-        if !(p.tolerance > 0.0 && p.tolerance < 1.0) {
-            return bad(format!("solver tolerance {}: allowed (0, 1)", p.tolerance));
-        }
-        if p.max_iterations == 0 {
-            return bad("solver max_iterations must be at least 1".into());
-        }
-        if !(p.density.is_finite() && p.density > 0.0) {
-            return bad(format!("density {}: must be positive", p.density));
-        }
-        if !(1..=4).contains(&p.seeds_per_axis) {
-            return bad(format!(
-                "seeds per axis {}: allowed 1 to 4",
-                p.seeds_per_axis
-            ));
-        }
-        if !(0.0..=1.0).contains(&p.volume_correction) {
-            return bad(format!(
-                "volume correction {}: allowed [0, 1]",
-                p.volume_correction
-            ));
-        }
-        if !(0.0..=1.0).contains(&p.jitter) {
-            return bad(format!("jitter {}: allowed [0, 1]", p.jitter));
-        }
-        if p.max_per_cell != 0 && p.max_per_cell < p.min_per_cell {
-            return bad(format!(
-                "reseeding band [{}, {}]: the upper end is below the lower",
-                p.min_per_cell, p.max_per_cell
-            ));
-        }
-        if !(p.substep_cfl.is_finite() && p.substep_cfl > 0.0) {
-            return bad(format!("substep CFL {}: must be positive", p.substep_cfl));
-        }
+        cfg.params
+            .validate()
+            .map_err(|e| SimError::InvalidParameter(e.within("params")))?;
         if cfg.gravity.iter().any(|g| !g.is_finite()) {
             return bad("gravity must be finite".into());
         }
         Ok(())
     }
 
-    /// Bytes a simulation of `resolution` cells holding `particles` particles will need (state, scratch and
-    /// the pressure solver), for refusing scenes too large for memory before allocating.
-    pub fn estimate_bytes(resolution: [usize; D], particles: usize, apic: bool) -> usize {
-        let cells: usize = resolution.iter().product();
-        cells
-            .saturating_mul(Self::bytes_per_cell())
-            .saturating_add(particles.saturating_mul(Self::bytes_per_particle(apic)))
+    /// Bytes a simulation of `resolution` cells with parameters `params` holds at most: every cell and the
+    /// particles of a domain seeded full (`seeds_per_axis^D` per cell), for refusing scenes too large for
+    /// memory before allocating. In f64, so that absurd sizes cannot overflow.
+    pub fn estimate_bytes(resolution: [usize; D], params: &FlipParams) -> f64 {
+        let cells: f64 = resolution.iter().map(|&n| n as f64).product();
+        let per_cell = (params.seeds_per_axis.clamp(1, 4) as f64).powi(D as i32);
+        let particle = Self::bytes_per_particle(params.transfer == Transfer::Apic) as f64;
+        cells * (Self::bytes_per_cell() as f64 + per_cell * particle)
     }
 
     /// Bytes per particle: position and velocity (f32 × 2D), the APIC matrix (f32 × D²), and the sort's key,
@@ -659,139 +623,133 @@ impl<const D: usize> FlipSim<D> {
     }
 
     /// One substep of `dt` seconds: Eng's stages in order.
-    fn substep(&mut self, dt: f64) -> Result<(), SimError> {
+    fn substep(&mut self, dt: f64, timer: &mut StageTimer) -> Result<(), SimError> {
         let p = self.cfg.params.clone();
         let t_end = self.time + dt;
 
-        let t = Instant::now();
-        self.shapes_now.clear();
-        self.shapes_now
-            .extend(self.obstacles.iter().map(|o| o.shape_at(self.time)));
-        if self.steps == 0 || self.obstacles.iter().any(Obstacle::is_moving) {
-            mark::mark_solids(&self.shapes_now, &mut self.solid_id);
-        }
-        self.resort();
-        if (!self.sinks.is_empty()
-            || !self.emitters.is_empty()
-            || p.min_per_cell > 0
-            || p.max_per_cell > 0)
-            && self.reseed(dt)
-        {
+        timer.time("sort", || {
+            self.shapes_now.clear();
+            self.shapes_now
+                .extend(self.obstacles.iter().map(|o| o.shape_at(self.time)));
+            if self.steps == 0 || self.obstacles.iter().any(Obstacle::is_moving) {
+                mark::mark_solids(&self.shapes_now, &mut self.solid_id);
+            }
             self.resort();
-        }
-        self.timer.add("sort", t.elapsed().as_secs_f64() * 1e3);
+            if (!self.sinks.is_empty()
+                || !self.emitters.is_empty()
+                || p.min_per_cell > 0
+                || p.max_per_cell > 0)
+                && self.reseed(dt)
+            {
+                self.resort();
+            }
+        });
 
-        let t = Instant::now();
-        transfer::particles_to_grid(
-            &self.particles,
-            &self.bins,
-            &mut self.u,
-            &mut self.weight,
-            p.transfer,
-        );
-        self.timer
-            .add("particles_to_grid", t.elapsed().as_secs_f64() * 1e3);
+        timer.time("particles_to_grid", || {
+            transfer::particles_to_grid(
+                &self.particles,
+                &self.bins,
+                &mut self.u,
+                &mut self.weight,
+                p.transfer,
+            );
+        });
 
-        let t = Instant::now();
-        for k in 0..D {
-            crate::linsolve::vector::copy(&self.u.u[k].data, &mut self.u_old.u[k].data);
-        }
-        self.timer
-            .add("save_velocities", t.elapsed().as_secs_f64() * 1e3);
+        timer.time("save_velocities", || {
+            for k in 0..D {
+                crate::linsolve::vector::copy(&self.u.u[k].data, &mut self.u_old.u[k].data);
+            }
+        });
 
-        let t = Instant::now();
-        // `count` is the last sort's (`resort`); nothing has moved the particles since.
-        mark::mark_cells(&self.solid_id, &mut self.flags, &self.count);
-        mark::fill_fraction(
-            &self.weight,
-            self.cfg.boundary == Boundary::Closed,
-            p.seeds_per_axis.pow(D as u32) as f64,
-            &mut self.fill,
-        );
-        self.timer
-            .add("mark_cells", t.elapsed().as_secs_f64() * 1e3);
+        timer.time("mark_cells", || {
+            // `count` is the last sort's (`resort`); nothing has moved the particles since.
+            mark::mark_cells(&self.solid_id, &mut self.flags, &self.count);
+            mark::fill_fraction(
+                &self.weight,
+                self.cfg.boundary == Boundary::Closed,
+                p.seeds_per_axis.pow(D as u32) as f64,
+                &mut self.fill,
+            );
+        });
 
-        let t = Instant::now();
-        project::apply_forces(&mut self.u, self.cfg.gravity, dt);
-        project::enforce_boundary(
-            &mut self.u,
-            &self.solid_id,
-            &self.obstacles,
-            self.cfg.boundary,
-            self.time,
-        );
-        self.timer.add("forces", t.elapsed().as_secs_f64() * 1e3);
+        timer.time("forces", || {
+            project::apply_forces(&mut self.u, self.cfg.gravity, dt);
+            project::enforce_boundary(
+                &mut self.u,
+                &self.solid_id,
+                &self.obstacles,
+                self.cfg.boundary,
+                self.time,
+            );
+        });
 
-        let t = Instant::now();
         let pcg = PcgParams {
             tolerance: p.tolerance,
             max_iterations: p.max_iterations,
         };
-        let info = project::project(
-            &mut self.u,
-            &self.flags,
-            self.cfg.boundary,
-            p.preconditioner,
-            pcg,
-            p.density,
-            dt,
-            &mut self.div_before,
-            &mut self.rhs,
-            &mut self.pressure,
-            &mut self.solver,
-        )
-        .map_err(|e: SolveError| SimError::Diverged {
-            stage: "project",
-            step: self.steps + 1,
-            detail: e.to_string(),
+        let info = timer.time("project", || {
+            project::project(
+                &mut self.u,
+                &self.flags,
+                self.cfg.boundary,
+                p.preconditioner,
+                pcg,
+                p.density,
+                dt,
+                &mut self.div_before,
+                &mut self.rhs,
+                &mut self.pressure,
+                &mut self.solver,
+            )
+            .map_err(|source| SimError::SolveFailed {
+                stage: "project",
+                step: self.steps + 1,
+                source,
+            })
         })?;
         (self.last_iterations, self.last_residual) = info
             .as_ref()
             .map_or((0, 0.0), |i| (i.iterations, i.residual));
-        self.u.divergence_into(&mut self.div_after);
-        self.timer.add("project", t.elapsed().as_secs_f64() * 1e3);
+        timer.time("project", || self.u.divergence_into(&mut self.div_after));
 
-        let t = Instant::now();
-        let correct = self.volume_correction(info.is_some())?;
-        self.timer
-            .add("volume_correction", t.elapsed().as_secs_f64() * 1e3);
+        let correct = timer.time("volume_correction", || {
+            self.volume_correction(info.is_some())
+        })?;
 
-        let t = Instant::now();
-        extrapolate::mark_valid(&self.u, &self.flags, &mut self.valid);
-        extrapolate::extrapolate(
-            &mut self.u,
-            &mut self.valid,
-            p.extrapolation_layers,
-            &mut self.front,
-        );
-        project::enforce_boundary(
-            &mut self.u,
-            &self.solid_id,
-            &self.obstacles,
-            self.cfg.boundary,
-            self.time,
-        );
-        self.timer
-            .add("extrapolate", t.elapsed().as_secs_f64() * 1e3);
+        timer.time("extrapolate", || {
+            extrapolate::mark_valid(&self.u, &self.flags, &mut self.valid);
+            extrapolate::extrapolate(
+                &mut self.u,
+                &mut self.valid,
+                p.extrapolation_layers,
+                &mut self.front,
+            );
+            project::enforce_boundary(
+                &mut self.u,
+                &self.solid_id,
+                &self.obstacles,
+                self.cfg.boundary,
+                self.time,
+            );
+        });
 
-        let t = Instant::now();
-        self.shapes_now.clear();
-        self.shapes_now
-            .extend(self.obstacles.iter().map(|o| o.shape_at(t_end)));
-        advect::transfer_and_advect(
-            &mut self.particles,
-            &self.u,
-            &self.u_old,
-            p.transfer,
-            p.pic_ratio,
-            correct.then_some(&self.disp),
-            &mut self.packed,
-            &self.shapes_now,
-            self.cfg.boundary,
-            dt,
-        );
-        self.timer
-            .add("grid_to_particles_advect", t.elapsed().as_secs_f64() * 1e3);
+        timer.time("grid_to_particles_advect", || {
+            self.shapes_now.clear();
+            self.shapes_now
+                .extend(self.obstacles.iter().map(|o| o.shape_at(t_end)));
+            advect::transfer_and_advect(
+                &mut self.particles,
+                &self.u,
+                &self.u_old,
+                p.transfer,
+                p.pic_ratio,
+                correct.then_some(&self.disp),
+                &mut self.packed,
+                &self.shapes_now,
+                self.cfg.boundary,
+                dt,
+            );
+        });
         self.time = t_end;
         self.last_substep_dt = dt;
         self.substeps_total += 1;
@@ -864,10 +822,10 @@ impl<const D: usize> FlipSim<D> {
                 other => other,
             };
         });
-        let diverged = |e: SolveError| SimError::Diverged {
+        let diverged = |source| SimError::SolveFailed {
             stage: "volume_correction",
             step: self.steps + 1,
-            detail: e.to_string(),
+            source,
         };
         let pcg = PcgParams {
             // The correction repeats every substep, so a loose solve suffices: what a 3% residual leaves is
@@ -950,14 +908,11 @@ impl<const D: usize> Simulation for FlipSim<D> {
         cfl * h / v.max(1e-12)
     }
 
-    fn step(&mut self, dt: f64) -> Result<StepRecord, SimError> {
-        if !(dt.is_finite() && dt > 0.0) {
-            return Err(SimError::InvalidInput(format!(
-                "time step {dt} s: must be positive"
-            )));
-        }
-        let start = Instant::now();
-        self.timer.clear();
+    fn describe(&self) -> Description {
+        describe(D)
+    }
+
+    fn advance(&mut self, dt: f64, timer: &mut StageTimer) -> Result<Advance, SimError> {
         let h = self.cfg.cell_size;
         let g = self.cfg.gravity.iter().map(|g| g * g).sum::<f64>().sqrt();
         let mut speed = self.max_speed;
@@ -972,26 +927,25 @@ impl<const D: usize> Simulation for FlipSim<D> {
         let mut iterations = 0;
         let mut residual: f64 = 0.0;
         for _ in 0..n {
-            self.substep(sub)?;
+            self.substep(sub, timer)?;
             iterations += self.last_iterations;
             residual = residual.max(self.last_residual);
         }
         self.steps += 1;
-        let t = Instant::now();
-        let Measured {
-            kinetic,
-            momentum,
-            max_speed,
-            broken,
-        } = self.measure();
-        let CellTally {
-            fluid_cells,
-            fluid_volume: volume,
-            count_volume,
-            max_divergence: div_after,
-        } = self.cell_tally();
-        self.timer
-            .add("diagnostics", t.elapsed().as_secs_f64() * 1e3);
+        let (
+            Measured {
+                kinetic,
+                momentum,
+                max_speed,
+                broken,
+            },
+            CellTally {
+                fluid_cells,
+                fluid_volume: volume,
+                count_volume,
+                max_divergence: div_after,
+            },
+        ) = timer.time("diagnostics", || (self.measure(), self.cell_tally()));
         if !(kinetic.is_finite() && max_speed.is_finite()) || broken {
             return Err(SimError::Diverged {
                 stage: "advect",
@@ -1000,13 +954,8 @@ impl<const D: usize> Simulation for FlipSim<D> {
             });
         }
         self.max_speed = max_speed;
-        Ok(StepRecord {
-            step: self.steps,
-            time: self.time,
-            dt,
+        Ok(Advance {
             substeps: n,
-            wall_ms: start.elapsed().as_secs_f64() * 1e3,
-            stage_ms: self.timer.stages().to_vec(),
             quantities: vec![
                 (
                     "particle_count",
@@ -1034,10 +983,6 @@ impl<const D: usize> Simulation for FlipSim<D> {
             ],
             clamps: Vec::new(),
         })
-    }
-
-    fn field_names(&self) -> Vec<&'static str> {
-        field_names(D)
     }
 
     fn field(&self, name: &str) -> Option<Field> {
@@ -1135,6 +1080,20 @@ impl<const D: usize> Simulation for FlipSim<D> {
     }
 }
 
+/// Stages of a step, in order ([`Description::stages`]).
+pub const STAGES: &[&str] = &[
+    "sort",
+    "particles_to_grid",
+    "save_velocities",
+    "mark_cells",
+    "forces",
+    "project",
+    "volume_correction",
+    "extrapolate",
+    "grid_to_particles_advect",
+    "diagnostics",
+];
+
 /// The grid fields of a `dim`-dimensional FLIP simulation, Eng's debug views among them:
 /// `density` (kg/m^D, particle count over the seeding count, capped at ρ), `substance_0` (1 where liquid),
 /// `speed` and `velocity_*` (m/s, cell-centred), `cell_type` (0 air, 1 fluid, 2 solid), `divergence_before`
@@ -1142,7 +1101,7 @@ impl<const D: usize> Simulation for FlipSim<D> {
 /// over the seeding density), `volume_excess` (1, the relative
 /// excess the volume correction removes), `residual` (Pa/m², the pressure
 /// solve's `b − A p`) and `surface` (m, the Zhu–Bridson signed distance, negative inside).
-pub fn field_names(dim: usize) -> Vec<&'static str> {
+pub fn describe(dim: usize) -> Description {
     let mut names = vec![
         "density",
         "substance_0",
@@ -1163,7 +1122,15 @@ pub fn field_names(dim: usize) -> Vec<&'static str> {
         "residual",
         "surface",
     ]);
-    names
+    Description {
+        method: "flip",
+        fields: names,
+        particle_values: Vec::new(),
+        stages: STAGES,
+        array_fields: &["pressure", "divergence"],
+        picture: FrameSource::Grid,
+        default_view: "density",
+    }
 }
 
 #[cfg(test)]

@@ -1,11 +1,14 @@
 //! Parameters of the PIC/FLIP/APIC liquid: the domain, the method's knobs, obstacles, emitters and sinks.
 
+use crate::check::{self, Check, Invalid};
 use crate::linsolve::PreconditionerKind;
 use crate::shape::Shape;
 use glam::{DQuat, DVec3};
 
 /// How velocities go from the grid back to the particles (Eng; Zhu & Bridson 2005; Jiang et al. 2015).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "kebab-case"))]
 pub enum Transfer {
     /// Particle-in-cell: particles take the interpolated grid velocity (stable, strongly dissipative).
     Pic,
@@ -19,9 +22,6 @@ pub enum Transfer {
 }
 
 impl Transfer {
-    /// Every transfer, in the order of the scene format.
-    pub const ALL: [Transfer; 3] = [Transfer::Pic, Transfer::Flip, Transfer::Apic];
-
     /// The name used in scene files.
     pub fn name(self) -> &'static str {
         match self {
@@ -29,11 +29,6 @@ impl Transfer {
             Transfer::Flip => "flip",
             Transfer::Apic => "apic",
         }
-    }
-
-    /// The transfer called `name`.
-    pub fn from_name(name: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|t| t.name() == name)
     }
 }
 
@@ -47,43 +42,52 @@ pub enum Boundary {
     Open,
 }
 
-/// The method's parameters.
+/// The method's parameters: the `[flip]` section of a scene file, key for key (with the `serde` feature),
+/// with their defaults and [`FlipParams::validate`] as the one statement of what each accepts.
 #[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(deny_unknown_fields, default))]
 pub struct FlipParams {
-    /// Grid-to-particle transfer: PIC, PIC/FLIP blend, or APIC.
+    /// Grid-to-particle transfer: "pic", "flip" (PIC/FLIP blend) or "apic". Default "flip".
     pub transfer: Transfer,
-    /// Fraction of PIC in the PIC/FLIP blend (dimensionless, 0 to 1; Eng and Bridson use 0.05). Used with
-    /// [`Transfer::Flip`].
+    /// Fraction of PIC in the PIC/FLIP blend, 0 to 1 (Eng and Bridson use 0.05). Used with
+    /// [`Transfer::Flip`]. Default 0.05.
     pub pic_ratio: f64,
-    /// Preconditioner of the pressure solve (MGPCG by default).
+    /// Preconditioner of the pressure solve: "none", "jacobi", "ic0", "mic0", "incomplete-poisson" or
+    /// "multigrid". Default "multigrid" (MGPCG).
     pub preconditioner: PreconditionerKind,
-    /// Relative residual `‖b − A p‖ / ‖b‖` at which the pressure solve stops (dimensionless).
+    /// Relative residual `‖b − A p‖ / ‖b‖` at which the pressure solve stops, in (0, 0.1]. Default 1e-6.
     pub tolerance: f64,
-    /// Most PCG iterations of one pressure solve.
+    /// Most PCG iterations of one pressure solve, 1 to 100000. Default 1000.
     pub max_iterations: usize,
-    /// Liquid density ρ (kg/m³ in 3D, kg/m² in 2D); scales pressure and particle mass.
+    /// Liquid density ρ (kg/m³ in 3D, kg/m² in 2D); scales pressure and particle mass. Not a key of its
+    /// own in scene files: the rest density of substance 0. Default 1000.
+    #[cfg_attr(feature = "serde", serde(skip))]
     pub density: f64,
-    /// Particles per cell per axis at seeding (2: the usual 2ᴰ per cell of Eng and Bridson).
+    /// Particles per cell per axis at seeding, 1 to 4 (2: the usual 2ᴰ per cell of Eng and Bridson).
+    /// Default 2.
     pub seeds_per_axis: usize,
-    /// Random displacement of seeded particles, as a fraction of their lattice spacing (0: a regular lattice,
-    /// which aliases; 1: anywhere in their sub-cell).
+    /// Random displacement of seeded particles, as a fraction of their lattice spacing, 0 to 1 (0: a regular
+    /// lattice, which aliases; 1: anywhere in their sub-cell). Default 1.
     pub jitter: f64,
-    /// Reseeding band, lower end (particles per cell): fluid cells surrounded by fluid that hold fewer get
-    /// new particles. 0 disables adding.
+    /// Reseeding band, lower end (particles per cell), 0 to 1000: fluid cells surrounded by fluid that hold
+    /// fewer get new particles. 0 disables adding. Default 0.
     pub min_per_cell: usize,
-    /// Reseeding band, upper end (particles per cell): cells holding more lose the excess. 0 disables removal.
+    /// Reseeding band, upper end (particles per cell), 0 to 1000: cells holding more lose the excess. 0
+    /// disables removal. Default 0.
     pub max_per_cell: usize,
-    /// Layers of faces (cells) into the air that receive extrapolated velocities (Bridson, §4.4).
+    /// Layers of faces (cells) into the air that receive extrapolated velocities (Bridson, §4.4), 1 to 64.
+    /// Default 4.
     pub extrapolation_layers: usize,
     /// Strength κ of the volume correction (dimensionless, 0 to 1; 0 turns it off). A fluid cell holding
     /// `n` particles, more than the seeding count `n₀`, is compressed by `n/n₀ − 1`; the projection then
     /// asks for the divergence `κ (n/n₀ − 1)/Δt` there instead of 0, which spreads the excess over the
     /// next step (a particle-count form of the density constraint of Kugelstadt et al. 2019, *Implicit
     /// Density Projection for Volume Conserving Liquids*). Without it a FLIP liquid loses about 10% of its
-    /// volume to particle clumping in a 3 s dam break (docs/flip.md).
+    /// volume to particle clumping in a 3 s dam break (docs/flip.md). Default 1.
     pub volume_correction: f64,
-    /// Most cells a particle may travel in one substep: [`super::FlipSim`] splits a longer step into
-    /// substeps (the CFL number of Eng's adaptive stepping).
+    /// Most cells a particle may travel in one substep, in (0, 10]: [`super::FlipSim`] splits a longer step
+    /// into substeps (the CFL number of Eng's adaptive stepping). Default 1.
     pub substep_cfl: f64,
 }
 
@@ -104,6 +108,38 @@ impl Default for FlipParams {
             volume_correction: 1.0,
             substep_cfl: 1.0,
         }
+    }
+}
+
+impl FlipParams {
+    /// Checks every value; the first one out of range is named by its key.
+    pub fn validate(&self) -> Check {
+        check::range("pic_ratio", self.pic_ratio, 0.0, 1.0, false)?;
+        check::range("tolerance", self.tolerance, 0.0, 0.1, true)?;
+        check::int_range("max_iterations", self.max_iterations as i128, 1, 100_000)?;
+        check::int_range("seeds_per_axis", self.seeds_per_axis as i128, 1, 4)?;
+        check::range("jitter", self.jitter, 0.0, 1.0, false)?;
+        check::range("volume_correction", self.volume_correction, 0.0, 1.0, false)?;
+        check::int_range("min_per_cell", self.min_per_cell as i128, 0, 1000)?;
+        check::int_range("max_per_cell", self.max_per_cell as i128, 0, 1000)?;
+        if self.max_per_cell != 0 && self.max_per_cell < self.min_per_cell {
+            return Err(Invalid::new(
+                "max_per_cell",
+                format!(
+                    "{} is below min_per_cell = {}",
+                    self.max_per_cell, self.min_per_cell
+                ),
+                "0 (off) or at least min_per_cell",
+            ));
+        }
+        check::int_range(
+            "extrapolation_layers",
+            self.extrapolation_layers as i128,
+            1,
+            64,
+        )?;
+        check::range("substep_cfl", self.substep_cfl, 0.0, 10.0, true)?;
+        check::positive("density", self.density, "kg/m^D")
     }
 }
 

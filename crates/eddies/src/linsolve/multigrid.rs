@@ -42,6 +42,8 @@ pub enum Smoother {
 
 /// How residuals (and, in full multigrid, right-hand sides and boundary values) go to the coarser level.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "kebab-case"))]
 pub enum Restriction {
     /// The transpose of multilinear prolongation: weights (1, 3, 3, 1)/8 per axis over a `4^D` block.
     #[default]

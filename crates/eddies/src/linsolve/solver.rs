@@ -11,14 +11,18 @@ use std::sync::Arc;
 
 /// The preconditioner of a [`PoissonSolver`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "kebab-case"))]
 pub enum PreconditionerKind {
     /// Plain conjugate gradients.
     None,
     /// Diagonal scaling.
     Jacobi,
-    /// Incomplete Cholesky, IC(0).
+    /// Incomplete Cholesky, IC(0) (`ic0` in scene files).
+    #[cfg_attr(feature = "serde", serde(rename = "ic0"))]
     IncompleteCholesky,
-    /// Modified incomplete Cholesky, MIC(0) (τ = 0.97, σ = 0.25).
+    /// Modified incomplete Cholesky, MIC(0) (τ = 0.97, σ = 0.25; `mic0` in scene files).
+    #[cfg_attr(feature = "serde", serde(rename = "mic0"))]
     ModifiedIncompleteCholesky,
     /// Incomplete Poisson (Eng).
     IncompletePoisson,

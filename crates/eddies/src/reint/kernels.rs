@@ -9,6 +9,7 @@
 // iterator forms clippy suggests would zip up to eight slices for no gain in clarity.
 #![allow(clippy::needless_range_loop)]
 
+use super::eos::{EosTerm, S_FLOOR};
 use super::state::{Layout, State};
 use super::{MAX_SUBSTANCES, QUANTA_PER_REST_CELL};
 use crate::par::SharedSlice;
@@ -149,45 +150,6 @@ fn neighbourhood_occupied<const D: usize>(
     })
 }
 
-/// Equation of state in the form the force needs: `q = P/ρ²`, with `ρ = ρ₀ s` where s is the compression
-/// (cell mass over rest mass) and ρ₀ the rest density of the cell's substance mix. See [`super::Eos`].
-///
-/// In `q` the compression is floored at [`S_FLOOR`]: a nearly empty cell is a speck of fluid, not a particle
-/// of a cell's volume, and its true `P/ρ²`, growing as 1/ρ, would fling it at any speed. Any per-particle q
-/// keeps the pair forces equal and opposite, so momentum is still conserved.
-#[derive(Clone, Copy, Debug)]
-pub(crate) enum EosTerm {
-    /// `P = c² ρ`.
-    IdealGas { c2: f32 },
-    /// `P = (ρ₀ c²/γ)(s^γ − 1)`.
-    Tait { c2: f32, gamma: f32 },
-    /// `P = ρ₀ c² s (s − 1)`.
-    Quadratic { c2: f32 },
-}
-
-/// Compression below which a cell's pressure term is computed as if it were this full.
-pub(crate) const S_FLOOR: f32 = 0.5;
-
-impl EosTerm {
-    /// `P / (ρ₀ max(s, S_FLOOR))²` times ρ₀, i.e. the pressure term q multiplied by the mix's rest density.
-    /// Without `tension`, negative pressure is clamped to zero.
-    #[inline(always)]
-    fn q_times_rest(self, s: f32, tension: bool) -> f32 {
-        let sf = if s > S_FLOOR { s } else { S_FLOOR };
-        let inv = 1.0 / (sf * sf);
-        let q = match self {
-            EosTerm::IdealGas { c2 } => c2 * s * inv,
-            EosTerm::Tait { c2, gamma } => c2 / gamma * (s.powf(gamma) - 1.0) * inv,
-            EosTerm::Quadratic { c2 } => c2 * s * (s - 1.0) * inv,
-        };
-        if tension || q > 0.0 {
-            q
-        } else {
-            0.0
-        }
-    }
-}
-
 /// Stage "density": ρ = M / V_cell and the pressure term q = P/ρ² of every cell, from its substance masses.
 ///
 /// Masses are in quanta: `unit[k]` is the mass of one quantum of substance k (kg) and `quanta_per_rest` the
@@ -218,7 +180,7 @@ pub(crate) fn density<const D: usize, const S: usize>(
             // SAFETY: chunks of distinct rows are disjoint.
             let (rho, q) = unsafe { (rho_out.slice_mut(i0..i0 + w), q_out.slice_mut(i0..i0 + w)) };
             let m: [&[f32]; S] = std::array::from_fn(|k| &mass[k][i0..i0 + w]);
-            let mut chunk = |law: EosTerm| {
+            let chunk = |law: EosTerm| {
                 density_chunk(
                     rho,
                     q,
@@ -230,13 +192,8 @@ pub(crate) fn density<const D: usize, const S: usize>(
                     |s| law.q_times_rest(s, tension),
                 )
             };
-            // One loop per law (each arm rebuilds the law, so its variant is known in the loop): the
-            // choice is not made per cell.
-            match eos {
-                EosTerm::IdealGas { c2 } => chunk(EosTerm::IdealGas { c2 }),
-                EosTerm::Tait { c2, gamma } => chunk(EosTerm::Tait { c2, gamma }),
-                EosTerm::Quadratic { c2 } => chunk(EosTerm::Quadratic { c2 }),
-            }
+            // One loop per law: the choice is not made per cell.
+            eos.specialise(chunk)
         },
     );
 }

@@ -1,4 +1,4 @@
-//! Reintegration tracking with SPH forces (Moroz 2020, Moroz 2020).
+//! Reintegration tracking with SPH forces (Moroz 2020).
 //!
 //! Each cell holds one particle: a position inside the cell, a velocity, and a mass per substance. A step:
 //!
@@ -21,21 +21,22 @@
 // Per-axis loops index several `[_; D]` arrays (position, velocity, normal) together.
 #![allow(clippy::needless_range_loop)]
 
+mod eos;
 mod kernels;
 mod params;
 mod state;
 pub mod validation;
 
-pub use params::{Boundary, Emitter, Eos, ReintConfig, ReintParams, Sink, Substance};
+pub use eos::Eos;
+pub use params::{Boundary, Emitter, ReintConfig, ReintParams, Sink, Substance};
 
-use crate::diag::{Clamp, Quantity, StageTimer, StepRecord};
+use crate::diag::{Clamp, Quantity, StageTimer};
 use crate::par;
 use crate::shape::Shape;
-use crate::sim::{Field, SimError, Simulation};
+use crate::sim::{Advance, Description, Field, FrameSource, SimError, Simulation};
 use glam::DVec3;
-use kernels::{EosTerm, ForceConsts};
+use kernels::ForceConsts;
 use state::{Layout, State};
-use std::time::Instant;
 
 /// Density, as a fraction of the lightest rest density, below which a cell counts as vacuum for the forces.
 const RHO_VACUUM: f32 = 1e-4;
@@ -140,7 +141,6 @@ pub struct ReintSim<const D: usize> {
     /// Mass put in by emitters and taken out by sinks, per substance (kg).
     injected: [f64; MAX_SUBSTANCES],
     removed: [f64; MAX_SUBSTANCES],
-    timer: StageTimer,
 }
 
 /// Every halo cell, the interior cell nearest to it, and the axes along which it lies beyond the domain.
@@ -203,7 +203,6 @@ impl<const D: usize> ReintSim<D> {
             max_speed: 0.0,
             injected: [0.0; MAX_SUBSTANCES],
             removed: [0.0; MAX_SUBSTANCES],
-            timer: StageTimer::new(),
             layout,
             cfg,
         })
@@ -225,36 +224,9 @@ impl<const D: usize> ReintSim<D> {
         if !(cfg.cell_size.is_finite() && cfg.cell_size > 0.0) {
             return bad(format!("cell size {} m: must be positive", cfg.cell_size));
         }
-        let p = &cfg.params;
-        if !(p.diffusion_radius > 0.0 && p.diffusion_radius <= 1.0) {
-            return bad(format!(
-                "diffusion radius {}: allowed (0, 1] cells",
-                p.diffusion_radius
-            ));
-        }
-        if !(p.sound_speed.is_finite() && p.sound_speed > 0.0) {
-            return bad(format!(
-                "sound speed {} m/s: must be positive",
-                p.sound_speed
-            ));
-        }
-        if !(p.kernel_radius >= 1.0 && p.kernel_radius <= 2.0) {
-            return bad(format!(
-                "kernel radius {}: allowed [1, 2] cells",
-                p.kernel_radius
-            ));
-        }
-        if !(p.viscosity.is_finite() && p.viscosity >= 0.0) {
-            return bad(format!(
-                "viscosity {} m²/s: must be zero or positive",
-                p.viscosity
-            ));
-        }
-        if let Eos::Tait { gamma } = p.eos {
-            if !(gamma.is_finite() && gamma >= 1.0) {
-                return bad(format!("Tait exponent {gamma}: must be at least 1"));
-            }
-        }
+        cfg.params
+            .validate()
+            .map_err(|e| SimError::InvalidParameter(e.within("params")))?;
         if cfg.substances.is_empty() || cfg.substances.len() > MAX_SUBSTANCES {
             return bad(format!(
                 "{} substances: allowed 1 to {MAX_SUBSTANCES}",
@@ -598,16 +570,11 @@ impl<const D: usize> ReintSim<D> {
     }
 
     /// Stages "density" and "forces": SPH accelerations into `self.acc`.
-    fn forces(&mut self) {
+    fn forces(&mut self, timer: &mut StageTimer) {
         let p = &self.cfg.params;
         let h = self.cfg.cell_size;
         let volume = self.cell_volume();
-        let c2 = p.sound_speed * p.sound_speed;
-        let eos = match p.eos {
-            Eos::IdealGas => EosTerm::IdealGas { c2 },
-            Eos::Tait { gamma } => EosTerm::Tait { c2, gamma },
-            Eos::Quadratic => EosTerm::Quadratic { c2 },
-        };
+        let eos = p.eos.term(p.sound_speed, p.gamma);
         let substances = &self.cfg.substances;
         let tension = p.tension;
         let rho_min = RHO_VACUUM
@@ -622,7 +589,7 @@ impl<const D: usize> ReintSim<D> {
             &mut self.q,
             &self.unit,
         );
-        self.timer.time("density", || {
+        timer.time("density", || {
             with_substances!(substances.len(), S => {
                 let unit: [f32; S] = std::array::from_fn(|k| unit[k] as f32);
                 let inv_q = 1.0 / QUANTA_PER_REST_CELL;
@@ -657,7 +624,7 @@ impl<const D: usize> ReintSim<D> {
         let (layout, cur, rho, q, acc) =
             (&self.layout, &self.cur, &self.rho, &self.q, &mut self.acc);
         let occupied = &self.occupied;
-        self.timer.time("forces", || {
+        timer.time("forces", || {
             kernels::sph_forces(layout, cur, rho, q, k, occupied, acc)
         });
     }
@@ -832,18 +799,49 @@ impl<const D: usize> ReintSim<D> {
     fn pressure_at(&self, i: usize) -> f32 {
         let volume = self.cell_volume() as f32;
         let p = &self.cfg.params;
-        let c2 = p.sound_speed * p.sound_speed;
         let total = self.cell_mass_kg(i);
         if total <= 0.0 {
             return 0.0;
         }
         let rho = total / volume;
         let s = self.cur.total_mass(i) / QUANTA_PER_REST_CELL;
-        match p.eos {
-            Eos::IdealGas => c2 * rho,
-            Eos::Tait { gamma } => rho / s * c2 / gamma * (s.powf(gamma) - 1.0),
-            Eos::Quadratic => rho / s * c2 * s * (s - 1.0),
-        }
+        p.eos.term(p.sound_speed, p.gamma).pressure(rho, s)
+    }
+}
+
+/// Stages of a step, in order ([`Description::stages`]).
+pub const STAGES: &[&str] = &[
+    "emit",
+    "density",
+    "forces",
+    "advance",
+    "reintegrate",
+    "diagnostics",
+];
+
+/// What a `dim`-dimensional reintegration-tracking simulation of `substances` substances offers: its grid
+/// fields (`density`, coloured by substance in pictures, `mass`, `speed`, the velocity components,
+/// `pressure`, `vorticity` in 2D, and each substance's mass fraction `substance_k`), its stages and arrays.
+pub fn describe(dim: usize, substances: usize) -> Description {
+    let mut fields = vec!["density", "mass", "speed", "velocity_x", "velocity_y"];
+    if dim == 3 {
+        fields.push("velocity_z");
+    }
+    fields.push("pressure");
+    if dim == 2 {
+        fields.push("vorticity");
+    }
+    const SUBSTANCE: [&str; MAX_SUBSTANCES] =
+        ["substance_0", "substance_1", "substance_2", "substance_3"];
+    fields.extend_from_slice(&SUBSTANCE[..substances.min(MAX_SUBSTANCES)]);
+    Description {
+        method: "reint",
+        fields,
+        particle_values: Vec::new(),
+        stages: STAGES,
+        array_fields: &["mass"],
+        picture: FrameSource::Grid,
+        default_view: "density",
     }
 }
 
@@ -884,41 +882,30 @@ impl<const D: usize> Simulation for ReintSim<D> {
         cfl * h / v
     }
 
-    fn step(&mut self, dt: f64) -> Result<StepRecord, SimError> {
-        if !(dt.is_finite() && dt > 0.0) {
-            return Err(SimError::InvalidInput(format!(
-                "time step {dt} s: must be positive"
-            )));
-        }
-        let start = Instant::now();
-        self.timer.clear();
+    fn describe(&self) -> Description {
+        describe(D, self.cfg.substances.len())
+    }
+
+    fn advance(&mut self, dt: f64, timer: &mut StageTimer) -> Result<Advance, SimError> {
         let h = self.cfg.cell_size;
         let r = self.cfg.params.diffusion_radius;
         let gravity = self.cfg.gravity.map(|g| (g / h) as f32);
 
         if !(self.emitters.is_empty() && self.sinks.is_empty()) {
-            let t = Instant::now();
-            self.emit(dt);
-            self.timer.add("emit", t.elapsed().as_secs_f64() * 1e3);
+            timer.time("emit", || self.emit(dt));
         }
         kernels::occupancy(&self.layout, &self.cur, &mut self.occupied);
         if self.cfg.params.forces {
-            self.forces();
+            self.forces(timer);
         }
-        let t = Instant::now();
-        let acc = self.cfg.params.forces.then_some(&self.acc);
-        let limited = kernels::advance(&self.layout, &mut self.cur, acc, gravity, dt as f32, r);
-        self.keep_in_fluid_region();
-        self.timer.add("advance", t.elapsed().as_secs_f64() * 1e3);
-        let t = Instant::now();
-        self.gather();
-        self.timer
-            .add("reintegrate", t.elapsed().as_secs_f64() * 1e3);
-
-        let t = Instant::now();
-        let (masses, kinetic, momentum, max_speed) = self.measure();
-        self.timer
-            .add("diagnostics", t.elapsed().as_secs_f64() * 1e3);
+        let limited = timer.time("advance", || {
+            let acc = self.cfg.params.forces.then_some(&self.acc);
+            let limited = kernels::advance(&self.layout, &mut self.cur, acc, gravity, dt as f32, r);
+            self.keep_in_fluid_region();
+            limited
+        });
+        timer.time("reintegrate", || self.gather());
+        let (masses, kinetic, momentum, max_speed) = timer.time("diagnostics", || self.measure());
         self.time += dt;
         self.steps += 1;
         let total: f64 = masses.iter().sum();
@@ -932,13 +919,8 @@ impl<const D: usize> Simulation for ReintSim<D> {
         self.max_speed = max_speed as f32;
         let s = self.cfg.substances.len();
         let speed_si = max_speed.max(0.0) * h;
-        Ok(StepRecord {
-            step: self.steps,
-            time: self.time,
-            dt,
+        Ok(Advance {
             substeps: 1,
-            wall_ms: start.elapsed().as_secs_f64() * 1e3,
-            stage_ms: self.timer.stages().to_vec(),
             quantities: vec![
                 ("mass", Quantity::Scalar(total)),
                 ("substance_mass", Quantity::Vector(masses[..s].to_vec())),
@@ -967,21 +949,6 @@ impl<const D: usize> Simulation for ReintSim<D> {
                 Vec::new()
             },
         })
-    }
-
-    fn field_names(&self) -> Vec<&'static str> {
-        let mut names = vec!["density", "mass", "speed", "velocity_x", "velocity_y"];
-        if D == 3 {
-            names.push("velocity_z");
-        }
-        names.push("pressure");
-        if D == 2 {
-            names.push("vorticity");
-        }
-        const SUBSTANCE: [&str; MAX_SUBSTANCES] =
-            ["substance_0", "substance_1", "substance_2", "substance_3"];
-        names.extend_from_slice(&SUBSTANCE[..self.cfg.substances.len()]);
-        names
     }
 
     fn field(&self, name: &str) -> Option<Field> {

@@ -1,5 +1,7 @@
 //! Parameters of reintegration tracking: the domain, the method's knobs and the substances.
 
+use super::Eos;
+use crate::check::{self, Check};
 use crate::shape::Shape;
 
 /// What happens at the edges of the domain.
@@ -11,21 +13,6 @@ pub enum Boundary {
     Closed,
     /// Mass that leaves the domain is gone (counted as outflow in the diagnostics).
     Open,
-}
-
-/// Equation of state: pressure from density. Each is parametrised by its speed of sound `c` (m/s) at rest
-/// density, so that switching the law keeps the time step and stiffness comparable. `s = ρ/ρ₀` is the
-/// compression; ρ₀ is the rest density of the cell's substance mix.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub enum Eos {
-    /// Ideal gas at constant temperature, `P = k ρ` with `k = c²` (Moroz 2020). Never negative: a gas expands.
-    IdealGas,
-    /// Tait/Cole, `P = k((ρ/ρ₀)^γ − 1)` with `k = ρ₀ c² / γ` (Moroz 2020; γ = 7 for water).
-    Tait { gamma: f32 },
-    /// Moroz's liquid law `P = k ρ (ρ − ρ₀)` with `k = c² / ρ₀`, so that `dP/dρ = c²` at rest (Moroz 2020). Its
-    /// negative pressure below rest density gives liquids cohesion when [`ReintParams::tension`] is on.
-    #[default]
-    Quadratic,
 }
 
 /// One substance: a liquid or gas with its own rest density and colour, advected with its own mass so that
@@ -47,28 +34,34 @@ impl Default for Substance {
     }
 }
 
-/// The method's parameters.
+/// The method's parameters: the `[reint]` section of a scene file, key for key (with the `serde` feature),
+/// with their defaults and [`ReintParams::validate`] as the one statement of what each accepts.
 #[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(deny_unknown_fields, default))]
 pub struct ReintParams {
     /// Half-size r of the box each particle is spread into, in cells; in (0, 1]. Below 0.5 the fluid behaves
-    /// particle-like (blobs stay compact), above 0.5 field-like (numerical diffusion smooths it), as Moroz 2020
-    /// shows. The seed's liquids use 0.55–0.6.
+    /// particle-like (blobs stay compact), above 0.5 field-like (numerical diffusion smooths it), as Moroz
+    /// shows. His liquids use 0.55–0.6. Default 0.55.
     pub diffusion_radius: f32,
-    /// Pressure law.
+    /// Pressure law: "quadratic", "tait" or "ideal-gas" ([`Eos`]). Default "quadratic".
     pub eos: Eos,
-    /// Speed of sound at rest density (m/s): the stiffness of the fluid.
+    /// Exponent γ of the Tait law, 1 to 20 (used with [`Eos::Tait`]). Default 7.
+    pub gamma: f32,
+    /// Speed of sound at rest density (m/s), > 0: the stiffness of the fluid. Default 10.
     pub sound_speed: f32,
-    /// Support radius of the SPH smoothing kernel, in cells (Moroz 2020: about 1.5).
+    /// Support radius of the SPH smoothing kernel, in cells, 1 to 1.5 (Moroz: about 1.5). The forces sum
+    /// over the 3^D neighbours, which a wider kernel would overreach. Default 1.5.
     pub kernel_radius: f32,
-    /// Kinematic viscosity (m²/s); 0 disables the viscous force.
+    /// Kinematic viscosity (m²/s), ≥ 0; 0 disables the viscous force. Default 0.
     pub viscosity: f32,
     /// Whether negative pressure (below rest density) acts. It gives liquids cohesion — streams and drops
     /// that hold together, the look of Moroz's paint — but it is what triggers SPH's tensile instability:
     /// particles pair up, density alternates cell by cell and the fluid never comes to rest. Off, negative
-    /// pressures are clamped to zero, the usual remedy in weakly compressible SPH.
+    /// pressures are clamped to zero, the usual remedy in weakly compressible SPH. Default false.
     pub tension: bool,
     /// Whether SPH forces act at all. Without them the method is pure mass-conserving advection of the
-    /// initial velocity field (plus gravity).
+    /// initial velocity field (plus gravity). Default true.
     pub forces: bool,
 }
 
@@ -77,12 +70,24 @@ impl Default for ReintParams {
         Self {
             diffusion_radius: 0.55,
             eos: Eos::Quadratic,
+            gamma: 7.0,
             sound_speed: 10.0,
             kernel_radius: 1.5,
             viscosity: 0.0,
             tension: false,
             forces: true,
         }
+    }
+}
+
+impl ReintParams {
+    /// Checks every value; the first one out of range is named by its key.
+    pub fn validate(&self) -> Check {
+        check::range("diffusion_radius", self.diffusion_radius, 0.0, 1.0, true)?;
+        check::range("gamma", self.gamma, 1.0, 20.0, false)?;
+        check::positive("sound_speed", self.sound_speed, "m/s")?;
+        check::range("kernel_radius", self.kernel_radius, 1.0, 1.5, false)?;
+        check::range("viscosity", self.viscosity, 0.0, 1e6, false)
     }
 }
 

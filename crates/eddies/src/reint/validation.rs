@@ -264,7 +264,8 @@ fn settling_layer() -> (ReintSim<2>, Vec<f64>) {
             sound_speed: 8.0,
             // A viscous liquid (goo): a 0.4 m layer of water-like viscosity would slosh for minutes.
             viscosity: 3e-2,
-            eos: Eos::Tait { gamma: 1.0 },
+            eos: Eos::Tait,
+            gamma: 1.0,
             ..Default::default()
         },
         ..Default::default()

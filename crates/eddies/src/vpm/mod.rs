@@ -45,9 +45,9 @@ pub use params::{
 };
 pub use state::{Tracers, Vortons};
 
-use crate::diag::{Quantity, StageTimer, StepRecord};
+use crate::diag::{Quantity, StageTimer};
 use crate::par;
-use crate::sim::{Field, SimError, Simulation};
+use crate::sim::{Advance, Description, Field, FrameSource, SimError, Simulation};
 use buoyancy::Buoyancy;
 use diffusion::Pse;
 use glam::DVec3;
@@ -92,28 +92,21 @@ pub struct VpmSim {
     kw: Vec<Vec<DVec3>>,
     kt: Vec<Vec<DVec3>>,
     alpha: Vec<DVec3>,
-    timer: StageTimer,
 }
 
 impl VpmSim {
+    /// Bytes a simulation of `vortons` vortons, `tracers` tracers and a grid of `grid_points` points holds,
+    /// for refusing scenes too large for memory before allocating: per vorton its state, the Runge–Kutta
+    /// stages and the velocity buffers (about 0.6 KiB with stretching), per tracer about 0.2 KiB, per grid
+    /// point the velocity and its gradient. In f64, so that absurd counts cannot overflow.
+    pub fn estimate_bytes(vortons: f64, tracers: f64, grid_points: f64) -> f64 {
+        vortons * 640.0 + tracers * 200.0 + grid_points * 120.0
+    }
+
     /// An empty simulation, or which parameter is out of range.
     pub fn new(params: VpmParams) -> Result<Self, SimError> {
         let bad = |m: String| Err(SimError::InvalidInput(m));
-        if !(params.tree.theta > 0.0 && params.tree.theta <= 2.0) {
-            return bad(format!(
-                "tree theta {}: must be in (0, 2]",
-                params.tree.theta
-            ));
-        }
-        if params.tree.leaf_size == 0 {
-            return bad("tree leaf size must be at least 1".into());
-        }
-        if !(params.viscosity >= 0.0 && params.viscosity.is_finite()) {
-            return bad(format!("viscosity {}: must be ≥ 0", params.viscosity));
-        }
-        if !(params.length_scale > 0.0 && params.length_scale.is_finite()) {
-            return bad(format!("length scale {}: must be > 0", params.length_scale));
-        }
+        params.validate()?;
         if params
             .grid_resolution
             .iter()
@@ -124,41 +117,9 @@ impl VpmSim {
                 params.grid_resolution
             ));
         }
-        if !(params.grid_margin >= 0.0 && params.grid_margin <= 10.0) {
-            return bad(format!(
-                "grid margin {}: must be in [0, 10]",
-                params.grid_margin
-            ));
-        }
-        let b = &params.buoyancy;
-        if !b.gravity.iter().all(|g| g.is_finite()) {
-            return bad(format!("gravity {:?}: must be finite", b.gravity));
-        }
-        if !b.thermal_expansion.is_finite() {
-            return bad(format!(
-                "thermal expansion {}: must be finite",
-                b.thermal_expansion
-            ));
-        }
-        if !(b.heat_diffusivity >= 0.0 && b.heat_diffusivity.is_finite()) {
-            return bad(format!(
-                "heat diffusivity {}: must be ≥ 0",
-                b.heat_diffusivity
-            ));
-        }
-        if !(params.ambient_density > 0.0 && params.ambient_density.is_finite()) {
-            return bad(format!(
-                "ambient density {}: must be > 0",
-                params.ambient_density
-            ));
-        }
-        let bt = params.poisson.boundary_theta;
-        if !(bt > 0.0 && bt <= 2.0) {
-            return bad(format!("boundary theta {bt}: must be in (0, 2]"));
-        }
-        let tol = params.poisson.tolerance;
-        if !(tol > 0.0 && tol < 1.0) {
-            return bad(format!("Poisson tolerance {tol}: must be in (0, 1)"));
+        let g = params.buoyancy.gravity;
+        if !g.iter().all(|g| g.is_finite()) {
+            return bad(format!("gravity {g:?}: must be finite"));
         }
         Ok(Self {
             params,
@@ -184,7 +145,6 @@ impl VpmSim {
             kw: Vec::new(),
             kt: Vec::new(),
             alpha: Vec::new(),
-            timer: StageTimer::new(),
         })
     }
 
@@ -644,6 +604,36 @@ pub const FIELDS: &[&str] = &[
     "vector_potential",
 ];
 
+/// Stages of a step, in order ([`Description::stages`]); the Poisson technique's four run inside
+/// `advect_stretch`, whose time excludes theirs.
+pub const STAGES: &[&str] = &[
+    "emit",
+    "advect_stretch",
+    "splat_vorticity",
+    "vector_potential",
+    "poisson",
+    "curl",
+    "baroclinic",
+    "heat",
+    "diffuse",
+    "diagnostics",
+];
+
+/// What a vortex particle simulation offers: the grid fields of [`FIELDS`], the per-vorton
+/// `vorticity_magnitude` and `strength`, pictures made from its tracers (or vortons), and the arrays
+/// `vorticity_magnitude` and `density` with every frame.
+pub fn describe() -> Description {
+    Description {
+        method: "vpm",
+        fields: FIELDS.to_vec(),
+        particle_values: vec!["vorticity_magnitude", "strength"],
+        stages: STAGES,
+        array_fields: &["vorticity_magnitude", "density"],
+        picture: FrameSource::Particles,
+        default_view: "tracers",
+    }
+}
+
 /// Positions as flat f32 triples, for output.
 fn positions_f32(p: &[DVec3]) -> Vec<f32> {
     p.iter()
@@ -695,66 +685,60 @@ impl Simulation for VpmSim {
         }
     }
 
-    fn step(&mut self, dt: f64) -> Result<StepRecord, SimError> {
-        if !(dt.is_finite() && dt > 0.0) {
-            return Err(SimError::InvalidInput(format!(
-                "time step {dt} s: must be positive"
-            )));
-        }
-        let start = Instant::now();
-        self.timer.clear();
+    fn describe(&self) -> Description {
+        describe()
+    }
+
+    fn advance(&mut self, dt: f64, timer: &mut StageTimer) -> Result<Advance, SimError> {
         if !self.jets.is_empty() || !self.puffs.is_empty() {
-            let t = Instant::now();
-            self.emit();
-            self.timer.add("emit", t.elapsed().as_secs_f64() * 1e3);
+            timer.time("emit", || self.emit());
         }
+        // Part 20's stages run inside every velocity evaluation: only this step's are counted (not those of
+        // evaluations between steps, e.g. a frame's velocity field).
+        self.solver.poisson.take_timings();
         let t = Instant::now();
         self.advect_and_stretch(dt);
         let total = t.elapsed().as_secs_f64() * 1e3;
-        // Part 20's stages of the Poisson technique, inside every velocity evaluation.
         let p = self.solver.poisson.take_timings();
         let inner = p.splat + p.boundary + p.poisson + p.curl;
-        self.timer.add("advect_stretch", total - inner);
+        // The inner stages are timed inside the whole: clock granularity aside, never more.
+        timer.add("advect_stretch", (total - inner).max(0.0));
         if self.params.velocity == VelocityMethod::Poisson {
-            self.timer.add("splat_vorticity", p.splat);
-            self.timer.add("vector_potential", p.boundary);
-            self.timer.add("poisson", p.poisson);
-            self.timer.add("curl", p.curl);
+            timer.add("splat_vorticity", p.splat);
+            timer.add("vector_potential", p.boundary);
+            timer.add("poisson", p.poisson);
+            timer.add("curl", p.curl);
             self.step_cycles = p.cycles;
         }
-        if let Some(e) = self.solver.error.take() {
-            return Err(SimError::Diverged {
+        if let Some(source) = self.solver.error.take() {
+            return Err(SimError::SolveFailed {
                 stage: "poisson",
                 step: self.steps + 1,
-                detail: format!("the vector Poisson solve failed: {e}"),
+                source,
             });
         }
         let t = Instant::now();
         if self.buoyancy.apply(&mut self.vortons, &self.params, dt) {
-            self.timer
-                .add("baroclinic", t.elapsed().as_secs_f64() * 1e3);
+            timer.add("baroclinic", t.elapsed().as_secs_f64() * 1e3);
         }
         if !self.heat_sources.is_empty() || self.params.buoyancy.heat_diffusivity > 0.0 {
-            let t = Instant::now();
-            self.heat(self.time, dt);
-            self.timer.add("heat", t.elapsed().as_secs_f64() * 1e3);
+            timer.time("heat", || self.heat(self.time, dt));
         }
         if self.params.viscosity > 0.0 {
-            let t = Instant::now();
-            self.pse
-                .diffuse(&mut self.vortons, self.params.viscosity, dt);
-            self.timer.add("diffuse", t.elapsed().as_secs_f64() * 1e3);
+            timer.time("diffuse", || {
+                self.pse
+                    .diffuse(&mut self.vortons, self.params.viscosity, dt)
+            });
         }
-        let t = Instant::now();
-        self.mean_jerk = self.jerk(dt);
-        self.time += dt;
-        self.steps += 1;
-        // The speed of the last stage's evaluation: the next step's CFL estimate.
-        self.max_speed = self.current_max_speed();
-        self.max_strain = self.current_max_strain();
-        let quantities = self.measure();
-        self.timer
-            .add("diagnostics", t.elapsed().as_secs_f64() * 1e3);
+        let quantities = timer.time("diagnostics", || {
+            self.mean_jerk = self.jerk(dt);
+            self.time += dt;
+            self.steps += 1;
+            // The speed of the last stage's evaluation: the next step's CFL estimate.
+            self.max_speed = self.current_max_speed();
+            self.max_strain = self.current_max_strain();
+            self.measure()
+        });
         let finite = self
             .vortons
             .position
@@ -769,20 +753,11 @@ impl Simulation for VpmSim {
                 detail: format!("non-finite vorton state (max speed {})", self.max_speed),
             });
         }
-        Ok(StepRecord {
-            step: self.steps,
-            time: self.time,
-            dt,
+        Ok(Advance {
             substeps: 1,
-            wall_ms: start.elapsed().as_secs_f64() * 1e3,
-            stage_ms: self.timer.stages().to_vec(),
             quantities,
             clamps: Vec::new(),
         })
-    }
-
-    fn field_names(&self) -> Vec<&'static str> {
-        FIELDS.to_vec()
     }
 
     /// See [`FIELDS`]. `speed` and the velocity components need a technique that works on the grid and

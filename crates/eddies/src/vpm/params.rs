@@ -1,9 +1,12 @@
 //! Parameters of the vortex particle method.
 
+use crate::check::{self, Check};
 use crate::linsolve::Restriction;
 
 /// How velocity (and its gradient, for stretching) is obtained from the vortons (Gourlay, parts 3 and 12).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "kebab-case"))]
 pub enum VelocityMethod {
     /// Direct Biot–Savart summation over all vortons, evaluated at each vorton and tracer: O(N²), the
     /// reference of part 12 (no self-induced motion, no jerk from sampling).
@@ -45,6 +48,8 @@ impl VelocityMethod {
 
 /// Where the Poisson technique's boundary values of the vector potential come from (part 20, Figure 1).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "kebab-case"))]
 pub enum PotentialBoundary {
     /// The treecode integral `A(x) = (1/4π) Σ αⱼ G(x − xⱼ)`: O(N_b log N), the default.
     Tree,
@@ -68,6 +73,8 @@ impl PotentialBoundary {
 /// Which boundary points of the Poisson technique get the integral, the others interpolated (part 20's
 /// decimation, "about half the cost").
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "kebab-case"))]
 pub enum Decimation {
     /// Every boundary point.
     Off,
@@ -79,6 +86,37 @@ pub enum Decimation {
     /// take their mean. Cheaper than `Rows` and, with no copies at the ends of rows, closer to the full values.
     #[default]
     Lattice,
+}
+
+/// Read from "lattice", "rows" or "off", or from a boolean: true is the default ([`Decimation::Lattice`]),
+/// false is "off".
+#[cfg(feature = "serde")]
+impl<'de> serde::Deserialize<'de> for Decimation {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl serde::de::Visitor<'_> for Visitor {
+            type Value = Decimation;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("\"lattice\", \"rows\", \"off\", true (lattice) or false (off)")
+            }
+            fn visit_bool<E: serde::de::Error>(self, on: bool) -> Result<Decimation, E> {
+                Ok(if on {
+                    Decimation::default()
+                } else {
+                    Decimation::Off
+                })
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Decimation, E> {
+                match v {
+                    "lattice" => Ok(Decimation::Lattice),
+                    "rows" => Ok(Decimation::Rows),
+                    "off" => Ok(Decimation::Off),
+                    _ => Err(E::unknown_variant(v, &["lattice", "rows", "off"])),
+                }
+            }
+        }
+        d.deserialize_any(Visitor)
+    }
 }
 
 impl Decimation {
@@ -94,6 +132,8 @@ impl Decimation {
 
 /// How the Poisson technique shares the vortons' strengths out to the grid points.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "kebab-case"))]
 pub enum Splat {
     /// Part 20's cloud-in-cell: the 8 grid points around a vorton, a tent two cells wide whatever its core.
     /// The default: smooth where the vortons' cores are at most about a cell wide, and cheap.
@@ -191,6 +231,8 @@ pub struct TreeParams {
 
 /// How the tree's far field reaches the targets.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "kebab-case"))]
 pub enum TreeMethod {
     /// Part 12's treecode: each group of nearby targets walks the tree, and every target sums the
     /// supervortons (second-order moments) its group accepted.
@@ -224,6 +266,8 @@ impl Default for TreeParams {
 
 /// Time integrator of the advection and stretching terms.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "kebab-case"))]
 pub enum Integrator {
     /// Heun's second-order Runge–Kutta (two velocity evaluations per step).
     Rk2,
@@ -231,8 +275,13 @@ pub enum Integrator {
     Rk4,
 }
 
-/// Physical and numerical parameters of a vorton simulation.
+/// Physical and numerical parameters of a vorton simulation. With the `serde` feature it reads and writes as
+/// the flat keys of a scene file's `[vpm]` section (`theta`, `poisson_tolerance`, `tree_method`…; see
+/// `docs/vpm.md`); the domain supplies `grid_resolution` and `buoyancy.gravity`. [`VpmParams::validate`]
+/// states what each accepts.
 #[derive(Clone, Copy, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(from = "keys::Keys", into = "keys::Keys"))]
 pub struct VpmParams {
     /// Velocity-from-vorticity technique.
     pub velocity: VelocityMethod,
@@ -245,6 +294,7 @@ pub struct VpmParams {
     /// Buoyancy and heat.
     pub buoyancy: BuoyancyParams,
     /// Ambient fluid density ρ₀ (kg/m³): the kinetic energy's density and the baroclinic term's denominator.
+    /// Default 1.2 (air).
     pub ambient_density: f64,
     /// Vortex stretching and tilting, (ω·∇)u.
     pub stretching: bool,
@@ -269,13 +319,151 @@ impl Default for VpmParams {
             poisson: PoissonParams::default(),
             buoyancy: BuoyancyParams::default(),
             viscosity: 0.0,
-            ambient_density: 1.0,
+            ambient_density: 1.2,
             stretching: true,
             auto_mollify: false,
             length_scale: 2.0,
             grid_resolution: [32, 32, 32],
             grid_margin: 0.05,
             integrator: Integrator::Rk2,
+        }
+    }
+}
+
+impl VpmParams {
+    /// Checks every value of the `[vpm]` keys; the first one out of range is named by its key.
+    pub fn validate(&self) -> Check {
+        check::range("theta", self.tree.theta, 0.0, 2.0, true)?;
+        check::int_range("leaf_size", self.tree.leaf_size as i128, 1, 4096)?;
+        check::range("viscosity", self.viscosity, 0.0, 1e6, false)?;
+        check::positive("ambient_density", self.ambient_density, "kg/m³")?;
+        check::range("length_scale", self.length_scale, 0.0, 100.0, true)?;
+        check::range("grid_margin", self.grid_margin, 0.0, 10.0, false)?;
+        check::range("poisson_tolerance", self.poisson.tolerance, 0.0, 0.5, true)?;
+        check::range(
+            "boundary_theta",
+            self.poisson.boundary_theta,
+            0.0,
+            2.0,
+            true,
+        )?;
+        check::range(
+            "thermal_expansion",
+            self.buoyancy.thermal_expansion,
+            -1.0,
+            1.0,
+            false,
+        )?;
+        check::range(
+            "heat_diffusivity",
+            self.buoyancy.heat_diffusivity,
+            0.0,
+            1e6,
+            false,
+        )
+    }
+}
+
+/// The scene-file form of [`VpmParams`]: one flat table of keys, the grouping by stage undone.
+#[cfg(feature = "serde")]
+mod keys {
+    use super::*;
+
+    /// `[vpm]`'s parameter keys, in the order a resolved scene file lists them.
+    #[derive(serde::Serialize, serde::Deserialize)]
+    #[serde(deny_unknown_fields, default)]
+    pub(super) struct Keys {
+        velocity: VelocityMethod,
+        boundary: PotentialBoundary,
+        decimate: Decimation,
+        splat: Splat,
+        boundary_theta: f64,
+        poisson_tolerance: f64,
+        restriction: Restriction,
+        baroclinic: bool,
+        thermal_expansion: f64,
+        heat_diffusivity: f64,
+        theta: f64,
+        leaf_size: usize,
+        original_leaves: bool,
+        tree_method: TreeMethod,
+        viscosity: f64,
+        ambient_density: f64,
+        stretching: bool,
+        auto_mollify: bool,
+        length_scale: f64,
+        grid_margin: f64,
+        integrator: Integrator,
+    }
+
+    impl Default for Keys {
+        fn default() -> Self {
+            VpmParams::default().into()
+        }
+    }
+
+    impl From<VpmParams> for Keys {
+        fn from(p: VpmParams) -> Self {
+            Self {
+                velocity: p.velocity,
+                boundary: p.poisson.boundary,
+                decimate: p.poisson.decimate,
+                splat: p.poisson.splat,
+                boundary_theta: p.poisson.boundary_theta,
+                poisson_tolerance: p.poisson.tolerance,
+                restriction: p.poisson.restriction,
+                baroclinic: p.buoyancy.baroclinic,
+                thermal_expansion: p.buoyancy.thermal_expansion,
+                heat_diffusivity: p.buoyancy.heat_diffusivity,
+                theta: p.tree.theta,
+                leaf_size: p.tree.leaf_size,
+                original_leaves: p.tree.original_leaves,
+                tree_method: p.tree.method,
+                viscosity: p.viscosity,
+                ambient_density: p.ambient_density,
+                stretching: p.stretching,
+                auto_mollify: p.auto_mollify,
+                length_scale: p.length_scale,
+                grid_margin: p.grid_margin,
+                integrator: p.integrator,
+            }
+        }
+    }
+
+    impl From<Keys> for VpmParams {
+        fn from(k: Keys) -> Self {
+            let d = VpmParams::default();
+            Self {
+                velocity: k.velocity,
+                tree: TreeParams {
+                    theta: k.theta,
+                    leaf_size: k.leaf_size,
+                    original_leaves: k.original_leaves,
+                    method: k.tree_method,
+                },
+                viscosity: k.viscosity,
+                poisson: PoissonParams {
+                    boundary: k.boundary,
+                    decimate: k.decimate,
+                    splat: k.splat,
+                    boundary_theta: k.boundary_theta,
+                    tolerance: k.poisson_tolerance,
+                    restriction: k.restriction,
+                },
+                buoyancy: BuoyancyParams {
+                    baroclinic: k.baroclinic,
+                    thermal_expansion: k.thermal_expansion,
+                    heat_diffusivity: k.heat_diffusivity,
+                    ..d.buoyancy
+                },
+                ambient_density: k.ambient_density,
+                stretching: k.stretching,
+                auto_mollify: k.auto_mollify,
+                length_scale: k.length_scale,
+                grid_resolution: d.grid_resolution,
+                grid_margin: k.grid_margin,
+                integrator: k.integrator,
+            }
         }
     }
 }

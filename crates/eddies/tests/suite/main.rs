@@ -9,5 +9,6 @@ mod linsolve;
 mod par;
 mod reint;
 mod shape;
+mod sim;
 mod vpm;
 mod vpm_poisson;

@@ -227,13 +227,15 @@ fn impulse_pushes_nearby_fluid() {
 fn bad_parameters_are_rejected_with_a_reason() {
     let base = ReintConfig::<2>::default();
     let expect_err = |cfg: ReintConfig<2>, word: &str| match ReintSim::new(cfg) {
-        Err(SimError::InvalidInput(msg)) => assert!(msg.contains(word), "{msg}"),
+        Err(e @ (SimError::InvalidInput(_) | SimError::InvalidParameter(_))) => {
+            assert!(e.to_string().contains(word), "{e}")
+        }
         Err(e) => panic!("unexpected error {e}"),
         Ok(_) => panic!("accepted a config with a bad {word}"),
     };
     let mut c = base.clone();
     c.params.diffusion_radius = 1.5;
-    expect_err(c, "diffusion radius");
+    expect_err(c, "params.diffusion_radius");
     let mut c = base.clone();
     c.resolution = [3, 64];
     expect_err(c, "resolution");
@@ -242,7 +244,7 @@ fn bad_parameters_are_rejected_with_a_reason() {
     expect_err(c, "substances");
     let mut c = base.clone();
     c.params.sound_speed = -1.0;
-    expect_err(c, "sound speed");
+    expect_err(c, "params.sound_speed");
     let mut c = base;
     c.cell_size = 0.0;
     expect_err(c, "cell size");

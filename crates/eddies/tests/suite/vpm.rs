@@ -242,7 +242,7 @@ fn step_record_has_the_vpm_keys() {
 #[test]
 fn bad_parameters_are_refused() {
     let bad = |p: VpmParams| match VpmSim::new(p) {
-        Err(SimError::InvalidInput(m)) => m,
+        Err(e @ (SimError::InvalidInput(_) | SimError::InvalidParameter(_))) => e.to_string(),
         _ => panic!("accepted"),
     };
     assert!(bad(VpmParams {

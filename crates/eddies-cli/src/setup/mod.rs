@@ -1,0 +1,164 @@
+//! From a checked [`Scene`] to a running [`Simulation`], and the memory check that comes before it. The one
+//! place that knows which method a scene names: one file per method (its configuration, its memory estimate
+//! and its initial state), and here the dispatch. Everything else asks the method's [`eddies::Description`] ([`Scene::describe`]).
+
+mod flip;
+mod reint;
+mod vpm;
+
+use eddies::{SimError, Simulation};
+
+use crate::keypath::KeyPath;
+use crate::load::{Loaded, SceneError};
+use crate::scene::{Invalid, Method, Scene};
+
+/// Cell counts up to which the library's estimate is asked directly; beyond, it is extrapolated per cell (so
+/// that absurd sizes cannot overflow the estimate's arithmetic).
+const DIRECT_ESTIMATE_CELLS: u128 = 1 << 32;
+
+const GIB: f64 = (1u64 << 30) as f64;
+
+/// Bytes the scene's simulation will hold, from the method's own estimate.
+pub fn estimate_bytes(scene: &Scene) -> f64 {
+    match scene.method {
+        Method::Reint => reint::estimate_bytes(scene),
+        Method::Flip => flip::estimate_bytes(scene),
+        Method::Vpm => vpm::estimate_bytes(scene),
+    }
+}
+
+/// Memory the system can give this process without swapping (bytes): `MemAvailable` of `/proc/meminfo`, or
+/// `None` where that cannot be read (then no check is made).
+pub fn available_memory() -> Option<u64> {
+    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = info.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
+/// Refuses a scene whose estimate exceeds `available` bytes, naming `domain.resolution` and the estimate.
+/// Returns the estimate (bytes).
+pub fn check_memory(loaded: &Loaded, available: Option<u64>) -> Result<f64, SceneError> {
+    let need = estimate_bytes(&loaded.scene);
+    match available {
+        Some(avail) if need > avail as f64 => {
+            let res = loaded.scene.resolution();
+            let cells: f64 = res.iter().map(|&n| n as f64).product();
+            Err(loaded.locator.error(Invalid::new(
+                KeyPath::root().key("domain").key("resolution"),
+                format!(
+                    "the scene needs about {:.1} GiB ({:.3e} cells), but only {:.1} GiB of memory is available",
+                    need / GIB,
+                    cells,
+                    avail as f64 / GIB
+                ),
+                format!("a resolution whose estimate fits in {:.1} GiB", avail as f64 / GIB),
+            )))
+        }
+        _ => Ok(need),
+    }
+}
+
+/// Human-readable byte count.
+pub fn format_bytes(b: f64) -> String {
+    const MIB: f64 = (1u64 << 20) as f64;
+    if b >= GIB {
+        format!("{:.1} GiB", b / GIB)
+    } else if b >= MIB {
+        format!("{:.0} MiB", b / MIB)
+    } else {
+        format!("{:.0} KiB", b / 1024.0)
+    }
+}
+
+/// A simulation set up from a scene, and what the user should know about the set-up.
+pub struct Built {
+    /// The simulation, at time 0.
+    pub sim: Box<dyn Simulation>,
+    /// One line each, without the `warning: ` prefix: parts of the scene that have no effect.
+    pub warnings: Vec<String>,
+}
+
+/// Builds the simulation of a checked scene, with its initial fluid, obstacles, emitters and sinks.
+///
+/// A scene in which nothing could move (no fluid in the domain and nothing that adds any) is refused as
+/// [`SimError::InvalidInput`]; a region that covers no cell of the domain is a warning.
+pub fn build(scene: &Scene) -> Result<Built, SimError> {
+    let mut fill = Filling::default();
+    let v = &scene.vpm;
+    let (sim, sources, nothing): (Box<dyn Simulation>, bool, &str) = match (
+        scene.method,
+        scene.dim(),
+    ) {
+        (Method::Vpm, _) => {
+            let sim = vpm::build(scene)?;
+            fill.filled = sim.vortons().len();
+            let sources = !(v.jet.is_empty() && v.heat_source.is_empty())
+                || v.ball.iter().any(|b| b.period > 0.0 || b.start > 0.0);
+            (
+                Box::new(sim),
+                sources,
+                "no vortons: add a [[vpm.ring]], [[vpm.ball]] or another distribution inside the domain, \
+                 or a [[vpm.jet]] or [[vpm.heat_source]]",
+            )
+        }
+        (method, dim) => {
+            let sim: Box<dyn Simulation> = match (method, dim) {
+                (Method::Reint, 2) => Box::new(reint::build::<2>(scene, &mut fill)?),
+                (Method::Reint, _) => Box::new(reint::build::<3>(scene, &mut fill)?),
+                (_, 2) => Box::new(flip::build::<2>(scene, &mut fill)?),
+                (_, _) => Box::new(flip::build::<3>(scene, &mut fill)?),
+            };
+            (
+                sim,
+                !scene.emitter.is_empty(),
+                "no fluid: no [[region]] covers a cell of the domain, and no [[emitter]] adds any",
+            )
+        }
+    };
+    if fill.filled == 0 && !sources {
+        return Err(SimError::InvalidInput(format!(
+            "nothing to simulate: the scene has {nothing}"
+        )));
+    }
+    Ok(Built {
+        sim,
+        warnings: fill.warnings,
+    })
+}
+
+/// What the initial distributions of a scene put into its simulation.
+#[derive(Default)]
+struct Filling {
+    /// Cells (reint), particles (flip) or vortons (vpm) placed.
+    filled: usize,
+    /// Regions that placed nothing.
+    warnings: Vec<String>,
+}
+
+impl Filling {
+    /// Notes that region `k` placed `n` cells or particles.
+    fn region(&mut self, scene: &Scene, k: usize, n: usize) {
+        self.filled += n;
+        if n == 0 {
+            let size: Vec<String> = scene.size().iter().map(|x| format!("{x}")).collect();
+            self.warnings.push(format!(
+                "region.{k}: its shape covers no fluid cell of the domain [0, {}] m (it lies outside, \
+                 inside an obstacle, or between cell centres): it adds no fluid",
+                size.join("] × [0, ")
+            ));
+        }
+    }
+}
+
+fn array<T: Copy, const D: usize>(v: &[T]) -> [T; D] {
+    std::array::from_fn(|k| v[k])
+}
+
+fn velocity<const D: usize>(v: &Option<Vec<f64>>) -> [f32; D] {
+    std::array::from_fn(|k| v.as_ref().and_then(|v| v.get(k)).copied().unwrap_or(0.0) as f32)
+}
+
+fn vec_d<const D: usize>(v: &Option<Vec<f64>>) -> [f64; D] {
+    std::array::from_fn(|k| v.as_ref().and_then(|v| v.get(k)).copied().unwrap_or(0.0))
+}
