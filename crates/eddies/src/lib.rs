@@ -37,6 +37,7 @@ pub mod grid;
 pub mod linsolve;
 pub mod par;
 pub mod reint;
+pub mod rng;
 pub mod shape;
 pub mod sim;
 pub mod soak;

@@ -134,7 +134,7 @@ pub(crate) fn fill_fraction<const D: usize>(
 mod tests {
     use super::*;
     use crate::grid::MacGrid;
-    use crate::validation::SplitMix64;
+    use crate::rng::SplitMix64;
 
     /// The kernel mass inside the domain of the face of component `k` at face coordinates `f`: the product
     /// over the axes of the part of the tent left inside (1/2 for a face on a wall along its own axis, 7/8

@@ -48,7 +48,7 @@ use crate::linsolve::{DomainBoundary, PcgParams, PoissonSolver, SolveError};
 use crate::par;
 use crate::shape::Shape;
 use crate::sim::{Field, SimError, Simulation};
-use crate::validation::SplitMix64;
+use crate::rng::SplitMix64;
 use particles::Tally;
 use std::time::Instant;
 use transfer::Bins;

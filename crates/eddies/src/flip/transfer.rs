@@ -706,7 +706,7 @@ pub(crate) fn grid_to_particles<const D: usize>(
 mod tests {
     use super::*;
     use crate::grid::coords_of;
-    use crate::validation::SplitMix64;
+    use crate::rng::SplitMix64;
 
     /// [`FaceStencils::sample`] against its definition, [`Grid::sample`] on each component, at random points
     /// in and beyond a small grid (the clamping) and at NaN (read as the corner), on fields of random f32 values;

@@ -1525,7 +1525,7 @@ fn prolong_row<T: Real, const D: usize>(
 mod tests {
     use super::*;
     use crate::linsolve::DomainBoundary;
-    use crate::validation::SplitMix64;
+    use crate::rng::SplitMix64;
 
     /// Red-black Gauss–Seidel by its definition, one cell at a time: every cell of `first`, then every cell of
     /// the other colour, each from the current values (the neighbour sum in `neighbour_sum`'s order).

@@ -8,7 +8,8 @@ use super::{
     PoissonSolver, PreconditionerKind, Restriction,
 };
 use crate::grid::{coords_of, CellFlag, Grid};
-use crate::validation::{Case, Measurement, SplitMix64};
+use crate::rng::SplitMix64;
+use crate::validation::{Case, Measurement};
 
 /// The validation cases of `linsolve`.
 pub fn cases() -> Vec<Case> {

@@ -8,7 +8,8 @@ use super::{Boundary, Eos, ReintConfig, ReintSim, Substance};
 use crate::par;
 use crate::shape::Shape;
 use crate::sim::Simulation;
-use crate::validation::{Case, Measurement, SplitMix64};
+use crate::rng::SplitMix64;
+use crate::validation::{Case, Measurement};
 use glam::DVec3;
 
 /// The method's validation cases.

@@ -6,7 +6,7 @@
 //! distribution's seed.
 
 use super::state::{Tracers, Vortons};
-use crate::validation::SplitMix64;
+use crate::rng::SplitMix64;
 use glam::DVec3;
 
 /// Blob radius over vorton spacing in the distributions with more than one vorton across the core. Blobs

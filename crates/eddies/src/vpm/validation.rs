@@ -12,7 +12,8 @@ use super::{
 };
 use crate::par;
 use crate::sim::Simulation;
-use crate::validation::{Case, Measurement, SplitMix64};
+use crate::rng::SplitMix64;
+use crate::validation::{Case, Measurement};
 use glam::DVec3;
 
 /// The method's validation cases.

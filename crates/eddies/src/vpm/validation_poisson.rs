@@ -12,7 +12,8 @@ use super::{
     VpmSim,
 };
 use crate::par;
-use crate::validation::{Case, Measurement, SplitMix64};
+use crate::rng::SplitMix64;
+use crate::validation::{Case, Measurement};
 use crate::Simulation;
 use glam::DVec3;
 use std::f64::consts::PI;

@@ -11,7 +11,7 @@ use eddies::linsolve::{
     Preconditioner, PreconditionerKind, Restriction, Smoother, SolveError, StopReason,
 };
 use eddies::par;
-use eddies::validation::SplitMix64;
+use eddies::rng::SplitMix64;
 
 /// Error ratios of successive halvings of h; each must be ≥ 3.5 (second order gives 4; the margin covers the
 /// pre-asymptotic coarse grids).
