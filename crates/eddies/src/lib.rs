@@ -40,7 +40,6 @@ pub mod reint;
 pub mod rng;
 pub mod shape;
 pub mod sim;
-pub mod soak;
 pub mod validation;
 pub mod vpm;
 

@@ -36,7 +36,6 @@ mod particles;
 mod project;
 mod surface;
 mod transfer;
-pub mod validation;
 
 pub use params::{Boundary, Emitter, FlipConfig, FlipParams, Obstacle, Sink, Transfer};
 pub use particles::Particles;
@@ -46,9 +45,9 @@ use crate::diag::{Quantity, StageTimer, StepRecord};
 use crate::grid::{to_dvec3, CellFlag, Grid, MacGrid};
 use crate::linsolve::{DomainBoundary, PcgParams, PoissonSolver, SolveError};
 use crate::par;
+use crate::rng::SplitMix64;
 use crate::shape::Shape;
 use crate::sim::{Field, SimError, Simulation};
-use crate::rng::SplitMix64;
 use particles::Tally;
 use std::time::Instant;
 use transfer::Bins;
@@ -134,13 +133,13 @@ struct CellTally {
 }
 
 /// What [`FlipSim::measure`] finds in one pass over the particles.
-struct Measured<const D: usize> {
+pub(crate) struct Measured<const D: usize> {
     /// Kinetic energy (J, or J/m in 2D).
     kinetic: f64,
     /// Momentum (kg·m/s, or per metre of depth in 2D).
     momentum: [f64; D],
     /// Largest speed (m/s).
-    max_speed: f64,
+    pub(crate) max_speed: f64,
     /// Whether a velocity, or with closed walls a position, is not finite.
     broken: bool,
 }
@@ -439,7 +438,7 @@ impl<const D: usize> FlipSim<D> {
     /// velocity (or, with closed walls, position), in one pass over the particles ([`Tally::over`]); the
     /// largest speed is the square root of the largest squared speed, the same bits as the largest root since
     /// rounding is monotonic.
-    fn measure(&self) -> Measured<D> {
+    pub(crate) fn measure(&self) -> Measured<D> {
         let closed = self.cfg.boundary == Boundary::Closed;
         let t = Tally::over(&self.particles, closed);
         let mass = self.particle_mass;

@@ -24,7 +24,6 @@
 mod kernels;
 mod params;
 mod state;
-pub mod validation;
 
 pub use params::{Boundary, Emitter, Eos, ReintConfig, ReintParams, Sink, Substance};
 

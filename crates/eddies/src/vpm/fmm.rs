@@ -971,7 +971,7 @@ mod tests {
     fn shifted_multipoles_equal_direct_sums() {
         use crate::vpm::tree::Tree;
         use crate::vpm::{TreeMethod, TreeParams};
-        let (p, a, s) = crate::vpm::validation::random_vortons(5_000, 3);
+        let (p, a, s) = crate::vpm::init::random_vortons(5_000, 3);
         let params = TreeParams {
             leaf_size: 8,
             method: TreeMethod::Fmm,

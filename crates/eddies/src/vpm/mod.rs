@@ -34,8 +34,6 @@ mod params;
 pub mod poisson;
 mod state;
 pub mod tree;
-pub mod validation;
-pub mod validation_poisson;
 pub mod velocity;
 
 pub use init::{Ball, Block, HeatSource, Jet, Noise, Puff, Ring, Sheet, Tube};

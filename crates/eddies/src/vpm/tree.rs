@@ -974,7 +974,7 @@ pub fn rms_relative_error(tree: &[DVec3], direct: &[DVec3]) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::vpm::validation::random_vortons;
+    use crate::vpm::init::random_vortons;
 
     /// Points of the surface of the cube `lo..hi` on a lattice of `k` points per edge: the boundary of a
     /// Poisson grid, where part 20 wants the vector potential.

@@ -1,5 +1,21 @@
 //! The validation registry: cases that compare a measured quantity with an analytic or experimental reference.
 //! `eddies validate` prints them, and the tests in `tests/` assert them, so both read the same numbers.
+//!
+//! The registry ([`Case`], [`Measurement`], [`Comparison`]) sits above the methods: each method's cases live
+//! in a submodule here ([`reint`], [`linsolve`], [`flip`], [`vpm`], [`vpm_poisson`]) and use the method's
+//! public (or crate-visible) items, and no method module depends on this one. The long soak runs of
+//! `eddies validate --soak` are in [`soak`].
+
+// The cases' small dense fits and per-sample loops index several arrays together, as the methods' own
+// loops do (each method module allows the same).
+#![allow(clippy::needless_range_loop)]
+
+pub mod flip;
+pub mod linsolve;
+pub mod reint;
+pub mod soak;
+pub mod vpm;
+pub mod vpm_poisson;
 
 /// Which way a [`Measurement`] compares its measured value with its reference.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -152,15 +168,15 @@ impl Case {
 
 /// Every validation case of every method, in a stable order.
 pub fn cases() -> Vec<Case> {
-    let mut cases = crate::reint::validation::cases();
-    cases.extend(crate::linsolve::validation::cases());
-    cases.extend(crate::flip::validation::cases());
-    cases.extend(crate::vpm::validation::cases());
-    cases.extend(crate::vpm::validation_poisson::cases());
+    let mut cases = reint::cases();
+    cases.extend(linsolve::cases());
+    cases.extend(flip::cases());
+    cases.extend(vpm::cases());
+    cases.extend(vpm_poisson::cases());
     cases
 }
 
-/// The soak runs of `eddies validate --soak` (see [`crate::soak`]), which the ordinary run does not include.
-pub fn soak_cases() -> Vec<crate::soak::SoakCase> {
-    crate::soak::cases()
+/// The soak runs of `eddies validate --soak` (see [`soak`]), which the ordinary run does not include.
+pub fn soak_cases() -> Vec<soak::SoakCase> {
+    soak::cases()
 }
