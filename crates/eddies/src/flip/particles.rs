@@ -4,8 +4,10 @@
 //! advection), so halving its bytes halves the memory traffic that bounds those stages, and f32 resolves
 //! positions to about 10⁻⁷ of the domain, far below a cell. All arithmetic on them is done in f64.
 
-use super::transfer::PARTICLE_CHUNK;
 use rayon::prelude::*;
+
+/// Particles per task in particle loops: fixed, so that work splitting never depends on the thread count.
+pub(crate) const PARTICLE_CHUNK: usize = 8192;
 
 /// Particles of a `D`-dimensional liquid.
 #[derive(Clone, Debug, PartialEq)]

@@ -7,14 +7,11 @@
 //! ever add into the same face and every face takes its sums in one fixed order.
 
 use super::params::Transfer;
-use super::particles::Particles;
+use super::particles::{Particles, PARTICLE_CHUNK};
 use crate::grid::{strides_of, Grid, MacGrid};
 use crate::par::{self, SharedSlice};
 use multiversion::multiversion;
 use rayon::prelude::*;
-
-/// Particles per task in particle loops: fixed, so that work splitting never depends on the thread count.
-pub(crate) const PARTICLE_CHUNK: usize = 8192;
 
 /// Key of a particle that is to be dropped (left an open domain, drained, thinned).
 const DEAD: u32 = u32::MAX;
