@@ -42,7 +42,7 @@
 //! depend on the thread count.
 
 use super::biot_savart::{Sources, FOUR_PI_INV, TILE};
-use super::tree::{near_tile, octants, tile_targets, Node, Vorton, LEVELS};
+use super::octree::{near_tile, octants, tile_targets, Node, Vorton, LEVELS};
 use glam::DVec3;
 use multiversion::multiversion;
 use rayon::prelude::*;

@@ -30,6 +30,7 @@ pub mod diffusion;
 pub mod fmm;
 pub mod init;
 pub mod mollify;
+mod octree;
 mod params;
 pub mod poisson;
 mod state;
