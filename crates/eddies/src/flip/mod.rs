@@ -50,7 +50,7 @@ use crate::shape::Shape;
 use crate::sim::{Field, SimError, Simulation};
 use particles::Tally;
 use std::time::Instant;
-use transfer::Bins;
+use transfer::HalfCellBins;
 
 /// A PIC/FLIP/APIC liquid simulation.
 ///
@@ -109,7 +109,7 @@ pub struct FlipSim<const D: usize> {
     closed_flags: Grid<CellFlag, D>,
     solver: Option<PoissonSolver<D>>,
     closed_solver: Option<PoissonSolver<D>>,
-    bins: Bins<D>,
+    bins: HalfCellBins<D>,
     valid: [Vec<u8>; D],
     front: extrapolate::Front,
     shapes_now: Vec<Shape>,
@@ -195,7 +195,7 @@ impl<const D: usize> FlipSim<D> {
             closed_flags: Grid::new(dims, origin, h, CellFlag::Air),
             solver: None,
             closed_solver: None,
-            bins: Bins::new(dims),
+            bins: HalfCellBins::new(dims),
             valid: std::array::from_fn(|_| Vec::new()),
             front: extrapolate::Front::default(),
             shapes_now: Vec::new(),

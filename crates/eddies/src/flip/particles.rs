@@ -184,7 +184,7 @@ impl<const D: usize> Tally<D> {
 
     /// The tally of the particles `r`, lane by lane.
     fn chunk<const POSITIONS: bool>(p: &Particles<D>, r: std::ops::Range<usize>) -> Self {
-        let mut lanes = Lanes::<D>::default();
+        let mut lanes = LaneTallies::<D>::default();
         let mut start = r.start;
         while start + LANES <= r.end {
             lanes.add::<POSITIONS, LANES>(p, start);
@@ -205,16 +205,16 @@ impl<const D: usize> Tally<D> {
 }
 
 /// A [`Tally`] per lane.
-struct Lanes<const D: usize> {
+struct LaneTallies<const D: usize> {
     sum: [[f64; LANES]; D],
     squares: [f64; LANES],
     max2: [f64; LANES],
     positions: [f64; LANES],
 }
 
-impl<const D: usize> Default for Lanes<D> {
+impl<const D: usize> Default for LaneTallies<D> {
     fn default() -> Self {
-        Lanes {
+        LaneTallies {
             sum: [[0.0; LANES]; D],
             squares: [0.0; LANES],
             max2: [f64::NEG_INFINITY; LANES],
@@ -223,7 +223,7 @@ impl<const D: usize> Default for Lanes<D> {
     }
 }
 
-impl<const D: usize> Lanes<D> {
+impl<const D: usize> LaneTallies<D> {
     /// Adds particles `start .. start + N` to lanes `0..N`.
     #[inline(always)]
     fn add<const POSITIONS: bool, const N: usize>(&mut self, p: &Particles<D>, start: usize) {

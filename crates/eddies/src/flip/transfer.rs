@@ -19,7 +19,7 @@ const DEAD: u32 = u32::MAX;
 /// Particles binned by half cell after [`sort_particles`]: the particles of half cell `s` are
 /// `start[s]..start[s + 1]`, half cells numbered x fastest on the grid of `2·dims` half cells.
 #[derive(Clone, Debug)]
-pub(crate) struct Bins<const D: usize> {
+pub(crate) struct HalfCellBins<const D: usize> {
     /// Half cells per axis.
     pub sub_dims: [usize; D],
     /// First particle of each half cell, plus the total at the end.
@@ -35,7 +35,7 @@ pub(crate) struct Bins<const D: usize> {
     bucket_start: Vec<u32>,
 }
 
-impl<const D: usize> Bins<D> {
+impl<const D: usize> HalfCellBins<D> {
     pub fn new(dims: [usize; D]) -> Self {
         let sub_dims = dims.map(|n| 2 * n);
         Self {
@@ -116,7 +116,7 @@ impl<const D: usize> Bins<D> {
 #[multiversion(targets("x86_64+avx512f+avx512bw+avx512dq+avx512vl", "x86_64+avx2+fma"))]
 pub(crate) fn sort_particles<const D: usize>(
     p: &mut Particles<D>,
-    bins: &mut Bins<D>,
+    bins: &mut HalfCellBins<D>,
     origin: [f64; D],
     h: f64,
 ) -> usize {
@@ -325,7 +325,7 @@ impl AxisWeights {
 #[multiversion(targets("x86_64+avx512f+avx512bw+avx512dq+avx512vl", "x86_64+avx2+fma"))]
 pub(crate) fn particles_to_grid<const D: usize>(
     p: &Particles<D>,
-    bins: &Bins<D>,
+    bins: &HalfCellBins<D>,
     u: &mut MacGrid<D>,
     sums: &mut [Grid<[f32; 2], D>; D],
     transfer: Transfer,
@@ -782,7 +782,7 @@ mod tests {
             p.push(x, [i as f64, 0.0, 0.0], false);
         }
         let before = p.clone();
-        let mut bins = Bins::new(dims);
+        let mut bins = HalfCellBins::new(dims);
         let dropped = sort_particles(&mut p, &mut bins, origin, h);
 
         // The definition: a stable sort of the particles inside the domain by half-cell index.
@@ -879,7 +879,7 @@ mod tests {
                 }
             }
         }
-        let mut bins = Bins::new(dims);
+        let mut bins = HalfCellBins::new(dims);
         sort_particles(&mut p, &mut bins, origin, h);
         let mut u = MacGrid::<D>::new(dims, origin, h);
         let mut sums: [Grid<[f32; 2], D>; D] =

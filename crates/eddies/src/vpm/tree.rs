@@ -44,7 +44,7 @@ pub const POTENTIAL_GROUP: usize = 8;
 
 /// A supervorton: the far-field moments of one cell.
 #[derive(Clone, Copy, Debug, Default)]
-struct Moments {
+struct CellMoments {
     centre: DVec3,
     a: DVec3,
     b: DVec3,
@@ -58,7 +58,7 @@ struct Moments {
     weight: f64,
 }
 
-impl Moments {
+impl CellMoments {
     /// The moments of `vortons` (position, strength, core radius) about their circulation-weighted centre, or
     /// about `fallback` when they carry no circulation.
     fn of_vortons(vortons: &[(DVec3, DVec3, f64)], fallback: DVec3) -> Self {
@@ -78,7 +78,7 @@ impl Moments {
         } else {
             (fallback, 0.0)
         };
-        let mut m = Moments {
+        let mut m = CellMoments {
             centre,
             a,
             s2,
@@ -108,10 +108,10 @@ impl Moments {
     /// child's moments shifted by `t = c_child − c`: with `dⱼ = eⱼ + t`,
     /// `B += A × t`, `P += A tᵀ`, `S += 2 P t + A |t|²`, `Q(k, l) += P₍ₖ₎ t_l + P₍ₗ₎ t_k + A t_k t_l` and
     /// `M += B tᵀ + [Σ (αⱼ × t) eⱼᵀ] + (A × t) tᵀ`, where the bracket is `ε_rab t_b P[a][c]`.
-    fn of_children(children: &[Moments], fallback: DVec3) -> Self {
+    fn of_children(children: &[CellMoments], fallback: DVec3) -> Self {
         let w: f64 = children.iter().map(|c| c.weight).sum();
         if w <= 0.0 {
-            return Moments {
+            return CellMoments {
                 centre: fallback,
                 ..Default::default()
             };
@@ -121,7 +121,7 @@ impl Moments {
             .fold(DVec3::ZERO, |acc, c| acc + c.centre * c.weight)
             / w;
         let s2 = children.iter().map(|c| c.s2 * c.weight).sum::<f64>() / w;
-        let mut m = Moments {
+        let mut m = CellMoments {
             centre,
             s2,
             weight: w,
@@ -191,7 +191,7 @@ pub struct Tree {
     /// instead of jumping through `keys` once per tree level.
     gathered: Vec<(DVec3, DVec3, f64)>,
     nodes: Vec<Node>,
-    moments: Vec<Moments>,
+    moments: Vec<CellMoments>,
     /// Sorted vortons as f32 sources (padded at the end).
     sorted: Sources,
     /// Each cell's supervorton as an f32 row of [`COLS`] columns.
@@ -218,7 +218,7 @@ impl Tree {
             + self.gathered.capacity() * std::mem::size_of::<(DVec3, DVec3, f64)>()
             + self.target_keys.capacity() * 16
             + self.nodes.capacity() * std::mem::size_of::<Node>()
-            + self.moments.capacity() * std::mem::size_of::<Moments>()
+            + self.moments.capacity() * std::mem::size_of::<CellMoments>()
             + self.rows.capacity() * COLS * 4
             + self.potential_rows.capacity() * POTENTIAL_COLS * 4
             + self.sorted.bytes()
@@ -481,13 +481,13 @@ fn build_tree(
     // vorton is summed once instead of once per level.
     let gathered = &tree.gathered;
     let nodes = &tree.nodes;
-    let mut moments: Vec<Moments> = nodes
+    let mut moments: Vec<CellMoments> = nodes
         .par_iter()
         .map(|node| {
             if node.children == 0 {
-                Moments::of_vortons(&gathered[node.start..node.end], node.centre())
+                CellMoments::of_vortons(&gathered[node.start..node.end], node.centre())
             } else {
-                Moments::default()
+                CellMoments::default()
             }
         })
         .collect();
@@ -495,7 +495,7 @@ fn build_tree(
         let node = &nodes[k];
         if node.children > 0 {
             let children = &moments[node.first_child..node.first_child + node.children];
-            moments[k] = Moments::of_children(children, node.centre());
+            moments[k] = CellMoments::of_children(children, node.centre());
         }
     }
     tree.moments = moments;
@@ -648,10 +648,10 @@ const PQ: usize = PS + 3;
 
 /// Sixteen supervortons as `C` columns of [`LANES`] (a block of a struct of arrays: one pointer and fixed
 /// offsets, so the far-field loops vectorise without spilling column pointers).
-type Block<const C: usize = COLS> = [[f32; LANES]; C];
+type FarBlock<const C: usize = COLS> = [[f32; LANES]; C];
 
 /// A block of zero-strength supervortons (σ² = 1), the padding of a far list's last block.
-fn empty_block<const C: usize>() -> Block<C> {
+fn empty_block<const C: usize>() -> FarBlock<C> {
     let mut b = [[0.0; LANES]; C];
     b[S2] = [1.0; LANES];
     b
@@ -661,7 +661,7 @@ fn empty_block<const C: usize>() -> Block<C> {
 /// walk's stack.
 #[derive(Clone, Debug, Default)]
 struct GroupScratch<const C: usize> {
-    far: Vec<Block<C>>,
+    far: Vec<FarBlock<C>>,
     near: Vec<(usize, usize)>,
     stack: Vec<usize>,
 }
@@ -721,7 +721,7 @@ fn hsum(v: &[f32; LANES]) -> f32 {
 /// `f'(s) = −(3s/2 + 21σ²/4)(s + σ²)^{−7/2}` and `f''(s) = (15s/4 + 135σ²/8)(s + σ²)^{−9/2}` (second
 /// order in the cell size).
 #[inline(always)]
-fn far_velocity(far: &[Block], t: [f32; 3]) -> [f32; 3] {
+fn far_velocity(far: &[FarBlock], t: [f32; 3]) -> [f32; 3] {
     let mut u = [[0f32; LANES]; 3];
     for blk in far {
         for l in 0..LANES {
@@ -757,7 +757,7 @@ fn far_velocity(far: &[Block], t: [f32; 3]) -> [f32; 3] {
 
 /// Far-field velocity gradient (monopole: `f [A]ₓ + 2f' (A × r) rᵀ`) at `t`, without the factor 1/4π.
 #[inline(always)]
-fn far_gradient(far: &[Block], t: [f32; 3]) -> [f32; 9] {
+fn far_gradient(far: &[FarBlock], t: [f32; 3]) -> [f32; 9] {
     let mut jac = [[0f32; LANES]; 9];
     for blk in far {
         for l in 0..LANES {
@@ -792,7 +792,7 @@ fn far_gradient(far: &[Block], t: [f32; 3]) -> [f32; 9] {
 /// `A h − 2h' P r + h' S + 2h'' (Q : r r)` with `h(s) = (s + 3σ²/2)(s + σ²)^{−3/2}`,
 /// `h'(s) = −(s + 5σ²/2)(s + σ²)^{−5/2}/2` and `h''(s) = (3s/4 + 21σ²/8)(s + σ²)^{−7/2}`.
 #[inline(always)]
-fn far_potential(far: &[Block<POTENTIAL_COLS>], t: [f32; 3]) -> [f32; 3] {
+fn far_potential(far: &[FarBlock<POTENTIAL_COLS>], t: [f32; 3]) -> [f32; 3] {
     let mut acc = [[0f32; LANES]; 3];
     for blk in far {
         for l in 0..LANES {
@@ -949,7 +949,8 @@ mod tests {
                 continue;
             }
             inner += 1;
-            let direct = Moments::of_vortons(&tree.gathered[node.start..node.end], node.centre());
+            let direct =
+                CellMoments::of_vortons(&tree.gathered[node.start..node.end], node.centre());
             let scale = direct.weight * node.width * node.width;
             let close = |x: &[f64], y: &[f64], unit: f64| {
                 x.iter().zip(y).all(|(x, y)| (x - y).abs() <= 1e-9 * unit)
@@ -957,14 +958,14 @@ mod tests {
             assert!((m.centre - direct.centre).length() <= 1e-12 * node.width);
             assert!((m.s2 - direct.s2).abs() <= 1e-12 * direct.s2);
             assert!(close(&m.a.to_array(), &direct.a.to_array(), direct.weight));
-            let first = |m: &Moments| [m.b.to_array().to_vec(), m.p.to_vec()].concat();
+            let first = |m: &CellMoments| [m.b.to_array().to_vec(), m.p.to_vec()].concat();
             assert!(close(
                 &first(m),
                 &first(&direct),
                 direct.weight * node.width
             ));
             let second =
-                |m: &Moments| [m.m2.to_vec(), m.s.to_array().to_vec(), m.q.to_vec()].concat();
+                |m: &CellMoments| [m.m2.to_vec(), m.s.to_array().to_vec(), m.q.to_vec()].concat();
             assert!(
                 close(&second(m), &second(&direct), scale),
                 "cell of {} vortons",

@@ -1,4 +1,4 @@
-//! The multigrid hierarchy: its levels ([`Level`]: operator, vectors, inverse diagonal, ghost shell), their
+//! The multigrid hierarchy: its levels ([`MultigridLevel`]: operator, vectors, inverse diagonal, ghost shell), their
 //! build from the finest operator ([`Multigrid::set_operator`]), the coarsening of the cell flags and of the
 //! Dirichlet links (McAdams, Sifakis & Teran 2010, §4; Gibou et al. 2002 for the boundary distance), and the
 //! ghost cells that a coarse correction is extended into.
@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 /// One level of the hierarchy: its operator and vectors, in precision `T`.
 #[derive(Clone, Debug)]
-pub(super) struct Level<const D: usize, T> {
+pub(super) struct MultigridLevel<const D: usize, T> {
     /// The level's operator; the finest is shared with the solver that owns the hierarchy.
     pub(super) op: Arc<PoissonOperator<D>>,
     /// The cells around the unknowns that a correction is extended into ([`extend`]); none on the finest level.
@@ -62,13 +62,13 @@ impl<const D: usize, T: Real> Multigrid<D, T> {
             };
             let inv = inverse_diagonal(&op);
             match old.next() {
-                Some(l) if l.x.len() == n && l.half.len() == half => Level {
+                Some(l) if l.x.len() == n && l.half.len() == half => MultigridLevel {
                     op,
                     ghost,
                     inv,
                     ..l
                 },
-                _ => Level {
+                _ => MultigridLevel {
                     ghost,
                     inv,
                     op,

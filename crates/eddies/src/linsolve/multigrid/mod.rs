@@ -32,7 +32,7 @@ use crate::grid::Real;
 use crate::linsolve::poisson::{residual, CellKind, PoissonOperator};
 use crate::linsolve::vector::CHUNK;
 use crate::linsolve::{check_vector, Info, LinearOperator, Preconditioner, SolveError, StopReason};
-use hierarchy::Level;
+use hierarchy::MultigridLevel;
 use multiversion::multiversion;
 use rayon::prelude::*;
 use smooth::{red_black_sweep_from_zero, Colour};
@@ -110,7 +110,7 @@ impl Default for MultigridParams {
 /// (which halves its memory traffic; the outer conjugate gradients stay in f64, as in McAdams et al. 2010).
 #[derive(Clone, Debug)]
 pub struct Multigrid<const D: usize, T = f64> {
-    levels: Vec<Level<D, T>>,
+    levels: Vec<MultigridLevel<D, T>>,
     params: MultigridParams,
 }
 

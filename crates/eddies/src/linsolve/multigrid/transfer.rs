@@ -3,10 +3,10 @@
 //! multigrid, and the extension of a coarse correction into the ghost cells around the unknowns (and its
 //! transpose).
 
-use super::hierarchy::{Ghosts, Level};
+use super::hierarchy::{Ghosts, MultigridLevel};
 use super::{convert, Restriction};
 use crate::grid::Real;
-use crate::linsolve::poisson::{residual_row, CellKind, Layout, PoissonOperator, Row};
+use crate::linsolve::poisson::{residual_row, CellKind, Layout, PaddedRow, PoissonOperator};
 use multiversion::multiversion;
 use rayon::prelude::*;
 
@@ -81,7 +81,7 @@ pub(super) enum Fine<'a, T> {
 pub(super) fn restrict_to<T: Real, const D: usize>(
     fine: &PoissonOperator<D>,
     r: Fine<'_, T>,
-    coarse: &mut Level<D, T>,
+    coarse: &mut MultigridLevel<D, T>,
     how: Restriction,
 ) {
     restrict(fine, r, &coarse.op, &mut coarse.half, &mut coarse.t, how);
@@ -276,7 +276,7 @@ pub(super) fn prolong<T: Real, const D: usize>(
 fn prolong_row<T: Real, const D: usize>(
     (cl, xc): (&Layout<D>, &[T]),
     (fl, fk): (&Layout<D>, &[CellKind]),
-    row: Row<D>,
+    row: PaddedRow<D>,
     o: &mut [T],
     buffers: (&mut [T], &mut [T]),
     mode: Prolong,
