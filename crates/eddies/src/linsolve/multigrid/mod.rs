@@ -167,12 +167,6 @@ impl<const D: usize, T: Real> Multigrid<D, T> {
         &self.params
     }
 
-    /// Switches the full-multigrid start on or off (the hierarchy does not depend on it): off when the caller
-    /// has a good initial guess, such as the last step's solution.
-    pub fn set_full_multigrid(&mut self, on: bool) {
-        self.params.full_multigrid = on;
-    }
-
     /// `‖b − A x‖` of the finest level's vectors (the residual is left in its `t`).
     fn fine_residual(&mut self) -> f64 {
         let f = &mut self.levels[0];
