@@ -15,7 +15,7 @@ use eddies::linsolve::{
     DomainBoundary, LinearOperator, Multigrid, MultigridParams, PcgParams, PoissonOperator,
     PoissonSolver, PreconditionerKind, Restriction,
 };
-use eddies::validation::SplitMix64;
+use eddies::rng::SplitMix64;
 
 use crate::bench::{BenchCase, BenchRow};
 

@@ -4,8 +4,9 @@
 use std::time::Instant;
 
 use eddies::vpm::biot_savart::{self, Sources};
+use eddies::vpm::init::random_vortons;
 use eddies::vpm::tree::{self, Tree};
-use eddies::vpm::{validation, Ring, TreeMethod, TreeParams, VelocityMethod, VpmParams, VpmSim};
+use eddies::vpm::{Ring, TreeMethod, TreeParams, VelocityMethod, VpmParams, VpmSim};
 use eddies::{Simulation, StepRecord};
 use glam::DVec3;
 
@@ -75,7 +76,7 @@ fn direct_seconds(p: &[DVec3], a: &[DVec3], s: &[f64], reps: usize) -> (f64, Vec
 }
 
 fn direct_sum(n: usize, reps: usize) -> Result<Vec<BenchRow>, String> {
-    let (p, a, s) = validation::random_vortons(n, 7);
+    let (p, a, s) = random_vortons(n, 7);
     let (t, _) = direct_seconds(&p, &a, &s, reps);
     Ok(vec![
         row(
@@ -105,7 +106,7 @@ fn treecode(quick: bool) -> Result<Vec<BenchRow>, String> {
     let mut rows = Vec::new();
     let mut times = Vec::new();
     for &n in sizes {
-        let (p, a, s) = validation::random_vortons(n, 7);
+        let (p, a, s) = random_vortons(n, 7);
         let reps = if n >= 1_000_000 { 2 } else { 3 };
         // Accuracy on 2000 targets spread over the set, against the direct sum over all sources.
         let stride = (n / 2000).max(1);
@@ -191,7 +192,7 @@ fn box_surface(lo: f64, hi: f64, k: usize) -> Vec<DVec3> {
 }
 
 fn potential(n: usize) -> Result<Vec<BenchRow>, String> {
-    let (p, a, s) = validation::random_vortons(n, 12);
+    let (p, a, s) = random_vortons(n, 12);
     let targets = box_surface(-0.1, 1.1, 25);
     let size = format!("{n}@{}", targets.len());
     let mut src = Sources::default();

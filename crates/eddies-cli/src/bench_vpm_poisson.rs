@@ -3,7 +3,8 @@
 
 use std::time::Instant;
 
-use eddies::vpm::{validation, VelocityMethod, VpmParams, VpmSim};
+use eddies::vpm::init::random_vortons;
+use eddies::vpm::{VelocityMethod, VpmParams, VpmSim};
 
 use crate::bench::{median, BenchCase, BenchRow, WARMUP_STEPS};
 use crate::bench_vpm::{row, step_rows};
@@ -68,7 +69,7 @@ fn evaluation_ms(method: VelocityMethod, n: usize) -> Result<f64, String> {
         ..VpmParams::default()
     })
     .map_err(|e| e.to_string())?;
-    let (p, a, s) = validation::random_vortons(n, 7);
+    let (p, a, s) = random_vortons(n, 7);
     let v = sim.vortons_mut();
     for i in 0..n {
         let volume = 1e-6;

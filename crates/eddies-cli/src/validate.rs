@@ -5,7 +5,7 @@
 
 use std::io::Write;
 
-use eddies::soak::SoakCase;
+use eddies::validation::soak::SoakCase;
 use eddies::validation::{self, Case, Comparison, Measurement};
 
 use crate::error::{CliError, EXIT_FAILURE, EXIT_OK};

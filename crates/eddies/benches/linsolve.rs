@@ -9,7 +9,7 @@ use eddies::linsolve::{
     DomainBoundary, LinearOperator, MultigridParams, MultigridPreconditioner, PcgParams,
     PoissonOperator, PoissonSolver, Preconditioner, PreconditionerKind,
 };
-use eddies::validation::SplitMix64;
+use eddies::rng::SplitMix64;
 
 const N: usize = 64;
 

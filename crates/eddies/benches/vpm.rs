@@ -4,15 +4,16 @@
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use eddies::vpm::biot_savart::{self, Sources};
+use eddies::vpm::init::random_vortons;
 use eddies::vpm::tree::Tree;
-use eddies::vpm::{validation, Ring, TreeParams, VpmParams, VpmSim};
+use eddies::vpm::{Ring, TreeParams, VpmParams, VpmSim};
 use eddies::Simulation;
 use glam::DVec3;
 
 fn direct(c: &mut Criterion) {
     let mut g = c.benchmark_group("vpm-direct");
     for n in [2_000usize, 8_000] {
-        let (p, a, s) = validation::random_vortons(n, 7);
+        let (p, a, s) = random_vortons(n, 7);
         let mut src = Sources::default();
         src.fill(DVec3::splat(0.5), &p, &a, &s);
         let mut u = vec![DVec3::ZERO; n];
@@ -28,7 +29,7 @@ fn treecode(c: &mut Criterion) {
     let mut g = c.benchmark_group("vpm-tree");
     let params = TreeParams::default();
     for n in [10_000usize, 50_000] {
-        let (p, a, s) = validation::random_vortons(n, 7);
+        let (p, a, s) = random_vortons(n, 7);
         let mut t = Tree::default();
         let mut u = vec![DVec3::ZERO; n];
         g.throughput(Throughput::Elements(n as u64));

@@ -5,7 +5,7 @@
 //! cargo run --release -p eddies --example flip_dam_break_front -- 48    # cells per column width a
 //! ```
 
-use eddies::flip::validation::{dam_break_fronts, MARTIN_MOYCE_T, MARTIN_MOYCE_Z};
+use eddies::validation::flip::{dam_break_fronts, MARTIN_MOYCE_T, MARTIN_MOYCE_Z};
 
 fn main() {
     let cells = match std::env::args().nth(1).map(|s| s.parse::<usize>()) {

@@ -1,9 +1,9 @@
 //! The 3D dam break's volume deviation (`flip/dam-break-volume-3d`) against the grid size over 1 s, and how
 //! much of it is there after the first step (jittered seeding): the numbers behind the quick case's bound
-//! (`eddies::flip::validation::QUICK_VOLUME_BOUND`). `cargo run --release --example flip_volume_grid`; takes
+//! (`eddies::validation::flip::QUICK_VOLUME_BOUND`). `cargo run --release --example flip_volume_grid`; takes
 //! a few seconds.
 
-use eddies::flip::validation::dam_break_volume_drift;
+use eddies::validation::flip::dam_break_volume_drift;
 
 fn main() {
     for n in [16, 24, 32] {

@@ -3,7 +3,7 @@
 //!
 //! `cargo run --release -p eddies --example vpm_jerk -- docs/images/vpm-jerk.svg`
 
-use eddies::vpm::validation::{jerk_run, mean_after_warmup};
+use eddies::validation::vpm::{jerk_run, mean_after_warmup};
 use eddies::vpm::VelocityMethod;
 
 const STEPS: usize = 80;

@@ -1,5 +1,5 @@
 //! Treecode sweep: time, RMS error against the direct sum and interactions per target for each opening
-//! parameter θ and leaf size on `validation::random_vortons` (docs/PERFORMANCE.md, leaf-size choice).
+//! parameter θ and leaf size on `vpm::init::random_vortons` (docs/PERFORMANCE.md, leaf-size choice).
 //!
 //! ```sh
 //! cargo run --release -p eddies --example vpm_tree_sweep -- 100000 0.35,0.5 32,64,128 3
@@ -8,8 +8,9 @@
 //! method, `treecode` (default) or `fmm`.
 
 use eddies::vpm::biot_savart::{self, Sources};
+use eddies::vpm::init::random_vortons;
 use eddies::vpm::tree::{self, Tree};
-use eddies::vpm::{validation, TreeMethod, TreeParams};
+use eddies::vpm::{TreeMethod, TreeParams};
 use glam::DVec3;
 use std::time::Instant;
 
@@ -31,7 +32,7 @@ fn main() {
         Some("fmm") => TreeMethod::Fmm,
         Some(other) => panic!("unknown method {other:?}: treecode or fmm"),
     };
-    let (p, a, s) = validation::random_vortons(n, 7);
+    let (p, a, s) = random_vortons(n, 7);
     // Accuracy on 2000 targets spread over the set, as in `eddies bench vpm-tree`.
     let stride = (n / 2000).max(1);
     let targets: Vec<DVec3> = p.iter().step_by(stride).copied().collect();

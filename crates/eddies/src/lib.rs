@@ -38,9 +38,9 @@ pub mod grid;
 pub mod linsolve;
 pub mod par;
 pub mod reint;
+pub mod rng;
 pub mod shape;
 pub mod sim;
-pub mod soak;
 pub mod validation;
 pub mod vpm;
 

@@ -3,8 +3,8 @@
 //! samples the grid at the same point as advection's first stage.
 
 use super::params::{Boundary, Transfer};
-use super::particles::Particles;
-use super::transfer::{self, FaceStencils, PARTICLE_CHUNK, SAMPLE_BATCH};
+use super::particles::{Particles, PARTICLE_CHUNK};
+use super::transfer::{self, FaceStencils, SAMPLE_BATCH};
 use crate::grid::{to_dvec3, MacGrid};
 use crate::par::{self, SharedSlice};
 use crate::shape::Shape;

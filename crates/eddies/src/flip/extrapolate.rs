@@ -271,7 +271,7 @@ mod tests {
     #[test]
     fn known_faces_are_those_with_fluid_on_a_side() {
         let dims = [7usize, 5, 6];
-        let mut rng = crate::validation::SplitMix64::new(3);
+        let mut rng = crate::rng::SplitMix64::new(3);
         let mut flags = Grid::new(dims, [0.0; 3], 0.1, CellFlag::Air);
         for f in &mut flags.data {
             *f = [CellFlag::Fluid, CellFlag::Air, CellFlag::Solid][(rng.next_u64() % 3) as usize];

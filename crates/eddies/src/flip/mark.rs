@@ -20,7 +20,7 @@ pub(crate) fn mark_solids<const D: usize>(shapes: &[Shape], solid_id: &mut Grid<
 }
 
 /// Marks every cell: [`CellFlag::Solid`] where `solid_id` is set, [`CellFlag::Fluid`] where the cell holds at
-/// least one particle (`count`, the particles per cell of the last sort, [`super::transfer::Bins::counts_into`]),
+/// least one particle (`count`, the particles per cell of the last sort, [`super::transfer::HalfCellBins::counts_into`]),
 /// [`CellFlag::Air`] elsewhere.
 #[multiversion(targets("x86_64+avx512f+avx512bw+avx512dq+avx512vl", "x86_64+avx2+fma"))]
 pub(crate) fn mark_cells<const D: usize>(
@@ -134,7 +134,7 @@ pub(crate) fn fill_fraction<const D: usize>(
 mod tests {
     use super::*;
     use crate::grid::MacGrid;
-    use crate::validation::SplitMix64;
+    use crate::rng::SplitMix64;
 
     /// The kernel mass inside the domain of the face of component `k` at face coordinates `f`: the product
     /// over the axes of the part of the tent left inside (1/2 for a face on a wall along its own axis, 7/8

@@ -36,7 +36,6 @@ mod particles;
 mod project;
 mod surface;
 mod transfer;
-pub mod validation;
 
 pub use params::{Boundary, Emitter, FlipConfig, FlipParams, Obstacle, Sink, Transfer};
 pub use particles::Particles;
@@ -46,11 +45,11 @@ use crate::diag::{Quantity, StageTimer};
 use crate::grid::{to_dvec3, CellFlag, Grid, MacGrid};
 use crate::linsolve::{DomainBoundary, PcgParams, PoissonSolver};
 use crate::par;
+use crate::rng::SplitMix64;
 use crate::shape::Shape;
 use crate::sim::{Advance, Description, Field, FrameSource, SimError, Simulation};
-use crate::validation::SplitMix64;
 use particles::Tally;
-use transfer::Bins;
+use transfer::HalfCellBins;
 
 /// A PIC/FLIP/APIC liquid simulation.
 ///
@@ -109,7 +108,7 @@ pub struct FlipSim<const D: usize> {
     closed_flags: Grid<CellFlag, D>,
     solver: Option<PoissonSolver<D>>,
     closed_solver: Option<PoissonSolver<D>>,
-    bins: Bins<D>,
+    bins: HalfCellBins<D>,
     valid: [Vec<u8>; D],
     front: extrapolate::Front,
     shapes_now: Vec<Shape>,
@@ -132,13 +131,13 @@ struct CellTally {
 }
 
 /// What [`FlipSim::measure`] finds in one pass over the particles.
-struct Measured<const D: usize> {
+pub(crate) struct Measured<const D: usize> {
     /// Kinetic energy (J, or J/m in 2D).
     kinetic: f64,
     /// Momentum (kg·m/s, or per metre of depth in 2D).
     momentum: [f64; D],
     /// Largest speed (m/s).
-    max_speed: f64,
+    pub(crate) max_speed: f64,
     /// Whether a velocity, or with closed walls a position, is not finite.
     broken: bool,
 }
@@ -194,7 +193,7 @@ impl<const D: usize> FlipSim<D> {
             closed_flags: Grid::new(dims, origin, h, CellFlag::Air),
             solver: None,
             closed_solver: None,
-            bins: Bins::new(dims),
+            bins: HalfCellBins::new(dims),
             valid: std::array::from_fn(|_| Vec::new()),
             front: extrapolate::Front::default(),
             shapes_now: Vec::new(),
@@ -403,7 +402,7 @@ impl<const D: usize> FlipSim<D> {
     /// velocity (or, with closed walls, position), in one pass over the particles ([`Tally::over`]); the
     /// largest speed is the square root of the largest squared speed, the same bits as the largest root since
     /// rounding is monotonic.
-    fn measure(&self) -> Measured<D> {
+    pub(crate) fn measure(&self) -> Measured<D> {
         let closed = self.cfg.boundary == Boundary::Closed;
         let t = Tally::over(&self.particles, closed);
         let mass = self.particle_mass;

@@ -4,8 +4,10 @@
 //! advection), so halving its bytes halves the memory traffic that bounds those stages, and f32 resolves
 //! positions to about 10⁻⁷ of the domain, far below a cell. All arithmetic on them is done in f64.
 
-use super::transfer::PARTICLE_CHUNK;
 use rayon::prelude::*;
+
+/// Particles per task in particle loops: fixed, so that work splitting never depends on the thread count.
+pub(crate) const PARTICLE_CHUNK: usize = 8192;
 
 /// Particles of a `D`-dimensional liquid.
 #[derive(Clone, Debug, PartialEq)]
@@ -182,7 +184,7 @@ impl<const D: usize> Tally<D> {
 
     /// The tally of the particles `r`, lane by lane.
     fn chunk<const POSITIONS: bool>(p: &Particles<D>, r: std::ops::Range<usize>) -> Self {
-        let mut lanes = Lanes::<D>::default();
+        let mut lanes = LaneTallies::<D>::default();
         let mut start = r.start;
         while start + LANES <= r.end {
             lanes.add::<POSITIONS, LANES>(p, start);
@@ -203,16 +205,16 @@ impl<const D: usize> Tally<D> {
 }
 
 /// A [`Tally`] per lane.
-struct Lanes<const D: usize> {
+struct LaneTallies<const D: usize> {
     sum: [[f64; LANES]; D],
     squares: [f64; LANES],
     max2: [f64; LANES],
     positions: [f64; LANES],
 }
 
-impl<const D: usize> Default for Lanes<D> {
+impl<const D: usize> Default for LaneTallies<D> {
     fn default() -> Self {
-        Lanes {
+        LaneTallies {
             sum: [[0.0; LANES]; D],
             squares: [0.0; LANES],
             max2: [f64::NEG_INFINITY; LANES],
@@ -221,7 +223,7 @@ impl<const D: usize> Default for Lanes<D> {
     }
 }
 
-impl<const D: usize> Lanes<D> {
+impl<const D: usize> LaneTallies<D> {
     /// Adds particles `start .. start + N` to lanes `0..N`.
     #[inline(always)]
     fn add<const POSITIONS: bool, const N: usize>(&mut self, p: &Particles<D>, start: usize) {

@@ -338,7 +338,7 @@ mod tests {
     }
 
     fn check_gradient<const D: usize>(dims: [usize; D]) {
-        let mut rng = crate::validation::SplitMix64::new(17);
+        let mut rng = crate::rng::SplitMix64::new(17);
         let mut flags = Grid::new(dims, [0.0; D], 0.5, CellFlag::Air);
         let mut p = Grid::new(dims, [0.0; D], 0.5, 0.0);
         for (f, v) in flags.data.iter_mut().zip(&mut p.data) {

@@ -2,7 +2,7 @@
 //! for meshing (marching cubes) and rendering.
 
 use super::particles::Particles;
-use super::transfer::Bins;
+use super::transfer::HalfCellBins;
 use crate::grid::{strides_of, Grid};
 
 /// Kernel radius R of the surface reconstruction (cells): the neighbourhood each cell centre averages over.
@@ -16,7 +16,7 @@ pub const SURFACE_PARTICLE_RADIUS: f64 = 0.5;
 /// cells with no particle within R get `R` (m), an outside bound.
 pub(crate) fn surface_distance<const D: usize>(
     p: &Particles<D>,
-    bins: &Bins<D>,
+    bins: &HalfCellBins<D>,
     out: &mut Grid<f64, D>,
 ) {
     let h = out.spacing;

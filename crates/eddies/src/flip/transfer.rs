@@ -7,14 +7,11 @@
 //! ever add into the same face and every face takes its sums in one fixed order.
 
 use super::params::Transfer;
-use super::particles::Particles;
+use super::particles::{Particles, PARTICLE_CHUNK};
 use crate::grid::{strides_of, Grid, MacGrid};
 use crate::par::{self, SharedSlice};
 use multiversion::multiversion;
 use rayon::prelude::*;
-
-/// Particles per task in particle loops: fixed, so that work splitting never depends on the thread count.
-pub(crate) const PARTICLE_CHUNK: usize = 8192;
 
 /// Key of a particle that is to be dropped (left an open domain, drained, thinned).
 const DEAD: u32 = u32::MAX;
@@ -22,7 +19,7 @@ const DEAD: u32 = u32::MAX;
 /// Particles binned by half cell after [`sort_particles`]: the particles of half cell `s` are
 /// `start[s]..start[s + 1]`, half cells numbered x fastest on the grid of `2·dims` half cells.
 #[derive(Clone, Debug)]
-pub(crate) struct Bins<const D: usize> {
+pub(crate) struct HalfCellBins<const D: usize> {
     /// Half cells per axis.
     pub sub_dims: [usize; D],
     /// First particle of each half cell, plus the total at the end.
@@ -38,7 +35,7 @@ pub(crate) struct Bins<const D: usize> {
     bucket_start: Vec<u32>,
 }
 
-impl<const D: usize> Bins<D> {
+impl<const D: usize> HalfCellBins<D> {
     pub fn new(dims: [usize; D]) -> Self {
         let sub_dims = dims.map(|n| 2 * n);
         Self {
@@ -119,7 +116,7 @@ impl<const D: usize> Bins<D> {
 #[multiversion(targets("x86_64+avx512f+avx512bw+avx512dq+avx512vl", "x86_64+avx2+fma"))]
 pub(crate) fn sort_particles<const D: usize>(
     p: &mut Particles<D>,
-    bins: &mut Bins<D>,
+    bins: &mut HalfCellBins<D>,
     origin: [f64; D],
     h: f64,
 ) -> usize {
@@ -328,7 +325,7 @@ impl AxisWeights {
 #[multiversion(targets("x86_64+avx512f+avx512bw+avx512dq+avx512vl", "x86_64+avx2+fma"))]
 pub(crate) fn particles_to_grid<const D: usize>(
     p: &Particles<D>,
-    bins: &Bins<D>,
+    bins: &HalfCellBins<D>,
     u: &mut MacGrid<D>,
     sums: &mut [Grid<[f32; 2], D>; D],
     transfer: Transfer,
@@ -706,7 +703,7 @@ pub(crate) fn grid_to_particles<const D: usize>(
 mod tests {
     use super::*;
     use crate::grid::coords_of;
-    use crate::validation::SplitMix64;
+    use crate::rng::SplitMix64;
 
     /// [`FaceStencils::sample`] against its definition, [`Grid::sample`] on each component, at random points
     /// in and beyond a small grid (the clamping) and at NaN (read as the corner), on fields of random f32 values;
@@ -785,7 +782,7 @@ mod tests {
             p.push(x, [i as f64, 0.0, 0.0], false);
         }
         let before = p.clone();
-        let mut bins = Bins::new(dims);
+        let mut bins = HalfCellBins::new(dims);
         let dropped = sort_particles(&mut p, &mut bins, origin, h);
 
         // The definition: a stable sort of the particles inside the domain by half-cell index.
@@ -882,7 +879,7 @@ mod tests {
                 }
             }
         }
-        let mut bins = Bins::new(dims);
+        let mut bins = HalfCellBins::new(dims);
         sort_particles(&mut p, &mut bins, origin, h);
         let mut u = MacGrid::<D>::new(dims, origin, h);
         let mut sums: [Grid<[f32; 2], D>; D] =

@@ -181,7 +181,7 @@ struct Transfers {
 /// One level: its shape, stencil and vectors (the components stacked: component `c`'s plane `k` is plane
 /// `c·nz + k` of the array).
 #[derive(Clone, Debug)]
-struct Level {
+struct BoxLevel {
     dims: [usize; 3],
     /// Coupling to the neighbours along each axis, `(h / H_a)²` with `h` the finest spacing.
     coupling: [f64; 3],
@@ -200,7 +200,7 @@ struct Level {
     down: Option<Transfers>,
 }
 
-impl Level {
+impl BoxLevel {
     fn points(&self) -> usize {
         self.dims.iter().product()
     }
@@ -210,7 +210,7 @@ impl Level {
 /// documentation).
 #[derive(Clone, Debug)]
 pub struct BoxMultigrid {
-    levels: Vec<Level>,
+    levels: Vec<BoxLevel>,
     params: BoxMultigridParams,
     /// Intermediate results of the axis-by-axis transfers.
     scratch: [Vec<f64>; 2],
@@ -264,7 +264,7 @@ impl BoxMultigrid {
                     prolong: std::array::from_fn(|a| AxisMap::prolongation(d[a], c[a])),
                 });
                 let inside = |i: usize| i > 0 && i < d[0] - 1;
-                Level {
+                BoxLevel {
                     masks: [0, 1].map(|s| (0..d[0]).map(|i| i % 2 == s && inside(i)).collect()),
                     interior: (0..d[0]).map(inside).collect(),
                     dims: d,
@@ -479,7 +479,7 @@ fn zero_interior(dims: [usize; 3], planes: usize, v: &mut [f64]) {
 /// `k − 2` to `k`) are then all updated. That is the same arithmetic as two half-sweeps over the whole box,
 /// with each point read and written once per sweep instead of twice.
 #[multiversion(targets("x86_64+avx512f+avx512bw+avx512dq+avx512vl", "x86_64+avx2+fma"))]
-fn smooth(level: &mut Level, sweeps: usize, reverse: bool) {
+fn smooth(level: &mut BoxLevel, sweeps: usize, reverse: bool) {
     let (first, second) = if reverse { (1, 0) } else { (0, 1) };
     let n = level.points();
     let nz = level.dims[2];
@@ -533,7 +533,7 @@ fn relax_plane(
     // i + j + k has the parity `colour`; its neighbours have the other parity, which this pass leaves alone,
     // so computing every row of the plane before writing any back changes nothing.
     for j in 1..ny - 1 {
-        let r = Row::new(x, level.dims, k, j);
+        let r = RowNeighbours::new(x, level.dims, k, j);
         let rhs = &b[k * plane + j * nx..][..nx];
         let mask = &level.masks[(colour + j + k) % 2][..nx];
         for (i, u) in update[j * nx..][..nx].iter_mut().enumerate() {
@@ -552,7 +552,7 @@ fn relax_plane(
 /// The neighbours of every point of a row along x: the row itself, the points before and after each
 /// (west, east: the first and last reach into the rows beside it), and the rows beside it in y (south,
 /// north) and z (down, up). Each has the row's length.
-struct Row<'a> {
+struct RowNeighbours<'a> {
     centre: &'a [f64],
     west: &'a [f64],
     east: &'a [f64],
@@ -562,7 +562,7 @@ struct Row<'a> {
     up: &'a [f64],
 }
 
-impl<'a> Row<'a> {
+impl<'a> RowNeighbours<'a> {
     /// Row `j` of plane `p` (plane offsets within `v`); the caller ensures it is an interior row of an
     /// interior plane.
     #[inline(always)]
@@ -571,7 +571,7 @@ impl<'a> Row<'a> {
         let plane = nx * ny;
         let start = p * plane + j * nx;
         let at = |s: usize| &v[s..s + nx];
-        Row {
+        RowNeighbours {
             centre: at(start),
             west: at(start - 1),
             east: at(start + 1),
@@ -585,12 +585,12 @@ impl<'a> Row<'a> {
 
 /// The residual `b − A x` of row `j` of plane `p` into `out` (the row's length), zero at the row's ends.
 #[inline(always)]
-fn row_residual(level: &Level, b: &[f64], x: &[f64], p: usize, j: usize, out: &mut [f64]) {
+fn row_residual(level: &BoxLevel, b: &[f64], x: &[f64], p: usize, j: usize, out: &mut [f64]) {
     let [nx, ny, _] = level.dims;
     let [wx, wy, wz] = level.coupling;
     let diagonal = level.diagonal;
     let interior = &level.interior[..nx];
-    let r = Row::new(x, level.dims, p, j);
+    let r = RowNeighbours::new(x, level.dims, p, j);
     let rhs = &b[p * nx * ny + j * nx..][..nx];
     let out = &mut out[..nx];
     for i in 0..nx {
@@ -605,7 +605,7 @@ fn row_residual(level: &Level, b: &[f64], x: &[f64], p: usize, j: usize, out: &m
 
 /// `r = b − A x` on the interior points (zero on the boundary layer).
 #[multiversion(targets("x86_64+avx512f+avx512bw+avx512dq+avx512vl", "x86_64+avx2+fma"))]
-fn residual(level: &Level, b: &[f64], x: &[f64], r: &mut [f64]) {
+fn residual(level: &BoxLevel, b: &[f64], x: &[f64], r: &mut [f64]) {
     let [nx, ny, nz] = level.dims;
     let plane = nx * ny;
     r[..COMPONENTS * nz * plane]
@@ -628,7 +628,7 @@ fn residual(level: &Level, b: &[f64], x: &[f64], r: &mut [f64]) {
 /// interior (its boundary values alone: what the solve measures its residual against); the first is 0 unless
 /// `reference`. Only the interior points next to the boundary layer see it.
 #[multiversion(targets("x86_64+avx512f+avx512bw+avx512dq+avx512vl", "x86_64+avx2+fma"))]
-fn norms(level: &Level, b: &[f64], x: &[f64], reference: bool) -> [f64; 2] {
+fn norms(level: &BoxLevel, b: &[f64], x: &[f64], reference: bool) -> [f64; 2] {
     let [nx, ny, nz] = level.dims;
     let plane = nx * ny;
     let [wx, wy, wz] = level.coupling;
@@ -648,7 +648,7 @@ fn norms(level: &Level, b: &[f64], x: &[f64], reference: bool) -> [f64; 2] {
                 if !reference {
                     continue;
                 }
-                let r = Row::new(x, level.dims, p, j);
+                let r = RowNeighbours::new(x, level.dims, p, j);
                 row.copy_from_slice(&b[p * plane + j * nx..][..nx]);
                 row[1] += wx * r.centre[0];
                 row[nx - 2] += wx * r.centre[nx - 1];

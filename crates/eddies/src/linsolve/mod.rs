@@ -26,7 +26,6 @@ mod pcg;
 mod poisson;
 mod precond;
 mod solver;
-pub mod validation;
 pub mod vector;
 
 pub use box_multigrid::{BoxMultigrid, BoxMultigridParams};

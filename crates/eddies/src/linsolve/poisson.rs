@@ -67,7 +67,7 @@ impl DomainBoundary {
 /// whether it crosses the interior (is not a halo row). Row loops step the coordinates row by row instead of
 /// dividing the index by the dimensions, which cost as much as the stencil on short rows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Row<const D: usize> {
+pub(crate) struct PaddedRow<const D: usize> {
     pub index: usize,
     pub coords: [usize; D],
     pub interior: bool,
@@ -203,9 +203,9 @@ impl<const D: usize> Layout<D> {
     }
 
     /// Row `r`: its index, coordinates and whether it crosses the interior.
-    pub(crate) fn row(&self, r: usize) -> Row<D> {
+    pub(crate) fn row(&self, r: usize) -> PaddedRow<D> {
         let coords = coords_of(self.padded, r * self.row_len());
-        Row {
+        PaddedRow {
             index: r,
             coords,
             interior: self.interior_coords(&coords),
@@ -214,7 +214,7 @@ impl<const D: usize> Layout<D> {
 
     /// Steps `row` to the next row in storage order, without a division.
     #[inline]
-    pub(crate) fn next_row(&self, row: &mut Row<D>) {
+    pub(crate) fn next_row(&self, row: &mut PaddedRow<D>) {
         row.index += 1;
         for k in 1..D {
             row.coords[k] += 1;
@@ -228,7 +228,7 @@ impl<const D: usize> Layout<D> {
 
     /// The rows of plane `p` (padded coordinate along the slowest axis), in storage order.
     #[inline(always)]
-    pub(crate) fn plane_rows(&self, p: usize) -> impl Iterator<Item = Row<D>> + '_ {
+    pub(crate) fn plane_rows(&self, p: usize) -> impl Iterator<Item = PaddedRow<D>> + '_ {
         let rows = self.strides[D - 1] / self.row_len();
         let mut row = self.row(p * rows);
         (0..rows).map(move |i| {
@@ -249,7 +249,7 @@ impl<const D: usize> Layout<D> {
     pub(crate) fn for_rows<T: Send>(
         &self,
         out: &mut [T],
-        f: impl Fn(Row<D>, &mut [T]) + Sync + Send,
+        f: impl Fn(PaddedRow<D>, &mut [T]) + Sync + Send,
     ) {
         let rl = self.row_len();
         self.for_row_groups(out, |first, group| {
@@ -290,7 +290,7 @@ impl<const D: usize> Layout<D> {
     pub(crate) fn sum_rows<T: Send>(
         &self,
         out: &mut [T],
-        f: impl Fn(Row<D>, &mut [T]) -> f64 + Sync + Send,
+        f: impl Fn(PaddedRow<D>, &mut [T]) -> f64 + Sync + Send,
     ) -> f64 {
         let rl = self.row_len();
         let per = self.rows_per_task();

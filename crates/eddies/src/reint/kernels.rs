@@ -10,7 +10,7 @@
 #![allow(clippy::needless_range_loop)]
 
 use super::eos::{EosTerm, S_FLOOR};
-use super::state::{Layout, State};
+use super::state::{CellLayout, State};
 use super::{MAX_SUBSTANCES, QUANTA_PER_REST_CELL};
 use crate::par::SharedSlice;
 use multiversion::multiversion;
@@ -58,7 +58,7 @@ fn load(dst: &mut [f32; LANES], src: &[f32]) {
 /// job builds its scratch once with `init`; kernels overwrite every scratch value they read, so results do
 /// not depend on which job ran which row.
 fn for_each_chunk<const D: usize, T>(
-    layout: &Layout<D>,
+    layout: &CellLayout<D>,
     init: impl Fn() -> T + Sync + Send,
     f: impl Fn(&mut T, usize, usize) + Sync + Send,
 ) {
@@ -78,18 +78,18 @@ fn for_each_chunk<const D: usize, T>(
 }
 
 /// Chunks of [`LANES`] cells per row (the last one may be shorter).
-fn chunks_per_row<const D: usize>(layout: &Layout<D>) -> usize {
+fn chunks_per_row<const D: usize>(layout: &CellLayout<D>) -> usize {
     layout.n[0].div_ceil(LANES)
 }
 
 /// Length of the occupancy map: one flag per chunk of every padded row, halo rows included.
-pub(crate) fn occupancy_len<const D: usize>(layout: &Layout<D>) -> usize {
+pub(crate) fn occupancy_len<const D: usize>(layout: &CellLayout<D>) -> usize {
     layout.len() / layout.padded[0] * chunks_per_row(layout)
 }
 
 /// The occupancy flag of the chunk that starts at padded index `i0`.
 #[inline]
-fn chunk_index<const D: usize>(layout: &Layout<D>, i0: usize) -> usize {
+fn chunk_index<const D: usize>(layout: &CellLayout<D>, i0: usize) -> usize {
     let (row, x) = (i0 / layout.padded[0], i0 % layout.padded[0] - 1);
     row * chunks_per_row(layout) + x / LANES
 }
@@ -101,7 +101,7 @@ fn chunk_index<const D: usize>(layout: &Layout<D>, i0: usize) -> usize {
 /// and the result does not change.
 #[multiversion(targets("x86_64+avx512f+avx512bw+avx512dq+avx512vl", "x86_64+avx2+fma"))]
 pub(crate) fn occupancy<const D: usize>(
-    layout: &Layout<D>,
+    layout: &CellLayout<D>,
     state: &State<D>,
     occupied: &mut [bool],
 ) {
@@ -128,7 +128,7 @@ pub(crate) fn occupancy<const D: usize>(
 
 /// Whether the chunk starting at padded index `i0` holds mass.
 #[inline]
-fn chunk_occupied<const D: usize>(layout: &Layout<D>, occupied: &[bool], i0: usize) -> bool {
+fn chunk_occupied<const D: usize>(layout: &CellLayout<D>, occupied: &[bool], i0: usize) -> bool {
     occupied[chunk_index(layout, i0)]
 }
 
@@ -136,7 +136,7 @@ fn chunk_occupied<const D: usize>(layout: &Layout<D>, occupied: &[bool], i0: usi
 /// its two neighbours along x in each of the 3^(D−1) rows around.
 #[inline]
 fn neighbourhood_occupied<const D: usize>(
-    layout: &Layout<D>,
+    layout: &CellLayout<D>,
     occupied: &[bool],
     i0: usize,
 ) -> bool {
@@ -159,7 +159,7 @@ fn neighbourhood_occupied<const D: usize>(
 #[allow(clippy::too_many_arguments)]
 #[multiversion(targets("x86_64+avx512f+avx512bw+avx512dq+avx512vl", "x86_64+avx2+fma"))]
 pub(crate) fn density<const D: usize, const S: usize>(
-    layout: &Layout<D>,
+    layout: &CellLayout<D>,
     state: &State<D>,
     inv_cell_volume: f32,
     unit: [f32; S],
@@ -235,12 +235,12 @@ fn density_chunk<const S: usize>(
 /// its mirror image add the very same numbers in the very same pairs and get the same bits — a
 /// mirror-symmetric scene stays exactly symmetric, however long it runs.
 #[derive(Clone)]
-pub(crate) struct Tree {
+pub(crate) struct SumOrder {
     row: [[f32; LANES]; 3],
     plane: [[f32; LANES]; 3],
 }
 
-impl Tree {
+impl SumOrder {
     pub(crate) const fn new() -> Self {
         Self {
             row: [[0.0; LANES]; 3],
@@ -265,7 +265,7 @@ impl Tree {
         }
     }
 
-    /// Folds the plane's three rows `(row₀ + row₂) + row₁` once row `ro` completes it (after [`Tree::put`]).
+    /// Folds the plane's three rows `(row₀ + row₂) + row₁` once row `ro` completes it (after [`SumOrder::put`]).
     #[inline(always)]
     fn end_row(&mut self, ro: usize) {
         if ro % 3 == 2 {
@@ -318,8 +318,8 @@ type ForcePads<const D: usize> = ([[f32; SPAN]; D], [[f32; SPAN]; D], [[f32; SPA
 /// Scratch of the force stage.
 #[derive(Clone)]
 struct ForceScratch<const D: usize> {
-    pressure: [Tree; D],
-    viscous: [Tree; D],
+    pressure: [SumOrder; D],
+    viscous: [SumOrder; D],
     pads: ForcePads<D>,
 }
 
@@ -334,7 +334,7 @@ struct ForceScratch<const D: usize> {
 /// of the viscous term by orders of magnitude.
 #[multiversion(targets("x86_64+avx512f+avx512bw+avx512dq+avx512vl", "x86_64+avx2+fma"))]
 pub(crate) fn sph_forces<const D: usize>(
-    layout: &Layout<D>,
+    layout: &CellLayout<D>,
     state: &State<D>,
     rho: &[f32],
     q: &[f32],
@@ -349,8 +349,8 @@ pub(crate) fn sph_forces<const D: usize>(
     let rows = layout.neighbours.len() / 3;
     let init = || {
         Box::new(ForceScratch {
-            pressure: std::array::from_fn(|_| Tree::new()),
-            viscous: std::array::from_fn(|_| Tree::new()),
+            pressure: std::array::from_fn(|_| SumOrder::new()),
+            viscous: std::array::from_fn(|_| SumOrder::new()),
             pads: ([[0.0; SPAN]; D], [[0.0; SPAN]; D], [[0.0; SPAN]; 2]),
         })
     };
@@ -457,7 +457,7 @@ pub(crate) fn sph_forces<const D: usize>(
 /// any schedule.
 #[multiversion(targets("x86_64+avx512f+avx512bw+avx512dq+avx512vl", "x86_64+avx2+fma"))]
 pub(crate) fn advance<const D: usize>(
-    layout: &Layout<D>,
+    layout: &CellLayout<D>,
     state: &mut State<D>,
     acc: Option<&[Vec<f32>; D]>,
     gravity: [f32; D],
@@ -589,7 +589,7 @@ fn part(frac_scaled: f32, quanta: f32) -> f32 {
 /// totals to accumulate into a drift.
 #[multiversion(targets("x86_64+avx512f+avx512bw+avx512dq+avx512vl", "x86_64+avx2+fma"))]
 pub(crate) fn normalise<const D: usize, const S: usize>(
-    layout: &Layout<D>,
+    layout: &CellLayout<D>,
     state: &State<D>,
     fluid: Option<&[f32]>,
     r: f32,
@@ -605,8 +605,13 @@ pub(crate) fn normalise<const D: usize, const S: usize>(
     let rows = layout.neighbours.len() / 3;
     let init = || {
         Box::new((
-            Tree::new(),
-            [Tree::new(), Tree::new(), Tree::new(), Tree::new()],
+            SumOrder::new(),
+            [
+                SumOrder::new(),
+                SumOrder::new(),
+                SumOrder::new(),
+                SumOrder::new(),
+            ],
             [[0.0f32; LANES]; 9],
         ))
     };
@@ -804,7 +809,7 @@ const SPAN: usize = LANES + 2;
 /// The inputs of a neighbour row's sources as fixed-size windows (`P = &[f32; SPAN]`), or the scratch
 /// (`P = [f32; SPAN]`) that holds zero-padded copies of them for a chunk shorter than [`LANES`].
 #[derive(Clone)]
-struct Sources<P, const D: usize, const S: usize> {
+struct NeighbourRow<P, const D: usize, const S: usize> {
     pos: [P; D],
     vel: [P; D],
     mass: [P; S],
@@ -812,7 +817,7 @@ struct Sources<P, const D: usize, const S: usize> {
     scale: [P; 1],
 }
 
-impl<const D: usize, const S: usize> Sources<[f32; SPAN], D, S> {
+impl<const D: usize, const S: usize> NeighbourRow<[f32; SPAN], D, S> {
     const fn new() -> Self {
         Self {
             pos: [[0.0; SPAN]; D],
@@ -872,11 +877,11 @@ struct LaneSums {
 /// Scratch of the gather.
 #[derive(Clone)]
 struct GatherScratch<const D: usize, const S: usize> {
-    mass: [Tree; S],
-    total: Tree,
-    centre: [Tree; D],
-    momentum: [Tree; D],
-    src: Sources<[f32; SPAN], D, S>,
+    mass: [SumOrder; S],
+    total: SumOrder,
+    centre: [SumOrder; D],
+    momentum: [SumOrder; D],
+    src: NeighbourRow<[f32; SPAN], D, S>,
 }
 
 /// Stage "reintegrate" (Moroz 2020, "Using particle distributions"): every cell gathers, from the 3^D
@@ -892,7 +897,7 @@ struct GatherScratch<const D: usize, const S: usize> {
 #[allow(clippy::too_many_arguments)]
 #[multiversion(targets("x86_64+avx512f+avx512bw+avx512dq+avx512vl", "x86_64+avx2+fma"))]
 pub(crate) fn reintegrate<const D: usize, const S: usize>(
-    layout: &Layout<D>,
+    layout: &CellLayout<D>,
     src: &State<D>,
     fluid: Option<&[f32]>,
     scale: &[f32],
@@ -917,11 +922,11 @@ pub(crate) fn reintegrate<const D: usize, const S: usize>(
     let rows = layout.neighbours.len() / 3;
     let init = || {
         Box::new(GatherScratch::<D, S> {
-            mass: std::array::from_fn(|_| Tree::new()),
-            total: Tree::new(),
-            centre: std::array::from_fn(|_| Tree::new()),
-            momentum: std::array::from_fn(|_| Tree::new()),
-            src: Sources::new(),
+            mass: std::array::from_fn(|_| SumOrder::new()),
+            total: SumOrder::new(),
+            centre: std::array::from_fn(|_| SumOrder::new()),
+            momentum: std::array::from_fn(|_| SumOrder::new()),
+            src: NeighbourRow::new(),
         })
     };
     for_each_chunk(layout, init, |sc, i0, w| {
@@ -944,7 +949,7 @@ pub(crate) fn reintegrate<const D: usize, const S: usize>(
             let jm = (i0 as isize + delta) as usize - 1;
             let span = w + 2;
             let pad = &mut sc.src;
-            let src = Sources::<&[f32; SPAN], D, S> {
+            let src = NeighbourRow::<&[f32; SPAN], D, S> {
                 pos: windows(pos, jm, span, &mut pad.pos),
                 vel: windows(vel, jm, span, &mut pad.vel),
                 mass: windows(mass, jm, span, &mut pad.mass),
@@ -1120,7 +1125,7 @@ mod tests {
     /// gathered parts add up to its mass.
     #[test]
     fn single_particle_spreads_over_overlapped_cells() {
-        let layout = Layout::<2>::new([5, 5]);
+        let layout = CellLayout::<2>::new([5, 5]);
         let mut src = State::<2>::new(layout.len(), 1);
         let mut dst = State::<2>::new(layout.len(), 1);
         let c = layout.index([2, 2]);
@@ -1174,7 +1179,7 @@ mod tests {
     /// numbers: a skipped chunk writes +0 where the computation may give −0) as with every chunk computed.
     #[test]
     fn skipping_empty_chunks_gives_the_computed_state() {
-        let layout = Layout::<2>::new([3 * LANES + 5, 9]);
+        let layout = CellLayout::<2>::new([3 * LANES + 5, 9]);
         let mut src = State::<2>::new(layout.len(), 2);
         let seeds: [([usize; 2], usize, f32, f32); 6] = [
             ([LANES - 1, 4], 0, 0.45, 0.2),

@@ -25,7 +25,6 @@ mod eos;
 mod kernels;
 mod params;
 mod state;
-pub mod validation;
 
 pub use eos::Eos;
 pub use params::{Boundary, Emitter, ReintConfig, ReintParams, Sink, Substance};
@@ -36,7 +35,7 @@ use crate::shape::Shape;
 use crate::sim::{Advance, Description, Field, FrameSource, SimError, Simulation};
 use glam::DVec3;
 use kernels::ForceConsts;
-use state::{Layout, State};
+use state::{CellLayout, State};
 
 /// Density, as a fraction of the lightest rest density, below which a cell counts as vacuum for the forces.
 const RHO_VACUUM: f32 = 1e-4;
@@ -105,7 +104,7 @@ pub struct Particle<const D: usize> {
 /// A reintegration-tracking simulation in `D` dimensions.
 pub struct ReintSim<const D: usize> {
     cfg: ReintConfig<D>,
-    layout: Layout<D>,
+    layout: CellLayout<D>,
     /// The state: read at the start of a step, rebuilt by the gather into `next`, then swapped.
     cur: State<D>,
     next: State<D>,
@@ -144,7 +143,7 @@ pub struct ReintSim<const D: usize> {
 }
 
 /// Every halo cell, the interior cell nearest to it, and the axes along which it lies beyond the domain.
-fn ghost_cells<const D: usize>(layout: &Layout<D>) -> Vec<(usize, usize, u8)> {
+fn ghost_cells<const D: usize>(layout: &CellLayout<D>) -> Vec<(usize, usize, u8)> {
     let mut ghosts = Vec::new();
     for idx in 0..layout.len() {
         if layout.coords(idx).is_some() {
@@ -169,7 +168,7 @@ impl<const D: usize> ReintSim<D> {
     /// Builds an empty (vacuum) simulation, or says which parameter is out of range.
     pub fn new(cfg: ReintConfig<D>) -> Result<Self, SimError> {
         Self::check(&cfg)?;
-        let layout = Layout::new(cfg.resolution);
+        let layout = CellLayout::new(cfg.resolution);
         let len = layout.len();
         let substances = cfg.substances.len();
         Ok(Self {

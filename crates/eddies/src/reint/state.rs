@@ -3,7 +3,7 @@
 /// Cell layout: the domain's cells plus one layer of vacuum halo cells on every side, so that every interior
 /// cell can gather from its 3^D neighbours without bounds checks. Indices are x fastest.
 #[derive(Clone, Debug)]
-pub(crate) struct Layout<const D: usize> {
+pub(crate) struct CellLayout<const D: usize> {
     /// Interior cells per axis.
     pub n: [usize; D],
     /// Padded cells per axis (`n + 2`).
@@ -15,7 +15,7 @@ pub(crate) struct Layout<const D: usize> {
     pub neighbours: Vec<(isize, [f32; D])>,
 }
 
-impl<const D: usize> Layout<D> {
+impl<const D: usize> CellLayout<D> {
     pub fn new(n: [usize; D]) -> Self {
         let padded: [usize; D] = std::array::from_fn(|a| n[a] + 2);
         let mut stride = [1usize; D];
@@ -148,7 +148,7 @@ mod tests {
 
     #[test]
     fn rows_cover_interior_once() {
-        let l = Layout::<3>::new([5, 4, 3]);
+        let l = CellLayout::<3>::new([5, 4, 3]);
         let mut seen = vec![0u8; l.len()];
         l.for_each_cell(|i, c| {
             assert_eq!(l.index(c), i);
@@ -162,7 +162,7 @@ mod tests {
 
     #[test]
     fn neighbours_are_the_3x3_block() {
-        let l = Layout::<2>::new([4, 4]);
+        let l = CellLayout::<2>::new([4, 4]);
         assert_eq!(l.neighbours.len(), 9);
         assert!(l.neighbours.contains(&(0, [0.0, 0.0])));
         assert!(l.neighbours.contains(&(-7, [-1.0, -1.0])));

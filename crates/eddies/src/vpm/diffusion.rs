@@ -28,13 +28,13 @@ const CUTOFF: f64 = 3.0;
 
 /// The bins of the neighbour search: cubes of edge [`CUTOFF`] times the largest core radius.
 #[derive(Clone, Copy, Debug)]
-struct Bins {
+struct NeighbourBins {
     lo: DVec3,
     size: f64,
     dims: U64Vec3,
 }
 
-impl Bins {
+impl NeighbourBins {
     fn cell(&self, p: DVec3) -> U64Vec3 {
         ((p - self.lo) / self.size)
             .floor()
@@ -77,7 +77,7 @@ impl Pse {
     }
 
     /// Sorts the vortons into bins for the neighbour search.
-    fn bin(&mut self, v: &Vortons) -> Bins {
+    fn bin(&mut self, v: &Vortons) -> NeighbourBins {
         let s_max = v.radius.iter().copied().fold(0.0f64, f64::max);
         let (lo, hi) = v.position.iter().fold(
             (DVec3::splat(f64::INFINITY), DVec3::splat(f64::NEG_INFINITY)),
@@ -85,7 +85,7 @@ impl Pse {
         );
         let size = CUTOFF * s_max;
         let dims = ((hi - lo) / size).floor().as_u64vec3() + U64Vec3::ONE;
-        let bins = Bins { lo, size, dims };
+        let bins = NeighbourBins { lo, size, dims };
         self.bins.clear();
         self.bins
             .extend((0..v.len()).map(|i| (bins.key(bins.cell(v.position[i])), i as u32)));
@@ -145,8 +145,14 @@ impl Pse {
 /// One explicit PSE update of the per-vorton contents `q` (a quantity times volume) with coefficient
 /// `coef` = diffusivity × time step (m²), into `out`: `qᵢ + coef/ε² Σⱼ (Vᵢ qⱼ − Vⱼ qᵢ) η_ε(|xᵢ − xⱼ|)`.
 #[multiversion(targets("x86_64+avx512f+avx512bw+avx512dq+avx512vl", "x86_64+avx2+fma"))]
-fn exchange<T>(sorted: &[(u64, u32)], bins: Bins, v: &Vortons, q: &[T], coef: f64, out: &mut Vec<T>)
-where
+fn exchange<T>(
+    sorted: &[(u64, u32)],
+    bins: NeighbourBins,
+    v: &Vortons,
+    q: &[T],
+    coef: f64,
+    out: &mut Vec<T>,
+) where
     T: Copy + Default + Send + Sync + Add<Output = T> + Sub<Output = T> + Mul<f64, Output = T>,
 {
     let n = v.len();

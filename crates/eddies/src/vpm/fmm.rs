@@ -42,7 +42,7 @@
 //! depend on the thread count.
 
 use super::biot_savart::{Sources, FOUR_PI_INV, TILE};
-use super::tree::{near_tile, octants, tile_targets, Node, Vorton, LEVELS};
+use super::octree::{near_tile, octants, tile_targets, Node, Vorton, LEVELS};
 use glam::DVec3;
 use multiversion::multiversion;
 use rayon::prelude::*;
@@ -235,7 +235,7 @@ fn shift_up(c: &Multipole, weight: &[f64; NM], out: &mut Multipole) {
 const BATCH: usize = 16;
 
 /// One value per lane of a batch.
-type Lanes = [f32; BATCH];
+type BatchLanes = [f32; BATCH];
 
 /// Multipole coefficients the cell-to-cell terms read: the orders below [`ORDER`]. The terms keep
 /// `|n| + |k| ≤ ORDER`, and the local coefficient `L⁰` (the potential itself) is never evaluated, only
@@ -311,8 +311,8 @@ const RECURRENCE: [Step; NSTEPS] = {
 
 /// Buffers of [`expand_batch`], reused: the batch's multipoles lane by lane and the derivative table.
 struct BatchScratch {
-    m: [[Lanes; 3]; NM4],
-    d: [Lanes; DZERO + 1],
+    m: [[BatchLanes; 3]; NM4],
+    d: [BatchLanes; DZERO + 1],
 }
 
 impl BatchScratch {
@@ -332,7 +332,7 @@ fn expand_batch(
     z: DVec3,
     cells: &[&SourceCell; BATCH],
     scratch: &mut BatchScratch,
-    acc: &mut [[Lanes; 3]; NT],
+    acc: &mut [[BatchLanes; 3]; NT],
 ) {
     let BatchScratch { m, d } = scratch;
     let mut r = [[0f32; BATCH]; 3];
@@ -395,7 +395,7 @@ fn expand_batch(
 
 /// Step `I` of [`RECURRENCE`] on all lanes, its indices constants; a no-op past the last step.
 #[inline(always)]
-fn recurrence_step<const I: usize>(r: &[Lanes; 3], d: &mut [Lanes; DZERO + 1]) {
+fn recurrence_step<const I: usize>(r: &[BatchLanes; 3], d: &mut [BatchLanes; DZERO + 1]) {
     if I < NSTEPS {
         let st = const { RECURRENCE[if I < NSTEPS { I } else { 0 }] };
         let (a, b1, b2) = (&r[st.axis], &d[st.back1], &d[st.back2]);
@@ -412,11 +412,11 @@ fn recurrence_step<const I: usize>(r: &[Lanes; 3], d: &mut [Lanes; DZERO + 1]) {
 #[inline(always)]
 fn rows<const KB: usize, const LEN: usize>(
     k0: usize,
-    m: &[[Lanes; 3]; NM4],
-    d: &[Lanes; DZERO + 1],
-    acc: &mut [[Lanes; 3]; NT],
+    m: &[[BatchLanes; 3]; NM4],
+    d: &[BatchLanes; DZERO + 1],
+    acc: &mut [[BatchLanes; 3]; NT],
 ) {
-    let mut a: [[Lanes; 3]; KB] = std::array::from_fn(|i| acc[k0 + i]);
+    let mut a: [[BatchLanes; 3]; KB] = std::array::from_fn(|i| acc[k0 + i]);
     for (n, mn) in m.iter().enumerate().take(LEN) {
         for (i, ai) in a.iter_mut().enumerate() {
             let dv = &d[usize::from(SUMS[k0 + i][n]).min(DZERO)];
@@ -432,7 +432,7 @@ fn rows<const KB: usize, const LEN: usize>(
 
 /// The batch's f32 multipoles lane by lane: `m[n][q][l] = cells[l].multipole32[n][q]`.
 #[cfg(not(all(target_arch = "x86_64", target_feature = "avx512f")))]
-fn stage_multipoles(cells: &[&SourceCell; BATCH], m: &mut [[Lanes; 3]; NM4]) {
+fn stage_multipoles(cells: &[&SourceCell; BATCH], m: &mut [[BatchLanes; 3]; NM4]) {
     for (mn, n) in m.iter_mut().zip(0..NM4) {
         for (q, mq) in mn.iter_mut().enumerate() {
             for (l, c) in cells.iter().enumerate() {
@@ -446,7 +446,7 @@ fn stage_multipoles(cells: &[&SourceCell; BATCH], m: &mut [[Lanes; 3]; NM4]) {
 /// transposes of four coefficients (sixteen floats) of each cell at a time. The compiler makes gathers and
 /// scatters of the plain loops, which cost as much as all the terms.
 #[cfg(all(target_arch = "x86_64", target_feature = "avx512f"))]
-fn stage_multipoles(cells: &[&SourceCell; BATCH], m: &mut [[Lanes; 3]; NM4]) {
+fn stage_multipoles(cells: &[&SourceCell; BATCH], m: &mut [[BatchLanes; 3]; NM4]) {
     use std::arch::x86_64::*;
     for g in 0..NM4 / 4 {
         // SAFETY: AVX-512F is enabled at compile time (the cfg above). Each load reads the 16 floats of
@@ -737,7 +737,7 @@ fn group_by_target(pairs: &mut Vec<(u32, u32)>, root: usize, size: usize) {
 }
 
 /// A target's velocity (m/s) and velocity gradient (1/s, row-major, zero when not asked for).
-type Field = (DVec3, [f64; 9]);
+type VelocityAndGradient = (DVec3, [f64; 9]);
 
 /// Velocity (m/s), and the gradient (1/s) when `want_jac`, at every target by the fast multipole method,
 /// in the order of `keys`: the targets' Morton keys in a cube that holds them, sorted, with their indices.
@@ -748,7 +748,7 @@ pub(super) fn evaluate(
     targets: &[DVec3],
     keys: &[(u64, u32)],
     want_jac: bool,
-) -> (Vec<Field>, Counts) {
+) -> (Vec<VelocityAndGradient>, Counts) {
     let n = targets.len();
     if n == 0 {
         return (Vec::new(), Counts::default());
@@ -768,7 +768,7 @@ pub(super) fn evaluate(
     }
     let origin = src.sorted.origin;
     let tc = &tc;
-    let results: Vec<(Vec<Field>, Counts)> = tasks
+    let results: Vec<(Vec<VelocityAndGradient>, Counts)> = tasks
         .par_iter()
         .map(|&root| {
             let mut lists = Lists::default();
@@ -971,7 +971,7 @@ mod tests {
     fn shifted_multipoles_equal_direct_sums() {
         use crate::vpm::tree::Tree;
         use crate::vpm::{TreeMethod, TreeParams};
-        let (p, a, s) = crate::vpm::validation::random_vortons(5_000, 3);
+        let (p, a, s) = crate::vpm::init::random_vortons(5_000, 3);
         let params = TreeParams {
             leaf_size: 8,
             method: TreeMethod::Fmm,

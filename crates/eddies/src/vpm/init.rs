@@ -3,10 +3,11 @@
 //!
 //! Every distribution is divergence-free where the method allows (rings, sheets, and tubes away from their
 //! open ends) and lays its vortons out deterministically; random placements come from [`SplitMix64`] with the
-//! distribution's seed.
+//! distribution's seed. [`random_vortons`] is the random set (a thick ring in a uniform cloud) on which the
+//! treecode's tests and the benchmarks measure the far field.
 
 use super::state::{Tracers, Vortons};
-use crate::validation::SplitMix64;
+use crate::rng::SplitMix64;
 use glam::DVec3;
 
 /// Blob radius over vorton spacing in the distributions with more than one vorton across the core. Blobs
@@ -550,4 +551,38 @@ pub struct Puff {
     pub start: f64,
     /// No emission after this time (s).
     pub stop: f64,
+}
+
+/// `n` vortons, half on a thick ring and half uniform in a unit box, with random strengths and core radius
+/// 0.01 (m): positions, strengths, radii. The treecode checks and the benchmarks use them.
+pub fn random_vortons(n: usize, seed: u64) -> (Vec<DVec3>, Vec<DVec3>, Vec<f64>) {
+    let mut rng = SplitMix64::new(seed);
+    let mut p = Vec::with_capacity(n);
+    let mut a = Vec::with_capacity(n);
+    let mut s = Vec::with_capacity(n);
+    for i in 0..n {
+        let x = if i % 2 == 0 {
+            // On a torus of radius 0.3 and core 0.05 about the box centre.
+            let th = rng.range(0.0, std::f64::consts::TAU);
+            let (rho, ph) = (
+                0.05 * rng.next_f64().sqrt(),
+                rng.range(0.0, std::f64::consts::TAU),
+            );
+            DVec3::new(0.5, 0.5, 0.5)
+                + DVec3::new(th.cos(), th.sin(), 0.0) * (0.3 + rho * ph.cos())
+                + DVec3::Z * (rho * ph.sin())
+        } else {
+            DVec3::new(rng.next_f64(), rng.next_f64(), rng.next_f64())
+        };
+        p.push(x);
+        a.push(
+            DVec3::new(
+                rng.range(-1.0, 1.0),
+                rng.range(-1.0, 1.0),
+                rng.range(-1.0, 1.0),
+            ) * 1e-4,
+        );
+        s.push(0.01);
+    }
+    (p, a, s)
 }

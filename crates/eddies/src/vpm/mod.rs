@@ -30,12 +30,11 @@ pub mod diffusion;
 pub mod fmm;
 pub mod init;
 pub mod mollify;
+mod octree;
 mod params;
 pub mod poisson;
 mod state;
 pub mod tree;
-pub mod validation;
-pub mod validation_poisson;
 pub mod velocity;
 
 pub use init::{Ball, Block, HeatSource, Jet, Noise, Puff, Ring, Sheet, Tube};

@@ -5,6 +5,8 @@
 //! cell with more than `leaf_size` vortons is split into its eight octants. Each cell is a *supervorton*: the
 //! summed strength `A = Σ αⱼ` at the circulation-weighted centre `c = Σ |αⱼ| xⱼ / Σ |αⱼ|`, plus the first
 //! moments `B = Σ αⱼ × dⱼ` and `P = Σ αⱼ dⱼᵀ` (dⱼ = xⱼ − c) that make the far field second-order accurate.
+//! The cells, keys and octant split are those of the private module `octree`, which the fast multipole method
+//! ([`super::fmm`], chosen by [`TreeMethod::Fmm`]) reads too; [`Tree`] owns them and dispatches to either.
 //!
 //! **Far field.** Expanding `αⱼ × g(r − dⱼ)` with `g(r) = r f(|r|²)` (the kernel of [`super::biot_savart`]) to
 //! first order in dⱼ gives `u ≈ (1/4π)[f (A × r − B) − 2f' (P r) × r]`, r = x − c. A vector-valued strength
@@ -21,6 +23,9 @@
 
 use super::biot_savart::{self, Sources, FOUR_PI_INV, LANES, TILE};
 use super::fmm;
+use super::octree::{
+    cube, near_tile, octants, relative, sorted_keys_in, tile_targets, Node, LEVELS,
+};
 use super::params::{TreeMethod, TreeParams};
 use crate::par;
 use glam::DVec3;
@@ -37,30 +42,9 @@ pub const GROUP: usize = 32;
 /// at θ = 1 (5.0e-3 and 5.1e-3) in 1.0 ms instead of 1.4; groups of 4 did worse at every θ.
 pub const POTENTIAL_GROUP: usize = 8;
 
-/// A vorton as the tree stores it: position (m), strength (m³/s), core radius (m).
-pub(super) type Vorton = (DVec3, DVec3, f64);
-
-/// Morton levels (21 bits per axis in a u64).
-pub(super) const LEVELS: u32 = 21;
-
-/// A cell of the octree.
-#[derive(Clone, Debug)]
-pub(super) struct Node {
-    /// Range of the cell's vortons in sorted order.
-    pub start: usize,
-    pub end: usize,
-    /// First child in `nodes` and number of children (0 for a leaf).
-    pub first_child: usize,
-    pub children: usize,
-    /// Edge length of the cell (m).
-    pub width: f64,
-    /// Lower corner of the cell (m), the centre when it has no circulation.
-    pub corner: DVec3,
-}
-
 /// A supervorton: the far-field moments of one cell.
 #[derive(Clone, Copy, Debug, Default)]
-struct Moments {
+struct CellMoments {
     centre: DVec3,
     a: DVec3,
     b: DVec3,
@@ -74,14 +58,7 @@ struct Moments {
     weight: f64,
 }
 
-impl Node {
-    /// The centre of the cell.
-    pub fn centre(&self) -> DVec3 {
-        self.corner + DVec3::splat(self.width * 0.5)
-    }
-}
-
-impl Moments {
+impl CellMoments {
     /// The moments of `vortons` (position, strength, core radius) about their circulation-weighted centre, or
     /// about `fallback` when they carry no circulation.
     fn of_vortons(vortons: &[(DVec3, DVec3, f64)], fallback: DVec3) -> Self {
@@ -101,7 +78,7 @@ impl Moments {
         } else {
             (fallback, 0.0)
         };
-        let mut m = Moments {
+        let mut m = CellMoments {
             centre,
             a,
             s2,
@@ -131,10 +108,10 @@ impl Moments {
     /// child's moments shifted by `t = c_child − c`: with `dⱼ = eⱼ + t`,
     /// `B += A × t`, `P += A tᵀ`, `S += 2 P t + A |t|²`, `Q(k, l) += P₍ₖ₎ t_l + P₍ₗ₎ t_k + A t_k t_l` and
     /// `M += B tᵀ + [Σ (αⱼ × t) eⱼᵀ] + (A × t) tᵀ`, where the bracket is `ε_rab t_b P[a][c]`.
-    fn of_children(children: &[Moments], fallback: DVec3) -> Self {
+    fn of_children(children: &[CellMoments], fallback: DVec3) -> Self {
         let w: f64 = children.iter().map(|c| c.weight).sum();
         if w <= 0.0 {
-            return Moments {
+            return CellMoments {
                 centre: fallback,
                 ..Default::default()
             };
@@ -144,7 +121,7 @@ impl Moments {
             .fold(DVec3::ZERO, |acc, c| acc + c.centre * c.weight)
             / w;
         let s2 = children.iter().map(|c| c.s2 * c.weight).sum::<f64>() / w;
-        let mut m = Moments {
+        let mut m = CellMoments {
             centre,
             s2,
             weight: w,
@@ -214,7 +191,7 @@ pub struct Tree {
     /// instead of jumping through `keys` once per tree level.
     gathered: Vec<(DVec3, DVec3, f64)>,
     nodes: Vec<Node>,
-    moments: Vec<Moments>,
+    moments: Vec<CellMoments>,
     /// Sorted vortons as f32 sources (padded at the end).
     sorted: Sources,
     /// Each cell's supervorton as an f32 row of [`COLS`] columns.
@@ -229,20 +206,6 @@ pub struct Tree {
     info: TreeInfo,
 }
 
-/// Interleaves the low 21 bits of x, y, z.
-fn morton(c: [u64; 3]) -> u64 {
-    fn spread(mut v: u64) -> u64 {
-        v &= 0x1f_ffff;
-        v = (v | v << 32) & 0x1f_0000_0000_ffff;
-        v = (v | v << 16) & 0x1f_0000_ff00_00ff;
-        v = (v | v << 8) & 0x100f_00f0_0f00_f00f;
-        v = (v | v << 4) & 0x10c3_0c30_c30c_30c3;
-        v = (v | v << 2) & 0x1249_2492_4924_9249;
-        v
-    }
-    spread(c[0]) | spread(c[1]) << 1 | spread(c[2]) << 2
-}
-
 impl Tree {
     /// Statistics of the last build and evaluation.
     pub fn info(&self) -> TreeInfo {
@@ -255,7 +218,7 @@ impl Tree {
             + self.gathered.capacity() * std::mem::size_of::<(DVec3, DVec3, f64)>()
             + self.target_keys.capacity() * 16
             + self.nodes.capacity() * std::mem::size_of::<Node>()
-            + self.moments.capacity() * std::mem::size_of::<Moments>()
+            + self.moments.capacity() * std::mem::size_of::<CellMoments>()
             + self.rows.capacity() * COLS * 4
             + self.potential_rows.capacity() * POTENTIAL_COLS * 4
             + self.sorted.bytes()
@@ -336,7 +299,7 @@ impl Tree {
     /// The cells, their fast multipole expansions (made by the last fast multipole evaluation) and the
     /// vortons in key order, for the expansions' tests.
     #[cfg(test)]
-    pub(super) fn fmm_parts(&self) -> (&[Node], &[fmm::SourceCell], &[Vorton]) {
+    pub(super) fn fmm_parts(&self) -> (&[Node], &[fmm::SourceCell], &[super::octree::Vorton]) {
         (&self.nodes, &self.cells, &self.gathered)
     }
 
@@ -518,13 +481,13 @@ fn build_tree(
     // vorton is summed once instead of once per level.
     let gathered = &tree.gathered;
     let nodes = &tree.nodes;
-    let mut moments: Vec<Moments> = nodes
+    let mut moments: Vec<CellMoments> = nodes
         .par_iter()
         .map(|node| {
             if node.children == 0 {
-                Moments::of_vortons(&gathered[node.start..node.end], node.centre())
+                CellMoments::of_vortons(&gathered[node.start..node.end], node.centre())
             } else {
-                Moments::default()
+                CellMoments::default()
             }
         })
         .collect();
@@ -532,7 +495,7 @@ fn build_tree(
         let node = &nodes[k];
         if node.children > 0 {
             let children = &moments[node.first_child..node.first_child + node.children];
-            moments[k] = Moments::of_children(children, node.centre());
+            moments[k] = CellMoments::of_children(children, node.centre());
         }
     }
     tree.moments = moments;
@@ -640,58 +603,6 @@ fn evaluate_potential_tree(
     }
 }
 
-/// The lower corner and edge of a cube that holds `points` (the unit cube when there are none).
-fn cube(points: &[DVec3]) -> (DVec3, f64) {
-    if points.is_empty() {
-        return (DVec3::ZERO, 1.0);
-    }
-    let (lo, hi) = points.iter().fold(
-        (DVec3::splat(f64::INFINITY), DVec3::splat(f64::NEG_INFINITY)),
-        |(lo, hi), &p| (lo.min(p), hi.max(p)),
-    );
-    (lo, (hi - lo).max_element().max(1e-12) * (1.0 + 1e-9))
-}
-
-/// The Morton key of `p` in the cube of edge `width` from `lo`; points outside are clamped to it.
-fn key_in(lo: DVec3, width: f64, p: DVec3) -> u64 {
-    let scale = (1u64 << LEVELS) as f64 / width;
-    let c = ((p - lo) * scale).to_array().map(|v| {
-        if v.is_nan() {
-            0
-        } else {
-            (v.max(0.0) as u64).min((1 << LEVELS) - 1)
-        }
-    });
-    morton(c)
-}
-
-/// The Morton keys of `points` in the cube of edge `width` from `lo`, with their indices, sorted. `keys`
-/// holds the last sort of as many points (or anything else): the points are then taken in that order, in
-/// which a simulation's keys are nearly sorted already (its vortons moved a fraction of a cell since), and
-/// the stable merge sort runs in nearly linear time. The pairs are distinct, so the order is the same from
-/// any starting order.
-fn sorted_keys_in(
-    lo: DVec3,
-    width: f64,
-    mut keys: Vec<(u64, u32)>,
-    points: &[DVec3],
-) -> Vec<(u64, u32)> {
-    let n = points.len();
-    if keys.len() == n {
-        keys.par_iter_mut()
-            .for_each(|(k, i)| *k = key_in(lo, width, points[*i as usize]));
-    } else {
-        keys.clear();
-        keys.par_extend(
-            (0..n)
-                .into_par_iter()
-                .map(|i| (key_in(lo, width, points[i]), i as u32)),
-        );
-    }
-    keys.par_sort();
-    keys
-}
-
 /// Velocity and gradient at targets in sorted order, written back to their places: `keys[k].1` is the
 /// index of the k-th.
 fn scatter(
@@ -708,63 +619,6 @@ fn scatter(
             jac[i as usize] = v.1;
         }
     }
-}
-
-/// The non-empty octants of the sorted `keys[range]` at the level whose digit starts at bit `shift`:
-/// (digit, start, end) in key order.
-pub(super) fn octants(
-    keys: &[(u64, u32)],
-    range: (usize, usize),
-    shift: u32,
-) -> impl Iterator<Item = (u64, usize, usize)> + '_ {
-    let mut s = range.0;
-    (0..8u64).filter_map(move |digit| {
-        let e = s + keys[s..range.1].partition_point(|&(k, _)| (k >> shift) & 7 <= digit);
-        let octant = (e > s).then_some((digit, s, e));
-        s = e;
-        octant
-    })
-}
-
-/// A tile of [`TILE`] targets relative to `origin` from sorted `(key, index)` pairs: a short last tile
-/// repeats its last target (the extra results are dropped).
-#[inline]
-pub(super) fn tile_targets(
-    targets: &[DVec3],
-    tile: &[(u64, u32)],
-    origin: DVec3,
-) -> [[f32; 3]; TILE] {
-    std::array::from_fn(|m| relative(targets[tile[m.min(tile.len() - 1)].1 as usize], origin))
-}
-
-/// The near sums of a tile of targets over the source `ranges`, without the factor 1/4π: velocities,
-/// and gradients when `want_jac` (zero otherwise); only the first `count` targets when gradients are
-/// asked for.
-#[inline(always)]
-pub(super) fn near_tile(
-    sources: &Sources,
-    ranges: &[(usize, usize)],
-    t: &[[f32; 3]; TILE],
-    count: usize,
-    want_jac: bool,
-) -> ([[f32; 3]; TILE], [[f32; 9]; TILE]) {
-    let mut uv = [[0f32; 3]; TILE];
-    let mut jv = [[0f32; 9]; TILE];
-    if want_jac {
-        for m in 0..count {
-            (uv[m], jv[m]) = biot_savart::velocity_gradient_ranges(sources, ranges, t[m]);
-        }
-    } else {
-        uv = biot_savart::velocity_tile(sources, ranges, t);
-    }
-    (uv, jv)
-}
-
-/// `p` relative to `origin`, in f32.
-#[inline]
-fn relative(p: DVec3, origin: DVec3) -> [f32; 3] {
-    let r = p - origin;
-    [r.x as f32, r.y as f32, r.z as f32]
 }
 
 /// `acc += v`, element-wise.
@@ -794,10 +648,10 @@ const PQ: usize = PS + 3;
 
 /// Sixteen supervortons as `C` columns of [`LANES`] (a block of a struct of arrays: one pointer and fixed
 /// offsets, so the far-field loops vectorise without spilling column pointers).
-type Block<const C: usize = COLS> = [[f32; LANES]; C];
+type FarBlock<const C: usize = COLS> = [[f32; LANES]; C];
 
 /// A block of zero-strength supervortons (σ² = 1), the padding of a far list's last block.
-fn empty_block<const C: usize>() -> Block<C> {
+fn empty_block<const C: usize>() -> FarBlock<C> {
     let mut b = [[0.0; LANES]; C];
     b[S2] = [1.0; LANES];
     b
@@ -807,7 +661,7 @@ fn empty_block<const C: usize>() -> Block<C> {
 /// walk's stack.
 #[derive(Clone, Debug, Default)]
 struct GroupScratch<const C: usize> {
-    far: Vec<Block<C>>,
+    far: Vec<FarBlock<C>>,
     near: Vec<(usize, usize)>,
     stack: Vec<usize>,
 }
@@ -867,7 +721,7 @@ fn hsum(v: &[f32; LANES]) -> f32 {
 /// `f'(s) = −(3s/2 + 21σ²/4)(s + σ²)^{−7/2}` and `f''(s) = (15s/4 + 135σ²/8)(s + σ²)^{−9/2}` (second
 /// order in the cell size).
 #[inline(always)]
-fn far_velocity(far: &[Block], t: [f32; 3]) -> [f32; 3] {
+fn far_velocity(far: &[FarBlock], t: [f32; 3]) -> [f32; 3] {
     let mut u = [[0f32; LANES]; 3];
     for blk in far {
         for l in 0..LANES {
@@ -903,7 +757,7 @@ fn far_velocity(far: &[Block], t: [f32; 3]) -> [f32; 3] {
 
 /// Far-field velocity gradient (monopole: `f [A]ₓ + 2f' (A × r) rᵀ`) at `t`, without the factor 1/4π.
 #[inline(always)]
-fn far_gradient(far: &[Block], t: [f32; 3]) -> [f32; 9] {
+fn far_gradient(far: &[FarBlock], t: [f32; 3]) -> [f32; 9] {
     let mut jac = [[0f32; LANES]; 9];
     for blk in far {
         for l in 0..LANES {
@@ -938,7 +792,7 @@ fn far_gradient(far: &[Block], t: [f32; 3]) -> [f32; 9] {
 /// `A h − 2h' P r + h' S + 2h'' (Q : r r)` with `h(s) = (s + 3σ²/2)(s + σ²)^{−3/2}`,
 /// `h'(s) = −(s + 5σ²/2)(s + σ²)^{−5/2}/2` and `h''(s) = (3s/4 + 21σ²/8)(s + σ²)^{−7/2}`.
 #[inline(always)]
-fn far_potential(far: &[Block<POTENTIAL_COLS>], t: [f32; 3]) -> [f32; 3] {
+fn far_potential(far: &[FarBlock<POTENTIAL_COLS>], t: [f32; 3]) -> [f32; 3] {
     let mut acc = [[0f32; LANES]; 3];
     for blk in far {
         for l in 0..LANES {
@@ -974,7 +828,7 @@ pub fn rms_relative_error(tree: &[DVec3], direct: &[DVec3]) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::vpm::validation::random_vortons;
+    use crate::vpm::init::random_vortons;
 
     /// Points of the surface of the cube `lo..hi` on a lattice of `k` points per edge: the boundary of a
     /// Poisson grid, where part 20 wants the vector potential.
@@ -1095,7 +949,8 @@ mod tests {
                 continue;
             }
             inner += 1;
-            let direct = Moments::of_vortons(&tree.gathered[node.start..node.end], node.centre());
+            let direct =
+                CellMoments::of_vortons(&tree.gathered[node.start..node.end], node.centre());
             let scale = direct.weight * node.width * node.width;
             let close = |x: &[f64], y: &[f64], unit: f64| {
                 x.iter().zip(y).all(|(x, y)| (x - y).abs() <= 1e-9 * unit)
@@ -1103,14 +958,14 @@ mod tests {
             assert!((m.centre - direct.centre).length() <= 1e-12 * node.width);
             assert!((m.s2 - direct.s2).abs() <= 1e-12 * direct.s2);
             assert!(close(&m.a.to_array(), &direct.a.to_array(), direct.weight));
-            let first = |m: &Moments| [m.b.to_array().to_vec(), m.p.to_vec()].concat();
+            let first = |m: &CellMoments| [m.b.to_array().to_vec(), m.p.to_vec()].concat();
             assert!(close(
                 &first(m),
                 &first(&direct),
                 direct.weight * node.width
             ));
             let second =
-                |m: &Moments| [m.m2.to_vec(), m.s.to_array().to_vec(), m.q.to_vec()].concat();
+                |m: &CellMoments| [m.m2.to_vec(), m.s.to_array().to_vec(), m.q.to_vec()].concat();
             assert!(
                 close(&second(m), &second(&direct), scale),
                 "cell of {} vortons",

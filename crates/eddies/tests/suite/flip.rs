@@ -1,7 +1,7 @@
 //! Validation of the PIC/FLIP/APIC liquid (`eddies::flip`) against physical and experimental references.
 
-use eddies::flip::validation::{self, run_until};
 use eddies::flip::{FlipConfig, FlipParams, FlipSim, Transfer};
+use eddies::validation::flip::{self as validation, run_until};
 use eddies::{Shape, Simulation};
 
 #[test]
@@ -44,7 +44,7 @@ fn projection_leaves_divergence_below_tolerance() {
 }
 
 /// Martin & Moyce (1952), Part IV, Table 2 (n² = 2, a = 2.25 in = 0.05715 m): the surge front Z = z/a
-/// against T = n t √(g/a) = t√(2g/a); the data are `eddies::flip::validation::MARTIN_MOYCE_T` and `_Z`.
+/// against T = n t √(g/a) = t√(2g/a); the data are `eddies::validation::flip::MARTIN_MOYCE_T` and `_Z`.
 ///
 /// The issue asks for agreement within 10%. This inviscid solver with a free-slip floor and an instantaneous
 /// release runs ahead of the experiment by up to 21% (at T ≈ 1.2; 9–13% for T ≥ 2.3), so that target is not

@@ -5,7 +5,7 @@ use eddies::grid::{
     Grid, MacGrid,
 };
 use eddies::par;
-use eddies::validation::SplitMix64;
+use eddies::rng::SplitMix64;
 use eddies::Shape;
 use glam::DVec3;
 use std::f64::consts::PI;

@@ -2,16 +2,16 @@
 //! masks that the methods produce, the multigrid convergence factor, bad input and determinism.
 
 use eddies::grid::{CellFlag, Grid};
-use eddies::linsolve::validation::{
-    dirichlet, f2, f3, max_error, neumann, u2, u3, worst_v_cycle_factor, Method, Problem,
-};
 use eddies::linsolve::{
     pcg, CellKind, DomainBoundary, IncompleteCholesky, IncompletePoisson, Jacobi, LinearOperator,
     Multigrid, MultigridParams, MultigridPreconditioner, PcgParams, PoissonOperator, PoissonSolver,
     Preconditioner, PreconditionerKind, Restriction, Smoother, SolveError, StopReason,
 };
 use eddies::par;
-use eddies::validation::SplitMix64;
+use eddies::rng::SplitMix64;
+use eddies::validation::linsolve::{
+    dirichlet, f2, f3, max_error, neumann, u2, u3, worst_v_cycle_factor, Method, Problem,
+};
 
 /// Error ratios of successive halvings of h; each must be ≥ 3.5 (second order gives 4; the margin covers the
 /// pre-asymptotic coarse grids).

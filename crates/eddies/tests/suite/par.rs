@@ -2,6 +2,7 @@
 //! bits for any thread count, and those bits are the ones of a plain sequential sum over the same fixed chunks.
 
 use eddies::par::{self, REDUCE_CHUNK};
+use eddies::rng::SplitMix64;
 use std::sync::OnceLock;
 
 /// Ten million values: enough chunks (611, the last one ragged) for every worker to take many.
@@ -10,24 +11,15 @@ const N: usize = 10_000_000;
 /// Thread counts to compare: serial, even, and an odd count that does not divide the chunk count.
 const THREADS: [usize; 3] = [1, 2, 7];
 
-/// SplitMix64, a tiny deterministic generator.
-fn splitmix(state: &mut u64) -> u64 {
-    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    let mut z = *state;
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
-
 /// Pseudo-random values of both signs spanning 2⁻²⁰..2²⁰ in magnitude, so that floating-point addition is far
 /// from associative on them: any change in summation order changes the low bits of the result.
 fn values() -> &'static [f64] {
     static VALUES: OnceLock<Vec<f64>> = OnceLock::new();
     VALUES.get_or_init(|| {
-        let mut s = 0x5EED_u64;
+        let mut g = SplitMix64::new(0x5EED);
         (0..N)
             .map(|_| {
-                let r = splitmix(&mut s);
+                let r = g.next_u64();
                 let mantissa = (r >> 11) as f64 / (1u64 << 53) as f64;
                 let exponent = ((r >> 3) % 41) as i32 - 20;
                 let sign = if r & 1 == 0 { 1.0 } else { -1.0 };

@@ -1,5 +1,5 @@
 //! Reintegration tracking against its references. The validation cases are the ones `eddies validate`
-//! prints (their references and tolerances are explained in `src/reint/validation.rs`); the other tests
+//! prints (their references and tolerances are explained in `src/validation/reint.rs`); the other tests
 //! check the bookkeeping of emitters, sinks and open boundaries, the API's input checks, and determinism in
 //! 3D.
 

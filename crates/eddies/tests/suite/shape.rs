@@ -1,7 +1,7 @@
 //! Signed-distance shapes: unit gradient away from kinks, correct sign, exact distances where they are known in
 //! closed form, 2D boxes exact in the plane z = 0, and bounds that contain the shape.
 
-use eddies::validation::SplitMix64;
+use eddies::rng::SplitMix64;
 use eddies::Shape;
 use glam::{DQuat, DVec3};
 

@@ -1,5 +1,5 @@
 //! The vortex particle method against its references. The validation cases are the ones `eddies validate`
-//! prints (their setups are in `src/vpm/validation.rs`); the other tests check the distributions, the
+//! prints (their setups are in `src/validation/vpm.rs`); the other tests check the distributions, the
 //! auto-mollification rule, the grid techniques and the API's input checks.
 
 use eddies::vpm::{self, Ring, TreeMethod, VelocityMethod, VpmParams, VpmSim};
@@ -89,12 +89,12 @@ fn auto_mollification_removes_jerk() {
 #[test]
 fn tree_at_grid_points_is_jerky_without_mollification() {
     let steps = 30;
-    let reference = vpm::validation::mean_after_warmup(&vpm::validation::jerk_run(
+    let reference = eddies::validation::vpm::mean_after_warmup(&eddies::validation::vpm::jerk_run(
         VelocityMethod::DirectVortons,
         false,
         steps,
     ));
-    let jerky = vpm::validation::mean_after_warmup(&vpm::validation::jerk_run(
+    let jerky = eddies::validation::vpm::mean_after_warmup(&eddies::validation::vpm::jerk_run(
         VelocityMethod::TreeGrid,
         false,
         steps,

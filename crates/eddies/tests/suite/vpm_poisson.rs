@@ -1,9 +1,9 @@
 //! The Poisson velocity technique (Gourlay part 20) and buoyancy (part 8) against their
 //! references. The validation cases are the ones `eddies validate` prints (setups in
-//! `src/vpm/validation_poisson.rs`); the other tests check heat, the scenes' building blocks and threads.
+//! `src/validation/vpm_poisson.rs`); the other tests check heat, the scenes' building blocks and threads.
 
 use eddies::par;
-use eddies::vpm::validation_poisson::{
+use eddies::validation::vpm_poisson::{
     ball_acceleration, ball_acceleration_at, ball_acceleration_by, ball_jerk,
     decimation_difference, manufactured_errors, ring_velocity_error,
 };

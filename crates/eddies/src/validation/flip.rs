@@ -1,10 +1,10 @@
 //! Validation cases of the FLIP liquid: a tank at rest, the dam-break surge front against Martin & Moyce
 //! (1952), and volume conservation in a 3D dam break.
 
-use super::{FlipConfig, FlipSim};
+use super::{Case, Measurement};
+use crate::flip::{FlipConfig, FlipSim};
 use crate::shape::Shape;
 use crate::sim::Simulation;
-use crate::validation::{Case, Measurement};
 
 /// The FLIP cases.
 pub fn cases() -> Vec<Case> {

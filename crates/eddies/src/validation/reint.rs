@@ -4,11 +4,12 @@
 //! Each case builds its scene in code, runs it, and returns the measured value beside its reference, so that
 //! `eddies validate` and the tests in `tests/reint.rs` report the same numbers.
 
-use super::{Boundary, Eos, ReintConfig, ReintSim, Substance};
+use super::{Case, Measurement};
 use crate::par;
+use crate::reint::{Boundary, Eos, ReintConfig, ReintSim, Substance};
+use crate::rng::SplitMix64;
 use crate::shape::Shape;
 use crate::sim::Simulation;
-use crate::validation::{Case, Measurement, SplitMix64};
 use glam::DVec3;
 
 /// The method's validation cases.
@@ -118,7 +119,7 @@ pub fn violent_dam_break_2d(n: usize) -> ReintSim<2> {
         cell_size: 1.0 / n as f64,
         boundary: Boundary::Closed,
         gravity: [0.0, -9.81],
-        params: super::ReintParams {
+        params: crate::reint::ReintParams {
             sound_speed: 12.0,
             viscosity: 1e-4,
             ..Default::default()
@@ -150,7 +151,7 @@ fn mass_conservation_3d(quick: bool) -> Measurement {
     let cfg = ReintConfig::<3> {
         resolution: [n, n, n],
         cell_size: 1.0 / n as f64,
-        params: super::ReintParams {
+        params: crate::reint::ReintParams {
             sound_speed: 10.0,
             ..Default::default()
         },
@@ -203,7 +204,7 @@ fn donor_cell_limit(quick: bool) -> Measurement {
         cell_size: h,
         boundary: Boundary::Open,
         gravity: [0.0, 0.0],
-        params: super::ReintParams {
+        params: crate::reint::ReintParams {
             diffusion_radius: 0.5,
             forces: false,
             ..Default::default()
@@ -260,7 +261,7 @@ fn settling_layer() -> (ReintSim<2>, Vec<f64>) {
         resolution: [n, n],
         cell_size: 1.0 / n as f64,
         gravity: [0.0, -9.81],
-        params: super::ReintParams {
+        params: crate::reint::ReintParams {
             sound_speed: 8.0,
             // A viscous liquid (goo): a 0.4 m layer of water-like viscosity would slosh for minutes.
             viscosity: 3e-2,
@@ -359,7 +360,7 @@ fn blob_growth(r: f32) -> f64 {
         resolution: [n, n],
         cell_size: h,
         gravity: [0.0, 0.0],
-        params: super::ReintParams {
+        params: crate::reint::ReintParams {
             diffusion_radius: r,
             forces: false,
             ..Default::default()
@@ -395,7 +396,7 @@ fn mirror_symmetry(quick: bool) -> Measurement {
     let cfg = ReintConfig::<2> {
         resolution: [n, n],
         cell_size: 1.0 / n as f64,
-        params: super::ReintParams {
+        params: crate::reint::ReintParams {
             sound_speed: 10.0,
             viscosity: 1e-4,
             ..Default::default()

@@ -3,12 +3,13 @@
 
 use std::f64::consts::PI;
 
-use super::{
+use super::{Case, Measurement};
+use crate::grid::{coords_of, CellFlag, Grid};
+use crate::linsolve::{
     CellKind, DomainBoundary, Multigrid, MultigridParams, PcgParams, PoissonOperator,
     PoissonSolver, PreconditionerKind, Restriction,
 };
-use crate::grid::{coords_of, CellFlag, Grid};
-use crate::validation::{Case, Measurement, SplitMix64};
+use crate::rng::SplitMix64;
 
 /// The validation cases of `linsolve`.
 pub fn cases() -> Vec<Case> {

@@ -3,12 +3,12 @@
 //! slow drifts and leaks that the short validation cases cannot see. Not part of `cargo test` or CI: the
 //! three runs take several minutes.
 
+use super::reint::violent_dam_break_2d;
+use super::vpm::add_tube_and_noise;
+use super::Measurement;
 use crate::flip::{FlipConfig, FlipSim};
-use crate::reint::validation::violent_dam_break_2d;
 use crate::shape::Shape;
 use crate::sim::Simulation;
-use crate::validation::Measurement;
-use crate::vpm::validation::add_tube_and_noise;
 use crate::vpm::{VelocityMethod, VpmParams, VpmSim};
 
 /// A registered soak run: one long simulation that yields several rows (its invariant, its memory).

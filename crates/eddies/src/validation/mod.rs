@@ -1,5 +1,21 @@
 //! The validation registry: cases that compare a measured quantity with an analytic or experimental reference.
 //! `eddies validate` prints them, and the tests in `tests/` assert them, so both read the same numbers.
+//!
+//! The registry ([`Case`], [`Measurement`], [`Comparison`]) sits above the methods: each method's cases live
+//! in a submodule here ([`reint`], [`linsolve`], [`flip`], [`vpm`], [`vpm_poisson`]) and use the method's
+//! public (or crate-visible) items, and no method module depends on this one. The long soak runs of
+//! `eddies validate --soak` are in [`soak`].
+
+// The cases' small dense fits and per-sample loops index several arrays together, as the methods' own
+// loops do (each method module allows the same).
+#![allow(clippy::needless_range_loop)]
+
+pub mod flip;
+pub mod linsolve;
+pub mod reint;
+pub mod soak;
+pub mod vpm;
+pub mod vpm_poisson;
 
 /// Which way a [`Measurement`] compares its measured value with its reference.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -152,46 +168,15 @@ impl Case {
 
 /// Every validation case of every method, in a stable order.
 pub fn cases() -> Vec<Case> {
-    let mut cases = crate::reint::validation::cases();
-    cases.extend(crate::linsolve::validation::cases());
-    cases.extend(crate::flip::validation::cases());
-    cases.extend(crate::vpm::validation::cases());
-    cases.extend(crate::vpm::validation_poisson::cases());
+    let mut cases = reint::cases();
+    cases.extend(linsolve::cases());
+    cases.extend(flip::cases());
+    cases.extend(vpm::cases());
+    cases.extend(vpm_poisson::cases());
     cases
 }
 
-/// The soak runs of `eddies validate --soak` (see [`crate::soak`]), which the ordinary run does not include.
-pub fn soak_cases() -> Vec<crate::soak::SoakCase> {
-    crate::soak::cases()
-}
-
-/// SplitMix64 (Steele, Lea and Flood 2014): a tiny deterministic generator for reproducible validation
-/// inputs — the same numbers on every machine and run, with no dependency.
-#[derive(Clone, Debug)]
-pub struct SplitMix64(u64);
-
-impl SplitMix64 {
-    /// A generator started from `seed`.
-    pub fn new(seed: u64) -> Self {
-        Self(seed)
-    }
-
-    /// The next 64 random bits.
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in [0, 1), with 53 random bits.
-    pub fn next_f64(&mut self) -> f64 {
-        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
-    }
-
-    /// Uniform in [lo, hi).
-    pub fn range(&mut self, lo: f64, hi: f64) -> f64 {
-        lo + (hi - lo) * self.next_f64()
-    }
+/// The soak runs of `eddies validate --soak` (see [`soak`]), which the ordinary run does not include.
+pub fn soak_cases() -> Vec<soak::SoakCase> {
+    soak::cases()
 }

@@ -5,14 +5,15 @@
 //! Each case builds its vortons in code and returns the measured value beside its reference, so that
 //! `eddies validate` and `tests/vpm.rs` report the same numbers.
 
-use super::biot_savart::{self, Sources, FOUR_PI_INV};
-use super::tree::{self, Tree};
-use super::{
-    Integrator, Noise, Ring, TreeMethod, TreeParams, Tube, VelocityMethod, VpmParams, VpmSim,
-};
+use super::{Case, Measurement};
 use crate::par;
 use crate::sim::Simulation;
-use crate::validation::{Case, Measurement, SplitMix64};
+use crate::vpm::biot_savart::{self, Sources, FOUR_PI_INV};
+use crate::vpm::init::random_vortons;
+use crate::vpm::tree::{self, Tree};
+use crate::vpm::{
+    Integrator, Noise, Ring, TreeMethod, TreeParams, Tube, VelocityMethod, VpmParams, VpmSim,
+};
 use glam::DVec3;
 
 /// The method's validation cases.
@@ -166,40 +167,6 @@ fn vorton_pair(_quick: bool) -> Measurement {
 /// 10⁴ vortons of [`random_vortons`].
 fn tree_test_vortons() -> (Vec<DVec3>, Vec<DVec3>, Vec<f64>) {
     random_vortons(10_000, 12)
-}
-
-/// `n` vortons, half on a thick ring and half uniform in a unit box, with random strengths and core radius
-/// 0.01 (m): positions, strengths, radii. The treecode checks and the benchmarks use them.
-pub fn random_vortons(n: usize, seed: u64) -> (Vec<DVec3>, Vec<DVec3>, Vec<f64>) {
-    let mut rng = SplitMix64::new(seed);
-    let mut p = Vec::with_capacity(n);
-    let mut a = Vec::with_capacity(n);
-    let mut s = Vec::with_capacity(n);
-    for i in 0..n {
-        let x = if i % 2 == 0 {
-            // On a torus of radius 0.3 and core 0.05 about the box centre.
-            let th = rng.range(0.0, std::f64::consts::TAU);
-            let (rho, ph) = (
-                0.05 * rng.next_f64().sqrt(),
-                rng.range(0.0, std::f64::consts::TAU),
-            );
-            DVec3::new(0.5, 0.5, 0.5)
-                + DVec3::new(th.cos(), th.sin(), 0.0) * (0.3 + rho * ph.cos())
-                + DVec3::Z * (rho * ph.sin())
-        } else {
-            DVec3::new(rng.next_f64(), rng.next_f64(), rng.next_f64())
-        };
-        p.push(x);
-        a.push(
-            DVec3::new(
-                rng.range(-1.0, 1.0),
-                rng.range(-1.0, 1.0),
-                rng.range(-1.0, 1.0),
-            ) * 1e-4,
-        );
-        s.push(0.01);
-    }
-    (p, a, s)
 }
 
 /// RMS relative error of the treecode at `theta` on `tree_test_vortons`, against direct summation.

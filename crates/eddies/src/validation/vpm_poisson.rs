@@ -1,18 +1,19 @@
 //! Validation of the Poisson velocity technique (part 20) and of buoyancy (part 8): the cases that
 //! `eddies validate` prints and `tests/vpm_poisson.rs` asserts.
 
-use super::biot_savart::{self, Sources};
-use super::buoyancy::Buoyancy;
-use super::mollify::FittedGrid;
-use super::poisson::PoissonVelocity;
-use super::validation::{jerk_run, mean_after_warmup};
-use super::velocity::{Query, VelocitySolver};
-use super::{
+use super::vpm::{jerk_run, mean_after_warmup};
+use super::{Case, Measurement};
+use crate::par;
+use crate::rng::SplitMix64;
+use crate::vpm::biot_savart::{self, Sources};
+use crate::vpm::buoyancy::Buoyancy;
+use crate::vpm::mollify::FittedGrid;
+use crate::vpm::poisson::PoissonVelocity;
+use crate::vpm::velocity::{Query, VelocitySolver};
+use crate::vpm::{
     Ball, Decimation, PoissonParams, PotentialBoundary, Ring, Splat, VelocityMethod, VpmParams,
     VpmSim,
 };
-use crate::par;
-use crate::validation::{Case, Measurement, SplitMix64};
 use crate::Simulation;
 use glam::DVec3;
 use std::f64::consts::PI;
@@ -254,7 +255,7 @@ pub fn ring_velocity_error_with(poisson: PoissonParams, n: usize) -> f64 {
     biot_savart::direct(&src, &targets, &mut direct, None);
     let u = solver.grid_velocity();
     let grid_u: Vec<DVec3> = keep.iter().map(|&i| DVec3::from_array(u[i])).collect();
-    super::tree::rms_relative_error(&grid_u, &direct)
+    crate::vpm::tree::rms_relative_error(&grid_u, &direct)
 }
 
 /// Boundary values decimated by `how` against full ones for the test ring on an `n`-point grid: the RMS
@@ -312,8 +313,8 @@ pub fn decimation_difference(n: usize, how: Decimation) -> (f64, f64) {
     let (full_a, full_u) = run(Decimation::Off);
     let (dec_a, dec_u) = run(how);
     (
-        super::tree::rms_relative_error(&dec_a, &full_a),
-        super::tree::rms_relative_error(&dec_u, &full_u),
+        crate::vpm::tree::rms_relative_error(&dec_a, &full_a),
+        crate::vpm::tree::rms_relative_error(&dec_u, &full_u),
     )
 }
 
@@ -498,4 +499,50 @@ pub fn ball_jerk(
         })
         .collect();
     mean_after_warmup(&jerk)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A stage's initial guess extrapolates its last two solutions. For a field growing linearly in time the
+    /// guess is right up to the solver tolerance, so the third solve needs fewer cycles than one starting
+    /// from the last solution (cycle counts are deterministic; this is not a timing).
+    #[test]
+    fn stage_history_extrapolates_the_initial_guess() {
+        let grid = FittedGrid {
+            dims: [24; 3],
+            origin: [0.0; 3],
+            spacing: 1.0 / 24.0,
+        };
+        let mut points = Vec::new();
+        grid.points_into(&mut points);
+        let params = PoissonParams {
+            decimate: Decimation::Off,
+            tolerance: 1e-6,
+            ..Default::default()
+        };
+        let third_solve_cycles = |stage: Option<usize>| {
+            let mut solver = PoissonVelocity::default();
+            solver.set_stage(stage);
+            let mut cycles = 0;
+            for k in 1..=3 {
+                let scale = k as f64;
+                solver.vorticity = points.iter().map(|&p| exact_vorticity(p) * scale).collect();
+                let mut boundary = |p: &[DVec3], out: &mut [DVec3]| {
+                    for (o, &x) in out.iter_mut().zip(p) {
+                        *o = exact_potential(x) * scale;
+                    }
+                };
+                let mut u = Vec::new();
+                solver
+                    .solve_vorticity(&params, &grid, Some(&mut boundary), &mut u)
+                    .expect("converges");
+                cycles = solver.info.cycles;
+            }
+            cycles
+        };
+        let (plain, extrapolated) = (third_solve_cycles(None), third_solve_cycles(Some(0)));
+        assert!(extrapolated < plain, "{extrapolated} cycles vs {plain}");
+    }
 }
