@@ -1,13 +1,10 @@
 //! The `eddies` command-line program as a library, so that its parts are testable: the scene format
 //! ([`scene`]) and its loading with located errors ([`load`], [`keypath`]), the built-in scenes ([`scenes`]),
 //! setting up and running a simulation ([`setup`], [`runner`]) and its outputs ([`render`], [`npy`],
-//! [`output`]), the validation and benchmark tables ([`validate`], [`bench`](mod@bench), [`bench_pressure`],
-//! [`bench_vpm`]), the error type and exit codes ([`error`]) and the argument parser ([`cli`]).
+//! [`output`]), the validation and benchmark tables ([`validate`], [`bench`](mod@bench), one file per
+//! family of cases), the error type and exit codes ([`error`]) and the argument parser ([`cli`]).
 
 pub mod bench;
-pub mod bench_pressure;
-pub mod bench_vpm;
-pub mod bench_vpm_poisson;
 pub mod cli;
 pub mod error;
 pub mod interrupt;

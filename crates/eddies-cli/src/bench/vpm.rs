@@ -1,15 +1,13 @@
 //! `eddies bench` cases of the vortex particle method: the direct-sum pair rate, the treecode's speed,
 //! accuracy and scaling, and the per-stage times of a ring step (the table of Gourlay part 20).
 
-use std::time::Instant;
-
 use eddies::vpm::biot_savart::{self, Sources};
 use eddies::vpm::tree::{self, Tree};
 use eddies::vpm::{validation, Ring, TreeMethod, TreeParams, VelocityMethod, VpmParams, VpmSim};
-use eddies::{Simulation, StepRecord};
+use eddies::Simulation;
 use glam::DVec3;
 
-use crate::bench::{median, stage_medians, BenchCase, BenchRow, WARMUP_STEPS};
+use super::case::{row, step_rows, time, BenchCase, BenchRow, WARMUP_STEPS};
 
 /// The vpm benchmarks.
 pub fn cases() -> Vec<BenchCase> {
@@ -40,30 +38,6 @@ pub fn cases() -> Vec<BenchCase> {
             run: |q| step_stages(if q { 5_000 } else { 20_000 }),
         },
     ]
-}
-
-pub(crate) fn row(bench: &str, size: String, metric: &str, value: f64, unit: &str) -> BenchRow {
-    BenchRow {
-        bench: bench.to_string(),
-        size,
-        metric: metric.to_string(),
-        value,
-        unit: unit.to_string(),
-        threads: rayon::current_num_threads(),
-    }
-}
-
-/// Median seconds of `reps` runs of `f` after one warm-up run.
-fn time(reps: usize, mut f: impl FnMut()) -> f64 {
-    f();
-    let mut samples: Vec<f64> = (0..reps)
-        .map(|_| {
-            let t = Instant::now();
-            f();
-            t.elapsed().as_secs_f64()
-        })
-        .collect();
-    median(&mut samples)
 }
 
 fn direct_seconds(p: &[DVec3], a: &[DVec3], s: &[f64], reps: usize) -> (f64, Vec<DVec3>) {
@@ -250,20 +224,4 @@ fn step_stages(n: usize) -> Result<Vec<BenchRow>, String> {
         records.push(sim.step(dt).map_err(|e| e.to_string())?);
     }
     Ok(step_rows("vpm-step", &format!("{n}+{n}"), &records))
-}
-
-/// Rows `step` (the median wall time of `records`) and one per stage (its median), in ms.
-pub(crate) fn step_rows(bench: &str, size: &str, records: &[StepRecord]) -> Vec<BenchRow> {
-    let mut walls: Vec<f64> = records.iter().map(|r| r.wall_ms).collect();
-    let mut rows = vec![row(
-        bench,
-        size.to_string(),
-        "step",
-        median(&mut walls),
-        "ms",
-    )];
-    for (stage, ms) in stage_medians(records) {
-        rows.push(row(bench, size.to_string(), stage, ms, "ms"));
-    }
-    rows
 }

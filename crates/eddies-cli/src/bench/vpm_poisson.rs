@@ -5,8 +5,7 @@ use std::time::Instant;
 
 use eddies::vpm::{validation, VelocityMethod, VpmParams, VpmSim};
 
-use crate::bench::{median, BenchCase, BenchRow, WARMUP_STEPS};
-use crate::bench_vpm::{row, step_rows};
+use super::case::{median, row, step_rows, BenchCase, BenchRow, WARMUP_STEPS};
 use crate::scenes;
 use crate::{load, render, setup};
 

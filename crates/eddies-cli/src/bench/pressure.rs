@@ -17,7 +17,7 @@ use eddies::linsolve::{
 };
 use eddies::validation::SplitMix64;
 
-use crate::bench::{BenchCase, BenchRow};
+use super::case::{BenchCase, BenchRow};
 
 /// Relative residual every timed solve reaches.
 pub const TOLERANCE: f64 = 1e-6;
