@@ -18,9 +18,9 @@ use crate::error::CliError;
 use crate::interrupt::{Interrupt, Signal};
 use crate::keypath::KeyPath;
 use crate::load::{self, Loaded, Override, SceneError, SceneSource};
-use crate::output::{self, frame_name};
+use crate::output::{self, frame_name, npy};
 use crate::scene::{Method, Scene};
-use crate::{npy, panels, render, scenes, setup};
+use crate::{panels, render, scenes, setup};
 
 /// What `eddies run` was asked to do.
 #[derive(Clone, Debug, Default)]
