@@ -163,12 +163,7 @@ pub fn run(opts: &RunOptions) -> Result<RunSummary, CliError> {
         })
         .collect::<Result<Vec<Scene>, SceneError>>()?;
     let bytes = bytes * panel_scenes.len().max(1) as f64;
-    output::check_output_folder(&out).map_err(|reason| {
-        CliError::input(
-            format!("cannot use the output folder {}: {reason}", out.display()),
-            vec!["  choose another folder with --out DIR".into()],
-        )
-    })?;
+    output::check_output_folder(&out).map_err(|source| CliError::output_folder(&out, source))?;
     eddies::par::with_threads(opts.threads, || {
         let build = |scene: &Scene| {
             setup::build(scene).map_err(|e| match e {
@@ -307,7 +302,7 @@ impl<'a> Runner<'a> {
             src.label,
             env!("CARGO_PKG_VERSION")
         );
-        let text = output::scene_toml(scene, &header).map_err(CliError::other)?;
+        let text = output::scene_toml(scene, &header)?;
         let scene_path = out.join("scene.toml");
         output::write_atomic(&scene_path, text.as_bytes())
             .map_err(|e| CliError::write(&scene_path, e))?;
@@ -420,9 +415,8 @@ impl<'a> Runner<'a> {
 
     /// Writes frame `frame`: the PNG, and with `output.npy` the particle and mass arrays.
     fn write_frame(&mut self, frame: usize) -> Result<(), CliError> {
-        let picture = render::render(self.sim.as_ref(), self.scene, &self.backdrop)
-            .map_err(CliError::other)?;
-        let png = picture.to_png().map_err(CliError::other)?;
+        let picture = render::render(self.sim.as_ref(), self.scene, &self.backdrop)?;
+        let png = picture.to_png()?;
         let path = self.out.join(frame_name(frame));
         output::write_atomic(&path, &png).map_err(|e| CliError::write(&path, e))?;
         if self.scene.output.npy {

@@ -3,10 +3,44 @@
 
 use std::time::Instant;
 
-use eddies::StepRecord;
+use eddies::linsolve::SolveError;
+use eddies::{SimError, StepRecord};
+
+use crate::load::SceneError;
+use crate::render::RenderError;
 
 /// Steps taken before timing.
 pub const WARMUP_STEPS: usize = 3;
+
+/// Why a benchmark case failed; `eddies bench` prints it after `benchmark NAME failed: `.
+#[derive(Debug, thiserror::Error)]
+pub enum BenchError {
+    /// A simulation could not be set up or a step failed.
+    #[error("{0}")]
+    Sim(#[from] SimError),
+    /// A pressure operator, solver or multigrid could not be set up, or a solve failed.
+    #[error("{0}")]
+    Solve(#[from] SolveError),
+    /// A timed PCG solve failed.
+    #[error("{preconditioner} at {n}³: {source}")]
+    Pcg {
+        /// The preconditioner's name.
+        preconditioner: &'static str,
+        /// Cells per axis.
+        n: usize,
+        /// Why the solve failed.
+        source: SolveError,
+    },
+    /// A built-in scene the case runs is missing.
+    #[error("no built-in scene {0}")]
+    MissingScene(&'static str),
+    /// A built-in scene the case runs does not load.
+    #[error("{0}")]
+    Scene(#[from] SceneError),
+    /// A frame could not be rendered.
+    #[error("{0}")]
+    Render(#[from] RenderError),
+}
 
 /// One measured number.
 #[derive(Clone, Debug, PartialEq)]
@@ -33,7 +67,7 @@ pub struct BenchCase {
     /// One line: what is timed.
     pub description: &'static str,
     /// Runs the case; `quick` uses a smaller grid and fewer repetitions.
-    pub run: fn(quick: bool) -> Result<Vec<BenchRow>, String>,
+    pub run: fn(quick: bool) -> Result<Vec<BenchRow>, BenchError>,
 }
 
 /// Median of the samples (they are sorted in place).

@@ -5,7 +5,7 @@ use eddies::flip::{FlipConfig, FlipSim};
 use eddies::{Shape, Simulation};
 use glam::DVec3;
 
-use super::case::{median, stage_medians, BenchCase, BenchRow, WARMUP_STEPS};
+use super::case::{median, stage_medians, BenchCase, BenchError, BenchRow, WARMUP_STEPS};
 
 /// The FLIP benchmarks.
 pub fn cases() -> Vec<BenchCase> {
@@ -36,7 +36,7 @@ fn flip_bench<const D: usize>(
     name: &str,
     res: [usize; 3],
     quick: bool,
-) -> Result<Vec<BenchRow>, String> {
+) -> Result<Vec<BenchRow>, BenchError> {
     let resolution: [usize; D] = std::array::from_fn(|k| res[k]);
     let h = 2.0 / resolution[0] as f64;
     let size: [f64; D] = std::array::from_fn(|k| resolution[k] as f64 * h);
@@ -45,7 +45,7 @@ fn flip_bench<const D: usize>(
         cell_size: h,
         ..FlipConfig::default()
     };
-    let mut sim = FlipSim::<D>::new(cfg).map_err(|e| e.to_string())?;
+    let mut sim = FlipSim::<D>::new(cfg)?;
     let boxed = |lo: [f64; 3], hi: [f64; 3]| {
         if D == 2 {
             Shape::box2([lo[0], lo[1]], [hi[0], hi[1]])
@@ -69,7 +69,7 @@ fn flip_bench<const D: usize>(
     let reps = if quick { 3 } else { 5 };
     for i in 0..WARMUP_STEPS + reps {
         let dt = sim.max_dt(1.0);
-        let rec = sim.step(dt).map_err(|e| e.to_string())?;
+        let rec = sim.step(dt)?;
         if i >= WARMUP_STEPS {
             records.push(rec);
         }

@@ -20,7 +20,7 @@ pub mod reint;
 pub mod vpm;
 pub mod vpm_poisson;
 
-pub use case::{median, BenchCase, BenchRow, WARMUP_STEPS};
+pub use case::{median, BenchCase, BenchError, BenchRow, WARMUP_STEPS};
 
 /// Every benchmark, in a stable order.
 pub fn cases() -> Vec<BenchCase> {
@@ -76,8 +76,10 @@ pub fn run(
         .map_err(io)?;
     }
     for case in chosen {
-        let rows = (case.run)(quick)
-            .map_err(|e| CliError::other(format!("benchmark {} failed: {e}", case.name)))?;
+        let rows = (case.run)(quick).map_err(|source| CliError::Bench {
+            name: case.name,
+            source: Box::new(source),
+        })?;
         for r in &rows {
             if json {
                 writeln!(out, "{}", json_line(r)).map_err(io)?;

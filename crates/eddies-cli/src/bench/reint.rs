@@ -7,7 +7,7 @@ use eddies::reint::{ReintConfig, ReintParams, ReintSim};
 use eddies::{Shape, Simulation};
 use glam::DVec3;
 
-use super::case::{median, stage_medians, BenchCase, BenchRow, WARMUP_STEPS};
+use super::case::{median, stage_medians, BenchCase, BenchError, BenchRow, WARMUP_STEPS};
 
 /// The reint benchmarks.
 pub fn cases() -> Vec<BenchCase> {
@@ -67,7 +67,7 @@ fn reint_bench<const D: usize>(
     forces: bool,
     full: bool,
     quick: bool,
-) -> Result<Vec<BenchRow>, String> {
+) -> Result<Vec<BenchRow>, BenchError> {
     let mut cfg = ReintConfig::<D> {
         resolution: [n; D],
         cell_size: 1.0 / n as f64,
@@ -80,7 +80,7 @@ fn reint_bench<const D: usize>(
     if !forces {
         cfg.gravity = [0.0; D];
     }
-    let mut sim = ReintSim::<D>::new(cfg).map_err(|e| e.to_string())?;
+    let mut sim = ReintSim::<D>::new(cfg)?;
     let block = if D == 2 {
         Shape::box2([0.0, 0.0], [0.5, 0.5])
     } else {
@@ -124,7 +124,7 @@ fn reint_bench<const D: usize>(
         }
     };
     for _ in 0..WARMUP_STEPS {
-        sim.step(dt).map_err(|e| e.to_string())?;
+        sim.step(dt)?;
     }
     let reps = match (quick, D) {
         (true, _) => 5,
@@ -135,7 +135,7 @@ fn reint_bench<const D: usize>(
     let mut records = Vec::with_capacity(reps);
     for _ in 0..reps {
         let start = Instant::now();
-        records.push(sim.step(dt).map_err(|e| e.to_string())?);
+        records.push(sim.step(dt)?);
         samples.push(start.elapsed().as_secs_f64());
     }
     let seconds = median(&mut samples);

@@ -7,7 +7,7 @@ use eddies::vpm::{validation, Ring, TreeMethod, TreeParams, VelocityMethod, VpmP
 use eddies::Simulation;
 use glam::DVec3;
 
-use super::case::{row, step_rows, time, BenchCase, BenchRow, WARMUP_STEPS};
+use super::case::{row, step_rows, time, BenchCase, BenchError, BenchRow, WARMUP_STEPS};
 
 /// The vpm benchmarks.
 pub fn cases() -> Vec<BenchCase> {
@@ -48,7 +48,7 @@ fn direct_seconds(p: &[DVec3], a: &[DVec3], s: &[f64], reps: usize) -> (f64, Vec
     (t, u)
 }
 
-fn direct_sum(n: usize, reps: usize) -> Result<Vec<BenchRow>, String> {
+fn direct_sum(n: usize, reps: usize) -> Result<Vec<BenchRow>, BenchError> {
     let (p, a, s) = validation::random_vortons(n, 7);
     let (t, _) = direct_seconds(&p, &a, &s, reps);
     Ok(vec![
@@ -69,7 +69,7 @@ const STRICT_THETA: f64 = 0.35;
 /// Opening parameter of the fast multipole rows at 10⁵ (RMS error under 1e-3 there).
 const FMM_THETA: f64 = 0.8;
 
-fn treecode(quick: bool) -> Result<Vec<BenchRow>, String> {
+fn treecode(quick: bool) -> Result<Vec<BenchRow>, BenchError> {
     let sizes: &[usize] = if quick {
         &[10_000, 100_000]
     } else {
@@ -164,7 +164,7 @@ fn box_surface(lo: f64, hi: f64, k: usize) -> Vec<DVec3> {
     out
 }
 
-fn potential(n: usize) -> Result<Vec<BenchRow>, String> {
+fn potential(n: usize) -> Result<Vec<BenchRow>, BenchError> {
     let (p, a, s) = validation::random_vortons(n, 12);
     let targets = box_surface(-0.1, 1.1, 25);
     let size = format!("{n}@{}", targets.len());
@@ -200,13 +200,12 @@ fn potential(n: usize) -> Result<Vec<BenchRow>, String> {
     ])
 }
 
-fn step_stages(n: usize) -> Result<Vec<BenchRow>, String> {
+fn step_stages(n: usize) -> Result<Vec<BenchRow>, BenchError> {
     let mut sim = VpmSim::new(VpmParams {
         velocity: VelocityMethod::TreeVortons,
         viscosity: 1e-4,
         ..VpmParams::default()
-    })
-    .map_err(|e| e.to_string())?;
+    })?;
     sim.add_ring(&Ring {
         radius: 1.0,
         core_radius: 0.1,
@@ -217,11 +216,11 @@ fn step_stages(n: usize) -> Result<Vec<BenchRow>, String> {
     });
     let dt = 0.01;
     for _ in 0..WARMUP_STEPS {
-        sim.step(dt).map_err(|e| e.to_string())?;
+        sim.step(dt)?;
     }
     let mut records = Vec::new();
     for _ in 0..5 {
-        records.push(sim.step(dt).map_err(|e| e.to_string())?);
+        records.push(sim.step(dt)?);
     }
     Ok(step_rows("vpm-step", &format!("{n}+{n}"), &records))
 }

@@ -33,11 +33,27 @@ fn is_our_temporary(name: &str) -> bool {
         })
 }
 
+/// Why a path cannot be the output folder.
+#[derive(Debug, thiserror::Error)]
+pub enum OutputFolderError {
+    /// The path, or the nearest of its ancestors that exists, is not a folder.
+    #[error("{} is not a folder", .0.display())]
+    NotAFolder(PathBuf),
+    /// A probe file could not be created in that folder.
+    #[error("cannot write into {}: {source}", .folder.display())]
+    NotWritable {
+        /// The folder the probe was tried in.
+        folder: PathBuf,
+        /// The operating system's reason.
+        source: io::Error,
+    },
+}
+
 /// Checks, creating nothing that stays, that `dir` can be the output folder: a folder this process can
 /// write into, or a path that does not exist yet under a folder it can write into. Writing is tried (a
 /// probe file, removed at once), since permission bits do not tell the whole story (a read-only mount; a
 /// root user who ignores them). Returns the reason when it cannot.
-pub fn check_output_folder(dir: &Path) -> Result<(), String> {
+pub fn check_output_folder(dir: &Path) -> Result<(), OutputFolderError> {
     let mut probe_in = dir;
     while !probe_in.exists() {
         match probe_in.parent() {
@@ -49,7 +65,7 @@ pub fn check_output_folder(dir: &Path) -> Result<(), String> {
         }
     }
     if !probe_in.is_dir() {
-        return Err(format!("{} is not a folder", probe_in.display()));
+        return Err(OutputFolderError::NotAFolder(probe_in.to_path_buf()));
     }
     let probe = probe_in.join(format!(".eddies-probe-{}", std::process::id()));
     match fs::File::create(&probe) {
@@ -57,7 +73,10 @@ pub fn check_output_folder(dir: &Path) -> Result<(), String> {
             let _ = fs::remove_file(&probe);
             Ok(())
         }
-        Err(e) => Err(format!("cannot write into {}: {e}", probe_in.display())),
+        Err(source) => Err(OutputFolderError::NotWritable {
+            folder: probe_in.to_path_buf(),
+            source,
+        }),
     }
 }
 

@@ -5,14 +5,22 @@ use toml_edit::{DocumentMut, Item};
 
 use crate::scene::Scene;
 
+/// Why the resolved scene could not be written as TOML (a bug: a checked scene always serialises).
+#[derive(Debug, thiserror::Error)]
+pub enum ResolvedSceneError {
+    /// The scene did not serialise.
+    #[error("cannot write the resolved scene: {0}")]
+    Write(#[source] toml::ser::Error),
+    /// Its serialisation did not parse back as a TOML document.
+    #[error("cannot re-read the resolved scene: {0}")]
+    Reread(#[source] toml_edit::TomlError),
+}
+
 /// The resolved scene as TOML that parses back to the same [`Scene`], with shapes as inline tables and a
 /// comment header.
-pub fn scene_toml(scene: &Scene, header: &str) -> Result<String, String> {
-    let text =
-        toml::to_string(scene).map_err(|e| format!("cannot write the resolved scene: {e}"))?;
-    let mut doc: DocumentMut = text
-        .parse()
-        .map_err(|e| format!("cannot re-read the resolved scene: {e}"))?;
+pub fn scene_toml(scene: &Scene, header: &str) -> Result<String, ResolvedSceneError> {
+    let text = toml::to_string(scene).map_err(ResolvedSceneError::Write)?;
+    let mut doc: DocumentMut = text.parse().map_err(ResolvedSceneError::Reread)?;
     for list in ["region", "obstacle", "emitter", "sink"] {
         if let Some(Item::ArrayOfTables(tables)) = doc.get_mut(list) {
             for t in tables.iter_mut() {
