@@ -133,26 +133,46 @@ pub fn overrides(opts: &RunOptions) -> Result<Vec<Override>, CliError> {
     Ok(ovs)
 }
 
-/// Everything `run` does before it writes anything: find, load, check, and estimate memory. Returns the
-/// source, the checked scene and the memory estimate (bytes).
-pub fn prepare(opts: &RunOptions) -> Result<(SceneSource, Loaded, f64), CliError> {
+/// What `run` has found and checked before it writes anything.
+struct Prepared {
+    /// The scene text and where it came from.
+    src: SceneSource,
+    /// The overrides of the command line, which the panels start from.
+    overrides: Vec<Override>,
+    /// The checked scene.
+    loaded: Loaded,
+    /// The memory estimate (bytes).
+    bytes: f64,
+}
+
+/// Everything `run` does before it writes anything: find, load, check, and estimate memory.
+fn prepare(opts: &RunOptions) -> Result<Prepared, CliError> {
     let src = scene_source(opts.scene.as_deref())?;
-    let ovs = overrides(opts)?;
-    let loaded = load::load(&src, &ovs)?;
+    let overrides = overrides(opts)?;
+    let loaded = load::load(&src, &overrides)?;
     let bytes = setup::check_memory(&loaded, setup::available_memory())?;
-    Ok((src, loaded, bytes))
+    Ok(Prepared {
+        src,
+        overrides,
+        loaded,
+        bytes,
+    })
 }
 
 /// Runs a scene; see the module documentation.
 pub fn run(opts: &RunOptions) -> Result<RunSummary, CliError> {
-    let (src, loaded, bytes) = prepare(opts)?;
+    let Prepared {
+        src,
+        overrides: base,
+        loaded,
+        bytes,
+    } = prepare(opts)?;
     let out = opts
         .out
         .clone()
         .unwrap_or_else(|| Path::new("out").join(&src.name));
     let scene = loaded.scene;
     // Each side-by-side panel is the scene with its own overrides, loaded and checked like the scene.
-    let base = overrides(opts)?;
     let panel_scenes = scene
         .output
         .panels
