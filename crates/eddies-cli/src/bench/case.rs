@@ -59,13 +59,11 @@ pub struct BenchRow {
     pub threads: usize,
 }
 
-/// A registered benchmark.
+/// A registered benchmark; a comment above each one in the registry says what it times.
 #[derive(Clone, Copy, Debug)]
 pub struct BenchCase {
     /// Unique name, `method-dim-what`.
     pub name: &'static str,
-    /// One line: what is timed.
-    pub description: &'static str,
     /// Runs the case; `quick` uses a smaller grid and fewer repetitions.
     pub run: fn(quick: bool) -> Result<Vec<BenchRow>, BenchError>,
 }

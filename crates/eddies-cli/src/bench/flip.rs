@@ -10,20 +10,32 @@ use super::case::{median, stage_medians, BenchCase, BenchError, BenchRow, WARMUP
 /// The FLIP benchmarks.
 pub fn cases() -> Vec<BenchCase> {
     vec![
+        // A full FLIP step of a 2D dam break (MGPCG), 256x128 (quick: 64x32), per-stage times
         BenchCase {
             name: "flip-2d-dam-break",
-            description: "a full FLIP step of a 2D dam break (MGPCG), 256x128 (quick: 64x32), per-stage times",
-            run: |q| flip_bench::<2>("flip-2d-dam-break", if q { [64, 32, 0] } else { [256, 128, 0] }, q),
+            run: |q| {
+                flip_bench::<2>(
+                    "flip-2d-dam-break",
+                    if q { [64, 32, 0] } else { [256, 128, 0] },
+                    q,
+                )
+            },
         },
+        // A full FLIP step of a 3D dam break, 64³ cells, ~1M particles (quick: 24³), per-stage times
         BenchCase {
             name: "flip-3d-dam-break-64",
-            description: "a full FLIP step of a 3D dam break, 64³ cells, ~1M particles (quick: 24³), per-stage times",
             run: |q| flip_bench::<3>("flip-3d-dam-break-64", if q { [24; 3] } else { [64; 3] }, q),
         },
+        // A full FLIP step of a 3D dam break, 128x64x128 cells (1M), ~4M particles (quick: 32x16x32)
         BenchCase {
             name: "flip-3d-dam-break-1m",
-            description: "a full FLIP step of a 3D dam break, 128x64x128 cells (1M), ~4M particles (quick: 32x16x32)",
-            run: |q| flip_bench::<3>("flip-3d-dam-break-1m", if q { [32, 16, 32] } else { [128, 64, 128] }, q),
+            run: |q| {
+                flip_bench::<3>(
+                    "flip-3d-dam-break-1m",
+                    if q { [32, 16, 32] } else { [128, 64, 128] },
+                    q,
+                )
+            },
         },
     ]
 }

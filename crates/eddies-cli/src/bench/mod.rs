@@ -1,7 +1,7 @@
 //! `eddies bench`: a registry of named performance cases, printed as a table or as JSON Lines
 //! (`{"bench", "size", "metric", "value", "unit", "threads"}`), the rows of docs/PERFORMANCE.md.
 //!
-//! Each case sets up a simulation, takes [`WARMUP_STEPS`] steps to warm caches and allocators, then times
+//! Each case sets up a simulation, takes [`WARMUP_STEPS`](case::WARMUP_STEPS) steps to warm caches and allocators, then times
 //! single steps with `std::time::Instant` and reports the median, which is robust to the occasional slow step
 //! caused by the operating system.
 //!
@@ -20,7 +20,7 @@ pub mod reint;
 pub mod vpm;
 pub mod vpm_poisson;
 
-pub use case::{median, BenchCase, BenchError, BenchRow, WARMUP_STEPS};
+pub use case::{BenchCase, BenchRow};
 
 /// Every benchmark, in a stable order.
 pub fn cases() -> Vec<BenchCase> {

@@ -31,24 +31,24 @@ pub const CG_BYTES_PER_CELL: f64 = 92.0;
 /// The benchmark cases of the pressure solver.
 pub fn cases() -> Vec<BenchCase> {
     vec![
+        // PCG to 1e-6, every preconditioner, full tank, 32³ 64³ 128³ (+ multigrid at 256³; quick: 32³)
         BenchCase {
             name: "pressure-tank",
-            description: "PCG to 1e-6, every preconditioner, full tank, 32³ 64³ 128³ (+ multigrid at 256³; quick: 32³)",
             run: |q| table(Mask::Tank, q),
         },
+        // PCG to 1e-6, every preconditioner, dam-break mask, 32³ 64³ 128³ (+ multigrid at 256³; quick: 32³)
         BenchCase {
             name: "pressure-dam-break",
-            description: "PCG to 1e-6, every preconditioner, dam-break mask, 32³ 64³ 128³ (+ multigrid at 256³; quick: 32³)",
             run: |q| table(Mask::DamBreak, q),
         },
+        // Unpreconditioned CG iterations on the full tank, 128³ (quick: 64³): throughput and bandwidth
         BenchCase {
             name: "pressure-cg-bandwidth",
-            description: "unpreconditioned CG iterations on the full tank, 128³ (quick: 64³): throughput and bandwidth",
             run: cg_bandwidth,
         },
+        // Standalone multigrid V(3,3) cycles to 1e-6 on the full tank, 128³ (quick: 64³)
         BenchCase {
             name: "pressure-multigrid",
-            description: "standalone multigrid V(3,3) cycles to 1e-6 on the full tank, 128³ (quick: 64³)",
             run: multigrid,
         },
     ]

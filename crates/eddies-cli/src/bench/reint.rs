@@ -12,47 +12,93 @@ use super::case::{median, stage_medians, BenchCase, BenchError, BenchRow, WARMUP
 /// The reint benchmarks.
 pub fn cases() -> Vec<BenchCase> {
     vec![
+        // Reintegration alone (no forces, no gravity), 1024² (quick: 256²)
         BenchCase {
             name: "reint-2d-reintegrate",
-            description: "reintegration alone (no forces, no gravity), 1024² (quick: 256²)",
-            run: |q| reint_bench::<2>("reint-2d-reintegrate", if q { 256 } else { 1024 }, false, false, q),
+            run: |q| {
+                reint_bench::<2>(
+                    "reint-2d-reintegrate",
+                    if q { 256 } else { 1024 },
+                    false,
+                    false,
+                    q,
+                )
+            },
         },
+        // A full reint step (SPH forces, gravity, reintegration), 1024² (quick: 256²)
         BenchCase {
             name: "reint-2d-step",
-            description:
-                "a full reint step (SPH forces, gravity, reintegration), 1024² (quick: 256²)",
             run: |q| reint_bench::<2>("reint-2d-step", if q { 256 } else { 1024 }, true, false, q),
         },
+        // Reintegration alone with fluid in every cell (no vacuum to skip), 1024² (quick: 256²)
         BenchCase {
             name: "reint-2d-reintegrate-full",
-            description: "reintegration alone with fluid in every cell (no vacuum to skip), 1024² (quick: 256²)",
-            run: |q| reint_bench::<2>("reint-2d-reintegrate-full", if q { 256 } else { 1024 }, false, true, q),
+            run: |q| {
+                reint_bench::<2>(
+                    "reint-2d-reintegrate-full",
+                    if q { 256 } else { 1024 },
+                    false,
+                    true,
+                    q,
+                )
+            },
         },
+        // A full reint step with fluid in every cell, 1024² (quick: 256²)
         BenchCase {
             name: "reint-2d-step-full",
-            description: "a full reint step with fluid in every cell, 1024² (quick: 256²)",
-            run: |q| reint_bench::<2>("reint-2d-step-full", if q { 256 } else { 1024 }, true, true, q),
+            run: |q| {
+                reint_bench::<2>(
+                    "reint-2d-step-full",
+                    if q { 256 } else { 1024 },
+                    true,
+                    true,
+                    q,
+                )
+            },
         },
+        // Reintegration alone (no forces, no gravity), 128³ (quick: 48³)
         BenchCase {
             name: "reint-3d-reintegrate",
-            description: "reintegration alone (no forces, no gravity), 128³ (quick: 48³)",
-            run: |q| reint_bench::<3>("reint-3d-reintegrate", if q { 48 } else { 128 }, false, false, q),
+            run: |q| {
+                reint_bench::<3>(
+                    "reint-3d-reintegrate",
+                    if q { 48 } else { 128 },
+                    false,
+                    false,
+                    q,
+                )
+            },
         },
+        // A full reint step (SPH forces, gravity, reintegration), 128³ (quick: 48³)
         BenchCase {
             name: "reint-3d-step",
-            description:
-                "a full reint step (SPH forces, gravity, reintegration), 128³ (quick: 48³)",
             run: |q| reint_bench::<3>("reint-3d-step", if q { 48 } else { 128 }, true, false, q),
         },
+        // Reintegration alone with fluid in every cell, 128³ (quick: 48³)
         BenchCase {
             name: "reint-3d-reintegrate-full",
-            description: "reintegration alone with fluid in every cell, 128³ (quick: 48³)",
-            run: |q| reint_bench::<3>("reint-3d-reintegrate-full", if q { 48 } else { 128 }, false, true, q),
+            run: |q| {
+                reint_bench::<3>(
+                    "reint-3d-reintegrate-full",
+                    if q { 48 } else { 128 },
+                    false,
+                    true,
+                    q,
+                )
+            },
         },
+        // A full reint step with fluid in every cell, 128³ (quick: 48³)
         BenchCase {
             name: "reint-3d-step-full",
-            description: "a full reint step with fluid in every cell, 128³ (quick: 48³)",
-            run: |q| reint_bench::<3>("reint-3d-step-full", if q { 48 } else { 128 }, true, true, q),
+            run: |q| {
+                reint_bench::<3>(
+                    "reint-3d-step-full",
+                    if q { 48 } else { 128 },
+                    true,
+                    true,
+                    q,
+                )
+            },
         },
     ]
 }

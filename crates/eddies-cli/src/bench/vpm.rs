@@ -12,29 +12,27 @@ use super::case::{row, step_rows, time, BenchCase, BenchError, BenchRow, WARMUP_
 /// The vpm benchmarks.
 pub fn cases() -> Vec<BenchCase> {
     vec![
+        // Direct Biot–Savart velocity at 2·10⁴ vortons (quick: 5·10³), pair interactions per second
         BenchCase {
             name: "vpm-direct-sum",
-            description: "direct Biot–Savart velocity at 2·10⁴ vortons (quick: 5·10³), pair interactions per \
-                          second",
             run: |q| direct_sum(if q { 5_000 } else { 20_000 }, if q { 2 } else { 5 }),
         },
+        // Treecode velocity at vortons, θ = 0.5: time, RMS error against direct on 2000 targets, speed-up
+        // over direct at 10⁵ (also at θ = 0.35, and the fast multipole method at θ = 0.8), scaling exponent
+        // 10⁴ → 10⁶ (quick: to 10⁵)
         BenchCase {
             name: "vpm-tree",
-            description: "treecode velocity at vortons, θ = 0.5: time, RMS error against direct on 2000 \
-                          targets, speed-up over direct at 10⁵ (also at θ = 0.35, and the fast multipole method at \
-                          θ = 0.8), scaling exponent 10⁴ → 10⁶ (quick: to 10⁵)",
             run: treecode,
         },
+        // Vector potential of 10⁴ vortons at the 3458 points of a box surface 0.1 outside them (part 20's
+        // boundary values): treecode θ = 0.5 and direct time, RMS error
         BenchCase {
             name: "vpm-potential",
-            description: "vector potential of 10⁴ vortons at the 3458 points of a box surface 0.1 \
-                          outside them (part 20's boundary values): treecode θ = 0.5 and direct time, RMS error",
             run: |_| potential(10_000),
         },
+        // One step of a 2·10⁴-vorton ring with 2·10⁴ tracers (treecode, stretching, PSE): wall time per stage
         BenchCase {
             name: "vpm-step",
-            description: "one step of a 2·10⁴-vorton ring with 2·10⁴ tracers (treecode, stretching, PSE): \
-                          wall time per stage",
             run: |q| step_stages(if q { 5_000 } else { 20_000 }),
         },
     ]

@@ -12,16 +12,16 @@ use crate::{load, render, setup};
 /// The Poisson and buoyancy benchmarks.
 pub fn cases() -> Vec<BenchCase> {
     vec![
+        // The dye-drop scene (16k vortons, 20k tracers, Poisson technique on 32³, baroclinic): ms per step
+        // and per stage (part 20's table), and the frame's render
         BenchCase {
             name: "vpm-dye-drop",
-            description: "the dye-drop scene (16k vortons, 20k tracers, Poisson technique on 32³, baroclinic): \
-                          ms per step and per stage (part 20's table), and the frame's render",
             run: dye_drop,
         },
+        // One velocity evaluation at N vortons (10³ to 10⁵; quick: to 10⁴) by direct sum, treecode at
+        // vortons, treecode at grid points and the Poisson technique (32³ grid)
         BenchCase {
             name: "vpm-velocity-crossover",
-            description: "one velocity evaluation at N vortons (10³ to 10⁵; quick: to 10⁴) by direct sum, \
-                          treecode at vortons, treecode at grid points and the Poisson technique (32³ grid)",
             run: crossover,
         },
     ]

@@ -12,4 +12,4 @@ pub mod stats;
 pub use files::{check_output_folder, remove_stale_outputs, write_atomic, OutputFolderError};
 pub use names::{field_name, frame_name, particles_name};
 pub use resolved::{scene_toml, ResolvedSceneError};
-pub use stats::{stats_line, STATS_KEYS};
+pub use stats::stats_line;
