@@ -7,8 +7,11 @@ use std::path::PathBuf;
 
 use eddies::SimError;
 
+use crate::bench::case::BenchError;
 use crate::interrupt::Signal;
 use crate::load::SceneError;
+use crate::output::{OutputFolderError, ResolvedSceneError};
+use crate::render::RenderError;
 
 /// Exit code: success.
 pub const EXIT_OK: i32 = 0;
@@ -49,6 +52,30 @@ pub enum CliError {
         /// The operating system's reason.
         source: io::Error,
     },
+    /// The output folder cannot be used: not a folder, or not writable.
+    #[error("cannot use the output folder {}: {source}", path.display())]
+    OutputFolder {
+        /// The output folder asked for.
+        path: PathBuf,
+        /// Why it cannot be used.
+        source: OutputFolderError,
+        /// Lines printed after the error line.
+        context: Vec<String>,
+    },
+    /// The resolved scene could not be turned into `scene.toml` (a bug).
+    #[error("{0}")]
+    ResolvedScene(#[from] ResolvedSceneError),
+    /// A frame could not be rendered or encoded.
+    #[error("{0}")]
+    Render(#[from] RenderError),
+    /// A benchmark case failed.
+    #[error("benchmark {name} failed: {source}")]
+    Bench {
+        /// The case.
+        name: &'static str,
+        /// Why it failed (boxed: it can hold a whole scene error).
+        source: Box<BenchError>,
+    },
     /// A signal (Ctrl-C, SIGTERM) stopped the run between two steps.
     #[error("{message}")]
     Interrupted {
@@ -86,6 +113,15 @@ impl CliError {
         }
     }
 
+    /// The output folder `path` cannot be used, for `source`; the context line suggests `--out`.
+    pub fn output_folder(path: impl Into<PathBuf>, source: OutputFolderError) -> Self {
+        Self::OutputFolder {
+            path: path.into(),
+            source,
+            context: vec!["  choose another folder with --out DIR".into()],
+        }
+    }
+
     /// A write failure at `path`.
     pub fn write(path: impl Into<PathBuf>, source: io::Error) -> Self {
         Self::Write {
@@ -97,10 +133,16 @@ impl CliError {
     /// The process exit code for this error.
     pub fn exit_code(&self) -> i32 {
         match self {
-            CliError::Scene(_) | CliError::Input { .. } => EXIT_BAD_INPUT,
+            CliError::Scene(_) | CliError::Input { .. } | CliError::OutputFolder { .. } => {
+                EXIT_BAD_INPUT
+            }
             CliError::Diverged { .. } => EXIT_DIVERGED,
             CliError::Interrupted { signal, .. } => signal.exit_code(),
-            CliError::Write { .. } | CliError::Other { .. } => EXIT_FAILURE,
+            CliError::Write { .. }
+            | CliError::ResolvedScene(_)
+            | CliError::Render(_)
+            | CliError::Bench { .. }
+            | CliError::Other { .. } => EXIT_FAILURE,
         }
     }
 
@@ -111,8 +153,12 @@ impl CliError {
             CliError::Input { context, .. }
             | CliError::Diverged { context, .. }
             | CliError::Interrupted { context, .. }
+            | CliError::OutputFolder { context, .. }
             | CliError::Other { context, .. } => context,
-            CliError::Write { .. } => &[],
+            CliError::Write { .. }
+            | CliError::ResolvedScene(_)
+            | CliError::Render(_)
+            | CliError::Bench { .. } => &[],
         }
     }
 
@@ -150,5 +196,41 @@ mod tests {
         );
         assert_eq!(CliError::input("x", vec![]).exit_code(), EXIT_BAD_INPUT);
         assert_eq!(CliError::other("x").exit_code(), EXIT_FAILURE);
+    }
+
+    #[test]
+    fn typed_errors_print_as_before_and_keep_their_source() {
+        use std::error::Error as _;
+
+        let folder =
+            CliError::output_folder("out/x", OutputFolderError::NotAFolder(PathBuf::from("out")));
+        assert_eq!(
+            folder.report(),
+            "error: cannot use the output folder out/x: out is not a folder\n  choose another folder with --out DIR\n"
+        );
+        assert_eq!(folder.exit_code(), EXIT_BAD_INPUT);
+        assert!(folder.source().is_some());
+
+        let bench = CliError::Bench {
+            name: "vpm-dye-drop",
+            source: Box::new(BenchError::MissingScene("dye-drop")),
+        };
+        assert_eq!(
+            bench.to_string(),
+            "benchmark vpm-dye-drop failed: no built-in scene dye-drop"
+        );
+        assert_eq!(bench.exit_code(), EXIT_FAILURE);
+        assert!(bench.source().is_some());
+
+        let render = CliError::from(RenderError::UnknownField {
+            name: "x".into(),
+            offered: vec!["density", "mass"],
+        });
+        assert_eq!(
+            render.report(),
+            "error: the simulation offers no field \"x\"; it offers density, mass\n"
+        );
+        assert_eq!(render.exit_code(), EXIT_FAILURE);
+        assert!(render.source().is_some());
     }
 }

@@ -1,19 +1,15 @@
 //! The `eddies` command-line program as a library, so that its parts are testable: the scene format
 //! ([`scene`]) and its loading with located errors ([`load`], [`keypath`]), the built-in scenes ([`scenes`]),
-//! setting up and running a simulation ([`setup`], [`runner`]) and its outputs ([`render`], [`npy`],
-//! [`output`]), the validation and benchmark tables ([`validate`], [`bench`](mod@bench), [`bench_pressure`],
-//! [`bench_vpm`]), the error type and exit codes ([`error`]) and the argument parser ([`cli`]).
+//! setting up and running a simulation ([`setup`], [`runner`]) and its outputs ([`render`],
+//! [`output`]), the validation and benchmark tables ([`validate`], [`bench`](mod@bench), one file per
+//! family of cases), the error type and exit codes ([`error`]) and the argument parser ([`cli`]).
 
 pub mod bench;
-pub mod bench_pressure;
-pub mod bench_vpm;
-pub mod bench_vpm_poisson;
 pub mod cli;
 pub mod error;
 pub mod interrupt;
 pub mod keypath;
 pub mod load;
-pub mod npy;
 pub mod output;
 pub mod panels;
 pub mod render;
@@ -22,3 +18,6 @@ pub mod scene;
 pub mod scenes;
 pub mod setup;
 pub mod validate;
+
+/// The NPY arrays of `output.npy`, at the crate root as before [`output`] held them.
+pub use output::npy;

@@ -36,6 +36,31 @@ pub const SOLID: [f32; 3] = [0.16, 0.16, 0.17];
 /// eighth of the depth deep has optical depth 3 (95 % opaque).
 const DEPTH_PER_COLUMN: f32 = 24.0;
 
+/// Why a frame could not be made.
+#[derive(Debug, thiserror::Error)]
+pub enum RenderError {
+    /// A grid method's frame needs a field (the scene's `output.field`, `density`, `substance_K`) that the
+    /// simulation does not offer.
+    #[error("the simulation offers no field \"{name}\"; it offers {}", .offered.join(", "))]
+    UnknownField {
+        /// The field asked for.
+        name: String,
+        /// The fields the simulation offers.
+        offered: Vec<&'static str>,
+    },
+    /// A particle method's frame asks for a grid field that the simulation does not offer at this step.
+    #[error("the simulation offers no field \"{name}\" now; it offers {}", .offered.join(", "))]
+    FieldNotNow {
+        /// The field asked for.
+        name: String,
+        /// The fields the simulation offers now.
+        offered: Vec<&'static str>,
+    },
+    /// The PNG encoder failed.
+    #[error("PNG encoding failed: {0}")]
+    Png(#[source] image::ImageError),
+}
+
 /// A substance as frames show it.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Look {
@@ -128,18 +153,20 @@ impl Backdrop {
 }
 
 /// Renders the frame the scene's `[output]` asks for, over `backdrop`.
-pub fn render(sim: &dyn Simulation, scene: &Scene, backdrop: &Backdrop) -> Result<Picture, String> {
+pub fn render(
+    sim: &dyn Simulation,
+    scene: &Scene,
+    backdrop: &Backdrop,
+) -> Result<Picture, RenderError> {
     if sim.describe().picture == FrameSource::Particles {
         return render_particles(sim, scene);
     }
     let [nx, ny, nz] = sim.resolution();
     let dim = sim.dim();
     let get = |name: &str| {
-        sim.field(name).ok_or_else(|| {
-            format!(
-                "the simulation offers no field \"{name}\"; it offers {}",
-                sim.field_names().join(", ")
-            )
+        sim.field(name).ok_or_else(|| RenderError::UnknownField {
+            name: name.to_string(),
+            offered: sim.field_names(),
         })
     };
     let slice = |f: &Field| -> Vec<f32> {
@@ -217,7 +244,7 @@ pub fn render(sim: &dyn Simulation, scene: &Scene, backdrop: &Backdrop) -> Resul
 ///
 /// # Errors
 /// A grid field the simulation does not offer.
-pub fn render_particles(sim: &dyn Simulation, scene: &Scene) -> Result<Picture, String> {
+pub fn render_particles(sim: &dyn Simulation, scene: &Scene) -> Result<Picture, RenderError> {
     let res = scene.resolution();
     let size = scene.size();
     let panels = scene.output.panels.len().max(1);
@@ -244,11 +271,9 @@ pub fn render_particles(sim: &dyn Simulation, scene: &Scene) -> Result<Picture, 
             (p, w, false)
         }
         name => {
-            let f = sim.field(name).ok_or_else(|| {
-                format!(
-                    "the simulation offers no field \"{name}\" now; it offers {}",
-                    sim.field_names().join(", ")
-                )
+            let f = sim.field(name).ok_or_else(|| RenderError::FieldNotNow {
+                name: name.to_string(),
+                offered: sim.field_names(),
             })?;
             let (o, dx) = (sim.grid_origin(), sim.cell_size());
             let (gx, gy) = (f.shape[2], f.shape[1]);
@@ -495,7 +520,7 @@ impl Picture {
     }
 
     /// The image as PNG bytes.
-    pub fn to_png(&self) -> Result<Vec<u8>, String> {
+    pub fn to_png(&self) -> Result<Vec<u8>, RenderError> {
         let img = self.to_image();
         let mut out = Vec::new();
         PngEncoder::new_with_quality(&mut out, CompressionType::Fast, FilterType::Adaptive)
@@ -505,7 +530,7 @@ impl Picture {
                 img.height(),
                 image::ExtendedColorType::Rgb8,
             )
-            .map_err(|e| format!("PNG encoding failed: {e}"))?;
+            .map_err(RenderError::Png)?;
         Ok(out)
     }
 }

@@ -18,9 +18,9 @@ use crate::error::CliError;
 use crate::interrupt::{Interrupt, Signal};
 use crate::keypath::KeyPath;
 use crate::load::{self, Loaded, Override, SceneError, SceneSource};
-use crate::output::{self, frame_name};
+use crate::output::{self, frame_name, npy};
 use crate::scene::Scene;
-use crate::{npy, panels, render, scenes, setup};
+use crate::{panels, render, scenes, setup};
 
 /// What `eddies run` was asked to do.
 #[derive(Clone, Debug, Default)]
@@ -133,26 +133,46 @@ pub fn overrides(opts: &RunOptions) -> Result<Vec<Override>, CliError> {
     Ok(ovs)
 }
 
-/// Everything `run` does before it writes anything: find, load, check, and estimate memory. Returns the
-/// source, the checked scene and the memory estimate (bytes).
-pub fn prepare(opts: &RunOptions) -> Result<(SceneSource, Loaded, f64), CliError> {
+/// What `run` has found and checked before it writes anything.
+struct Prepared {
+    /// The scene text and where it came from.
+    src: SceneSource,
+    /// The overrides of the command line, which the panels start from.
+    overrides: Vec<Override>,
+    /// The checked scene.
+    loaded: Loaded,
+    /// The memory estimate (bytes).
+    bytes: f64,
+}
+
+/// Everything `run` does before it writes anything: find, load, check, and estimate memory.
+fn prepare(opts: &RunOptions) -> Result<Prepared, CliError> {
     let src = scene_source(opts.scene.as_deref())?;
-    let ovs = overrides(opts)?;
-    let loaded = load::load(&src, &ovs)?;
+    let overrides = overrides(opts)?;
+    let loaded = load::load(&src, &overrides)?;
     let bytes = setup::check_memory(&loaded, setup::available_memory())?;
-    Ok((src, loaded, bytes))
+    Ok(Prepared {
+        src,
+        overrides,
+        loaded,
+        bytes,
+    })
 }
 
 /// Runs a scene; see the module documentation.
 pub fn run(opts: &RunOptions) -> Result<RunSummary, CliError> {
-    let (src, loaded, bytes) = prepare(opts)?;
+    let Prepared {
+        src,
+        overrides: base,
+        loaded,
+        bytes,
+    } = prepare(opts)?;
     let out = opts
         .out
         .clone()
         .unwrap_or_else(|| Path::new("out").join(&src.name));
     let scene = loaded.scene;
     // Each side-by-side panel is the scene with its own overrides, loaded and checked like the scene.
-    let base = overrides(opts)?;
     let panel_scenes = scene
         .output
         .panels
@@ -163,12 +183,7 @@ pub fn run(opts: &RunOptions) -> Result<RunSummary, CliError> {
         })
         .collect::<Result<Vec<Scene>, SceneError>>()?;
     let bytes = bytes * panel_scenes.len().max(1) as f64;
-    output::check_output_folder(&out).map_err(|reason| {
-        CliError::input(
-            format!("cannot use the output folder {}: {reason}", out.display()),
-            vec!["  choose another folder with --out DIR".into()],
-        )
-    })?;
+    output::check_output_folder(&out).map_err(|source| CliError::output_folder(&out, source))?;
     eddies::par::with_threads(opts.threads, || {
         let build = |scene: &Scene| {
             setup::build(scene).map_err(|e| match e {
@@ -307,7 +322,7 @@ impl<'a> Runner<'a> {
             src.label,
             env!("CARGO_PKG_VERSION")
         );
-        let text = output::scene_toml(scene, &header).map_err(CliError::other)?;
+        let text = output::scene_toml(scene, &header)?;
         let scene_path = out.join("scene.toml");
         output::write_atomic(&scene_path, text.as_bytes())
             .map_err(|e| CliError::write(&scene_path, e))?;
@@ -420,9 +435,8 @@ impl<'a> Runner<'a> {
 
     /// Writes frame `frame`: the PNG, and with `output.npy` the particle and mass arrays.
     fn write_frame(&mut self, frame: usize) -> Result<(), CliError> {
-        let picture = render::render(self.sim.as_ref(), self.scene, &self.backdrop)
-            .map_err(CliError::other)?;
-        let png = picture.to_png().map_err(CliError::other)?;
+        let picture = render::render(self.sim.as_ref(), self.scene, &self.backdrop)?;
+        let png = picture.to_png()?;
         let path = self.out.join(frame_name(frame));
         output::write_atomic(&path, &png).map_err(|e| CliError::write(&path, e))?;
         if self.scene.output.npy {

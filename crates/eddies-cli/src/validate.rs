@@ -198,19 +198,6 @@ fn table_row(m: &Measurement, width: usize, gap_number: usize) -> String {
     )
 }
 
-/// Writes `rows` as the table (or JSON Lines) with the lines under it, as [`run`] prints them; returns the
-/// exit code.
-pub fn write_rows(rows: &[Measurement], json: bool, out: &mut dyn Write) -> std::io::Result<i32> {
-    let width = rows.iter().map(|m| m.case.len()).max().unwrap_or(4).max(4);
-    let mut printer = Printer::new(json, width);
-    printer.start(out)?;
-    for m in rows {
-        printer.row(m, out)?;
-    }
-    printer.finish(rows, out)?;
-    Ok(exit_code(rows))
-}
-
 /// Prints rows as they arrive, numbering the known gaps it meets.
 struct Printer {
     json: bool,
@@ -291,6 +278,19 @@ pub fn run(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Writes `rows` as the table (or JSON Lines) with the lines under it, as [`run`] prints them;
+    /// returns the exit code.
+    fn write_rows(rows: &[Measurement], json: bool, out: &mut dyn Write) -> std::io::Result<i32> {
+        let width = rows.iter().map(|m| m.case.len()).max().unwrap_or(4).max(4);
+        let mut printer = Printer::new(json, width);
+        printer.start(out)?;
+        for m in rows {
+            printer.row(m, out)?;
+        }
+        printer.finish(rows, out)?;
+        Ok(exit_code(rows))
+    }
 
     const GAP: &str = "the model leads the experiment";
 

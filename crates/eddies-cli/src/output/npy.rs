@@ -40,41 +40,82 @@ pub fn encode_f32(shape: &[usize], data: &[f32]) -> Vec<u8> {
     out
 }
 
+/// Why bytes are not an NPY file as [`encode_f32`] writes them.
+#[derive(Debug, thiserror::Error)]
+pub enum NpyError {
+    /// The file does not start with `\x93NUMPY`.
+    #[error("not an NPY file (bad magic)")]
+    BadMagic,
+    /// A format version other than 1.x.
+    #[error("NPY version {0}.{1} is not supported")]
+    Version(u8, u8),
+    /// The data does not start at a multiple of 64 bytes.
+    #[error("NPY data is not 64-byte aligned")]
+    Unaligned,
+    /// The file ends inside the header.
+    #[error("truncated header")]
+    TruncatedHeader,
+    /// The header is not text.
+    #[error("{0}")]
+    HeaderNotText(#[from] std::str::Utf8Error),
+    /// The header describes something other than little-endian float32 in C order.
+    #[error("unsupported NPY header {0:?}")]
+    UnsupportedHeader(String),
+    /// The header has no `'shape': (`.
+    #[error("no shape in header")]
+    NoShape,
+    /// The header's shape has no closing parenthesis.
+    #[error("unclosed shape")]
+    UnclosedShape,
+    /// A dimension of the shape is not a number.
+    #[error("bad dimension {text:?}: {source}")]
+    BadDimension {
+        /// The dimension as written.
+        text: String,
+        /// Why it does not parse.
+        source: std::num::ParseIntError,
+    },
+    /// The data is not the shape's number of float32 values.
+    #[error("NPY data length does not match the shape")]
+    LengthMismatch,
+}
+
 /// Decodes an NPY v1.0 float32 C-order file as written by [`encode_f32`]: returns the shape and data.
-pub fn decode_f32(bytes: &[u8]) -> Result<(Vec<usize>, Vec<f32>), String> {
+pub fn decode_f32(bytes: &[u8]) -> Result<(Vec<usize>, Vec<f32>), NpyError> {
     if bytes.len() < 10 || &bytes[..6] != b"\x93NUMPY" {
-        return Err("not an NPY file (bad magic)".into());
+        return Err(NpyError::BadMagic);
     }
     if bytes[6] != 1 {
-        return Err(format!(
-            "NPY version {}.{} is not supported",
-            bytes[6], bytes[7]
-        ));
+        return Err(NpyError::Version(bytes[6], bytes[7]));
     }
     let hlen = u16::from_le_bytes([bytes[8], bytes[9]]) as usize;
     let start = 10 + hlen;
     if !start.is_multiple_of(64) {
-        return Err("NPY data is not 64-byte aligned".into());
+        return Err(NpyError::Unaligned);
     }
-    let header = std::str::from_utf8(bytes.get(10..start).ok_or("truncated header")?)
-        .map_err(|e| e.to_string())?;
+    let header = std::str::from_utf8(bytes.get(10..start).ok_or(NpyError::TruncatedHeader)?)?;
     if !header.contains("'descr': '<f4'") || !header.contains("'fortran_order': False") {
-        return Err(format!("unsupported NPY header {header:?}"));
+        return Err(NpyError::UnsupportedHeader(header.to_string()));
     }
-    let open = header.find("'shape': (").ok_or("no shape in header")? + "'shape': (".len();
-    let close = open + header[open..].find(')').ok_or("unclosed shape")?;
+    let open = header.find("'shape': (").ok_or(NpyError::NoShape)? + "'shape': (".len();
+    let close = open + header[open..].find(')').ok_or(NpyError::UnclosedShape)?;
     let shape: Vec<usize> = header[open..close]
         .split(',')
         .map(str::trim)
         .filter(|s| !s.is_empty())
-        .map(|s| s.parse().map_err(|e| format!("bad dimension {s:?}: {e}")))
+        .map(|s| {
+            s.parse().map_err(|source| NpyError::BadDimension {
+                text: s.to_string(),
+                source,
+            })
+        })
         .collect::<Result<_, _>>()?;
     let data: Vec<f32> = bytes[start..]
         .chunks_exact(4)
         .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
         .collect();
     if data.len() != shape.iter().product::<usize>() || !(bytes.len() - start).is_multiple_of(4) {
-        return Err("NPY data length does not match the shape".into());
+        return Err(NpyError::LengthMismatch);
     }
     Ok((shape, data))
 }

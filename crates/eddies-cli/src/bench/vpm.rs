@@ -1,70 +1,42 @@
 //! `eddies bench` cases of the vortex particle method: the direct-sum pair rate, the treecode's speed,
 //! accuracy and scaling, and the per-stage times of a ring step (the table of Gourlay part 20).
 
-use std::time::Instant;
-
 use eddies::vpm::biot_savart::{self, Sources};
 use eddies::vpm::init::random_vortons;
 use eddies::vpm::tree::{self, Tree};
 use eddies::vpm::{Ring, TreeMethod, TreeParams, VelocityMethod, VpmParams, VpmSim};
-use eddies::{Simulation, StepRecord};
+use eddies::Simulation;
 use glam::DVec3;
 
-use crate::bench::{median, stage_medians, BenchCase, BenchRow, WARMUP_STEPS};
+use super::case::{row, step_rows, time, BenchCase, BenchError, BenchRow, WARMUP_STEPS};
 
 /// The vpm benchmarks.
 pub fn cases() -> Vec<BenchCase> {
     vec![
+        // Direct Biot–Savart velocity at 2·10⁴ vortons (quick: 5·10³), pair interactions per second
         BenchCase {
             name: "vpm-direct-sum",
-            description: "direct Biot–Savart velocity at 2·10⁴ vortons (quick: 5·10³), pair interactions per \
-                          second",
             run: |q| direct_sum(if q { 5_000 } else { 20_000 }, if q { 2 } else { 5 }),
         },
+        // Treecode velocity at vortons, θ = 0.5: time, RMS error against direct on 2000 targets, speed-up
+        // over direct at 10⁵ (also at θ = 0.35, and the fast multipole method at θ = 0.8), scaling exponent
+        // 10⁴ → 10⁶ (quick: to 10⁵)
         BenchCase {
             name: "vpm-tree",
-            description: "treecode velocity at vortons, θ = 0.5: time, RMS error against direct on 2000 \
-                          targets, speed-up over direct at 10⁵ (also at θ = 0.35, and the fast multipole method at \
-                          θ = 0.8), scaling exponent 10⁴ → 10⁶ (quick: to 10⁵)",
             run: treecode,
         },
+        // Vector potential of 10⁴ vortons at the 3458 points of a box surface 0.1 outside them (part 20's
+        // boundary values): treecode θ = 0.5 and direct time, RMS error
         BenchCase {
             name: "vpm-potential",
-            description: "vector potential of 10⁴ vortons at the 3458 points of a box surface 0.1 \
-                          outside them (part 20's boundary values): treecode θ = 0.5 and direct time, RMS error",
             run: |_| potential(10_000),
         },
+        // One step of a 2·10⁴-vorton ring with 2·10⁴ tracers (treecode, stretching, PSE): wall time per stage
         BenchCase {
             name: "vpm-step",
-            description: "one step of a 2·10⁴-vorton ring with 2·10⁴ tracers (treecode, stretching, PSE): \
-                          wall time per stage",
             run: |q| step_stages(if q { 5_000 } else { 20_000 }),
         },
     ]
-}
-
-pub(crate) fn row(bench: &str, size: String, metric: &str, value: f64, unit: &str) -> BenchRow {
-    BenchRow {
-        bench: bench.to_string(),
-        size,
-        metric: metric.to_string(),
-        value,
-        unit: unit.to_string(),
-        threads: rayon::current_num_threads(),
-    }
-}
-
-/// Median seconds of `reps` runs of `f` after one warm-up run.
-fn time(reps: usize, mut f: impl FnMut()) -> f64 {
-    f();
-    let mut samples: Vec<f64> = (0..reps)
-        .map(|_| {
-            let t = Instant::now();
-            f();
-            t.elapsed().as_secs_f64()
-        })
-        .collect();
-    median(&mut samples)
 }
 
 fn direct_seconds(p: &[DVec3], a: &[DVec3], s: &[f64], reps: usize) -> (f64, Vec<DVec3>) {
@@ -75,7 +47,7 @@ fn direct_seconds(p: &[DVec3], a: &[DVec3], s: &[f64], reps: usize) -> (f64, Vec
     (t, u)
 }
 
-fn direct_sum(n: usize, reps: usize) -> Result<Vec<BenchRow>, String> {
+fn direct_sum(n: usize, reps: usize) -> Result<Vec<BenchRow>, BenchError> {
     let (p, a, s) = random_vortons(n, 7);
     let (t, _) = direct_seconds(&p, &a, &s, reps);
     Ok(vec![
@@ -96,7 +68,7 @@ const STRICT_THETA: f64 = 0.35;
 /// Opening parameter of the fast multipole rows at 10⁵ (RMS error under 1e-3 there).
 const FMM_THETA: f64 = 0.8;
 
-fn treecode(quick: bool) -> Result<Vec<BenchRow>, String> {
+fn treecode(quick: bool) -> Result<Vec<BenchRow>, BenchError> {
     let sizes: &[usize] = if quick {
         &[10_000, 100_000]
     } else {
@@ -191,7 +163,7 @@ fn box_surface(lo: f64, hi: f64, k: usize) -> Vec<DVec3> {
     out
 }
 
-fn potential(n: usize) -> Result<Vec<BenchRow>, String> {
+fn potential(n: usize) -> Result<Vec<BenchRow>, BenchError> {
     let (p, a, s) = random_vortons(n, 12);
     let targets = box_surface(-0.1, 1.1, 25);
     let size = format!("{n}@{}", targets.len());
@@ -227,13 +199,12 @@ fn potential(n: usize) -> Result<Vec<BenchRow>, String> {
     ])
 }
 
-fn step_stages(n: usize) -> Result<Vec<BenchRow>, String> {
+fn step_stages(n: usize) -> Result<Vec<BenchRow>, BenchError> {
     let mut sim = VpmSim::new(VpmParams {
         velocity: VelocityMethod::TreeVortons,
         viscosity: 1e-4,
         ..VpmParams::default()
-    })
-    .map_err(|e| e.to_string())?;
+    })?;
     sim.add_ring(&Ring {
         radius: 1.0,
         core_radius: 0.1,
@@ -244,27 +215,11 @@ fn step_stages(n: usize) -> Result<Vec<BenchRow>, String> {
     });
     let dt = 0.01;
     for _ in 0..WARMUP_STEPS {
-        sim.step(dt).map_err(|e| e.to_string())?;
+        sim.step(dt)?;
     }
     let mut records = Vec::new();
     for _ in 0..5 {
-        records.push(sim.step(dt).map_err(|e| e.to_string())?);
+        records.push(sim.step(dt)?);
     }
     Ok(step_rows("vpm-step", &format!("{n}+{n}"), &records))
-}
-
-/// Rows `step` (the median wall time of `records`) and one per stage (its median), in ms.
-pub(crate) fn step_rows(bench: &str, size: &str, records: &[StepRecord]) -> Vec<BenchRow> {
-    let mut walls: Vec<f64> = records.iter().map(|r| r.wall_ms).collect();
-    let mut rows = vec![row(
-        bench,
-        size.to_string(),
-        "step",
-        median(&mut walls),
-        "ms",
-    )];
-    for (stage, ms) in stage_medians(records) {
-        rows.push(row(bench, size.to_string(), stage, ms, "ms"));
-    }
-    rows
 }

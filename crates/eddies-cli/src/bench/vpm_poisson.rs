@@ -6,24 +6,23 @@ use std::time::Instant;
 use eddies::vpm::init::random_vortons;
 use eddies::vpm::{VelocityMethod, VpmParams, VpmSim};
 
-use crate::bench::{median, BenchCase, BenchRow, WARMUP_STEPS};
-use crate::bench_vpm::{row, step_rows};
+use super::case::{median, row, step_rows, BenchCase, BenchError, BenchRow, WARMUP_STEPS};
 use crate::scenes;
 use crate::{load, render, setup};
 
 /// The Poisson and buoyancy benchmarks.
 pub fn cases() -> Vec<BenchCase> {
     vec![
+        // The dye-drop scene (16k vortons, 20k tracers, Poisson technique on 32³, baroclinic): ms per step
+        // and per stage (part 20's table), and the frame's render
         BenchCase {
             name: "vpm-dye-drop",
-            description: "the dye-drop scene (16k vortons, 20k tracers, Poisson technique on 32³, baroclinic): \
-                          ms per step and per stage (part 20's table), and the frame's render",
             run: dye_drop,
         },
+        // One velocity evaluation at N vortons (10³ to 10⁵; quick: to 10⁴) by direct sum, treecode at
+        // vortons, treecode at grid points and the Poisson technique (32³ grid)
         BenchCase {
             name: "vpm-velocity-crossover",
-            description: "one velocity evaluation at N vortons (10³ to 10⁵; quick: to 10⁴) by direct sum, \
-                          treecode at vortons, treecode at grid points and the Poisson technique (32³ grid)",
             run: crossover,
         },
     ]
@@ -31,23 +30,23 @@ pub fn cases() -> Vec<BenchCase> {
 
 /// Part 20's table: the built-in `dye-drop` scene after a few frames' worth of steps (the ball has started
 /// to roll up), each stage's median over the timed steps, and the time to render a frame of its tracers.
-fn dye_drop(quick: bool) -> Result<Vec<BenchRow>, String> {
-    let builtin = scenes::find("dye-drop").ok_or("no built-in scene dye-drop")?;
+fn dye_drop(quick: bool) -> Result<Vec<BenchRow>, BenchError> {
+    let builtin = scenes::find("dye-drop").ok_or(BenchError::MissingScene("dye-drop"))?;
     let src = load::SceneSource {
         label: builtin.label(),
         name: builtin.name.to_string(),
         text: builtin.source.to_string(),
     };
-    let scene = load::load(&src, &[]).map_err(|e| e.to_string())?.scene;
-    let mut sim = setup::build(&scene).map_err(|e| e.to_string())?.sim;
+    let scene = load::load(&src, &[])?.scene;
+    let mut sim = setup::build(&scene)?.sim;
     let dt = 0.01;
     for _ in 0..WARMUP_STEPS + if quick { 0 } else { 20 } {
-        sim.step(dt).map_err(|e| e.to_string())?;
+        sim.step(dt)?;
     }
     let steps = if quick { 5 } else { 20 };
     let mut records = Vec::new();
     for _ in 0..steps {
-        records.push(sim.step(dt).map_err(|e| e.to_string())?);
+        records.push(sim.step(dt)?);
     }
     let size = "16k+20k".to_string();
     let mut rows = step_rows("vpm-dye-drop", &size, &records);
@@ -63,12 +62,11 @@ fn dye_drop(quick: bool) -> Result<Vec<BenchRow>, String> {
 }
 
 /// Milliseconds of one velocity evaluation (no gradient) at `n` random vortons by `method`, median of 3.
-fn evaluation_ms(method: VelocityMethod, n: usize) -> Result<f64, String> {
+fn evaluation_ms(method: VelocityMethod, n: usize) -> Result<f64, BenchError> {
     let mut sim = VpmSim::new(VpmParams {
         velocity: method,
         ..VpmParams::default()
-    })
-    .map_err(|e| e.to_string())?;
+    })?;
     let (p, a, s) = random_vortons(n, 7);
     let v = sim.vortons_mut();
     for i in 0..n {
@@ -86,7 +84,7 @@ fn evaluation_ms(method: VelocityMethod, n: usize) -> Result<f64, String> {
     Ok(median(&mut samples))
 }
 
-fn crossover(quick: bool) -> Result<Vec<BenchRow>, String> {
+fn crossover(quick: bool) -> Result<Vec<BenchRow>, BenchError> {
     let sizes: &[usize] = if quick {
         &[1_000, 10_000]
     } else {

@@ -17,7 +17,7 @@ use eddies::linsolve::{
 };
 use eddies::rng::SplitMix64;
 
-use crate::bench::{BenchCase, BenchRow};
+use super::case::{BenchCase, BenchError, BenchRow};
 
 /// Relative residual every timed solve reaches.
 pub const TOLERANCE: f64 = 1e-6;
@@ -31,24 +31,24 @@ pub const CG_BYTES_PER_CELL: f64 = 92.0;
 /// The benchmark cases of the pressure solver.
 pub fn cases() -> Vec<BenchCase> {
     vec![
+        // PCG to 1e-6, every preconditioner, full tank, 32³ 64³ 128³ (+ multigrid at 256³; quick: 32³)
         BenchCase {
             name: "pressure-tank",
-            description: "PCG to 1e-6, every preconditioner, full tank, 32³ 64³ 128³ (+ multigrid at 256³; quick: 32³)",
             run: |q| table(Mask::Tank, q),
         },
+        // PCG to 1e-6, every preconditioner, dam-break mask, 32³ 64³ 128³ (+ multigrid at 256³; quick: 32³)
         BenchCase {
             name: "pressure-dam-break",
-            description: "PCG to 1e-6, every preconditioner, dam-break mask, 32³ 64³ 128³ (+ multigrid at 256³; quick: 32³)",
             run: |q| table(Mask::DamBreak, q),
         },
+        // Unpreconditioned CG iterations on the full tank, 128³ (quick: 64³): throughput and bandwidth
         BenchCase {
             name: "pressure-cg-bandwidth",
-            description: "unpreconditioned CG iterations on the full tank, 128³ (quick: 64³): throughput and bandwidth",
             run: cg_bandwidth,
         },
+        // Standalone multigrid V(3,3) cycles to 1e-6 on the full tank, 128³ (quick: 64³)
         BenchCase {
             name: "pressure-multigrid",
-            description: "standalone multigrid V(3,3) cycles to 1e-6 on the full tank, 128³ (quick: 64³)",
             run: multigrid,
         },
     ]
@@ -106,12 +106,11 @@ fn row(bench: String, n: usize, metric: &str, value: f64, unit: &str) -> BenchRo
     }
 }
 
-fn table(mask: Mask, quick: bool) -> Result<Vec<BenchRow>, String> {
+fn table(mask: Mask, quick: bool) -> Result<Vec<BenchRow>, BenchError> {
     let sizes: &[usize] = if quick { &[32] } else { &[32, 64, 128, 256] };
     let mut rows = Vec::new();
     for &n in sizes {
-        let op = PoissonOperator::from_flags(&mask.flags(n), DomainBoundary::Solid)
-            .map_err(|e| e.to_string())?;
+        let op = PoissonOperator::from_flags(&mask.flags(n), DomainBoundary::Solid)?;
         let b = rhs(&op);
         for kind in PreconditionerKind::ALL {
             if n > 128 && kind != PreconditionerKind::Multigrid {
@@ -122,14 +121,15 @@ fn table(mask: Mask, quick: bool) -> Result<Vec<BenchRow>, String> {
                 max_iterations: 20 * n,
             };
             let start = Instant::now();
-            let mut solver =
-                PoissonSolver::new(op.clone(), kind, params).map_err(|e| e.to_string())?;
+            let mut solver = PoissonSolver::new(op.clone(), kind, params)?;
             let setup = start.elapsed().as_secs_f64();
             let mut x = vec![0.0; op.len()];
             let start = Instant::now();
-            let info = solver
-                .solve(&b, &mut x)
-                .map_err(|e| format!("{} at {n}³: {e}", kind.name()))?;
+            let info = solver.solve(&b, &mut x).map_err(|source| BenchError::Pcg {
+                preconditioner: kind.name(),
+                n,
+                source,
+            })?;
             let solve = start.elapsed().as_secs_f64();
             let name = format!("pressure-{}-{}", mask.name(), kind.name());
             rows.push(row(
@@ -146,10 +146,9 @@ fn table(mask: Mask, quick: bool) -> Result<Vec<BenchRow>, String> {
     Ok(rows)
 }
 
-fn cg_bandwidth(quick: bool) -> Result<Vec<BenchRow>, String> {
+fn cg_bandwidth(quick: bool) -> Result<Vec<BenchRow>, BenchError> {
     let n = if quick { 64 } else { 128 };
-    let op = PoissonOperator::from_flags(&Mask::Tank.flags(n), DomainBoundary::Solid)
-        .map_err(|e| e.to_string())?;
+    let op = PoissonOperator::from_flags(&Mask::Tank.flags(n), DomainBoundary::Solid)?;
     let b = rhs(&op);
     let iterations = if quick { 50 } else { 100 };
     // A tolerance it cannot reach: exactly `iterations` iterations are timed.
@@ -157,8 +156,7 @@ fn cg_bandwidth(quick: bool) -> Result<Vec<BenchRow>, String> {
         tolerance: 1e-300,
         max_iterations: iterations,
     };
-    let mut solver = PoissonSolver::new(op.clone(), PreconditionerKind::None, params)
-        .map_err(|e| e.to_string())?;
+    let mut solver = PoissonSolver::new(op.clone(), PreconditionerKind::None, params)?;
     let mut x = vec![0.0; op.len()];
     let _ = solver.solve(&b, &mut x); // warm-up: page in every vector
     x.fill(0.0);
@@ -187,10 +185,9 @@ fn cg_bandwidth(quick: bool) -> Result<Vec<BenchRow>, String> {
     ])
 }
 
-fn multigrid(quick: bool) -> Result<Vec<BenchRow>, String> {
+fn multigrid(quick: bool) -> Result<Vec<BenchRow>, BenchError> {
     let n = if quick { 64 } else { 128 };
-    let op = PoissonOperator::from_flags(&Mask::Tank.flags(n), DomainBoundary::Solid)
-        .map_err(|e| e.to_string())?;
+    let op = PoissonOperator::from_flags(&Mask::Tank.flags(n), DomainBoundary::Solid)?;
     let b = rhs(&op);
     let params = MultigridParams {
         tolerance: TOLERANCE,
@@ -199,10 +196,10 @@ fn multigrid(quick: bool) -> Result<Vec<BenchRow>, String> {
         restriction: Restriction::Nearest,
         ..MultigridParams::default()
     };
-    let mut mg = Multigrid::new(op.clone(), params).map_err(|e| e.to_string())?;
+    let mut mg = Multigrid::new(op.clone(), params)?;
     let mut x = vec![0.0; op.len()];
     let start = Instant::now();
-    let info = mg.solve(&b, &mut x).map_err(|e| e.to_string())?;
+    let info = mg.solve(&b, &mut x)?;
     let seconds = start.elapsed().as_secs_f64();
     let factor = info.residual.powf(1.0 / info.iterations as f64);
     let name = "pressure-multigrid".to_string();

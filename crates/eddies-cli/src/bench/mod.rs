@@ -1,0 +1,129 @@
+//! `eddies bench`: a registry of named performance cases, printed as a table or as JSON Lines
+//! (`{"bench", "size", "metric", "value", "unit", "threads"}`), the rows of docs/PERFORMANCE.md.
+//!
+//! Each case sets up a simulation, takes [`WARMUP_STEPS`](case::WARMUP_STEPS) steps to warm caches and allocators, then times
+//! single steps with `std::time::Instant` and reports the median, which is robust to the occasional slow step
+//! caused by the operating system.
+//!
+//! The cases live in one file per family ([`reint`], [`flip`], [`pressure`], [`vpm`], [`vpm_poisson`]), each
+//! built on the shared types and helpers of [`case`]; this module holds the registry and the command.
+
+use std::io::Write;
+
+use crate::error::CliError;
+use crate::validate::{json_number, short_number};
+
+pub mod case;
+pub mod flip;
+pub mod pressure;
+pub mod reint;
+pub mod vpm;
+pub mod vpm_poisson;
+
+pub use case::{BenchCase, BenchRow};
+
+/// Every benchmark, in a stable order.
+pub fn cases() -> Vec<BenchCase> {
+    let mut cases = reint::cases();
+    cases.extend(flip::cases());
+    cases.extend(pressure::cases());
+    cases.extend(vpm::cases());
+    cases.extend(vpm_poisson::cases());
+    cases
+}
+
+/// One JSON line for a row, keys in the documented order.
+pub fn json_line(r: &BenchRow) -> String {
+    format!(
+        "{{\"bench\":{},\"size\":{},\"metric\":{},\"value\":{},\"unit\":{},\"threads\":{}}}",
+        serde_json::Value::String(r.bench.clone()),
+        serde_json::Value::String(r.size.clone()),
+        serde_json::Value::String(r.metric.clone()),
+        json_number(r.value),
+        serde_json::Value::String(r.unit.clone()),
+        r.threads
+    )
+}
+
+/// Runs the cases whose name contains `filter`, printing rows as they arrive.
+pub fn run(
+    filter: Option<&str>,
+    quick: bool,
+    json: bool,
+    out: &mut dyn Write,
+) -> Result<(), CliError> {
+    let all = cases();
+    let chosen: Vec<&BenchCase> = all
+        .iter()
+        .filter(|c| filter.is_none_or(|f| c.name.contains(f)))
+        .collect();
+    if chosen.is_empty() {
+        let names: Vec<&str> = all.iter().map(|c| c.name).collect();
+        return Err(CliError::input(
+            format!("no benchmark matches \"{}\"", filter.unwrap_or("")),
+            vec![format!("  benchmarks: {}", names.join(", "))],
+        ));
+    }
+    let io = |e: std::io::Error| CliError::other(format!("cannot write to stdout: {e}"));
+    // Cases may name their rows more precisely than the case (pressure-tank-mic0): leave room for that.
+    let width = chosen.iter().map(|c| c.name.len() + 16).max().unwrap_or(5);
+    if !json {
+        writeln!(
+            out,
+            "{:<width$}  {:>11}  {:<10}  {:>12}  {:<15}  threads",
+            "bench", "size", "metric", "value", "unit"
+        )
+        .map_err(io)?;
+    }
+    for case in chosen {
+        let rows = (case.run)(quick).map_err(|source| CliError::Bench {
+            name: case.name,
+            source: Box::new(source),
+        })?;
+        for r in &rows {
+            if json {
+                writeln!(out, "{}", json_line(r)).map_err(io)?;
+            } else {
+                writeln!(
+                    out,
+                    "{:<width$}  {:>11}  {:<10}  {:>12}  {:<15}  {}",
+                    r.bench,
+                    r.size,
+                    r.metric,
+                    short_number(r.value),
+                    r.unit,
+                    r.threads
+                )
+                .map_err(io)?;
+            }
+        }
+        out.flush().map_err(io)?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique_and_json_has_documented_keys() {
+        let cs = cases();
+        let mut names: Vec<_> = cs.iter().map(|c| c.name).collect();
+        names.sort();
+        names.dedup();
+        assert_eq!(names.len(), cs.len());
+        let r = BenchRow {
+            bench: "b".into(),
+            size: "8x8".into(),
+            metric: "throughput".into(),
+            value: 2.0,
+            unit: "cell-updates/s".into(),
+            threads: 4,
+        };
+        let v: serde_json::Value = serde_json::from_str(&json_line(&r)).unwrap();
+        for key in ["bench", "size", "metric", "value", "unit", "threads"] {
+            assert!(v.get(key).is_some(), "{key}");
+        }
+    }
+}
