@@ -12,7 +12,7 @@ use std::ops::Range;
 use toml_edit::{Document, DocumentMut, InlineTable, Item, Table, TableLike, Value};
 
 use crate::keypath::{KeyPath, Seg};
-use crate::scene::{Invalid, Scene};
+use crate::scene::{BadValue, Scene};
 
 /// Where scene text came from.
 #[derive(Clone, Debug)]
@@ -177,7 +177,7 @@ pub fn load(src: &SceneSource, overrides: &[Override]) -> Result<Loaded, SceneEr
                 .unwrap_or_default(),
             _ => allowed.unwrap_or_default(),
         };
-        locator.error(Invalid {
+        locator.error(BadValue {
             path,
             what,
             allowed,
@@ -191,8 +191,8 @@ pub fn load(src: &SceneSource, overrides: &[Override]) -> Result<Loaded, SceneEr
 impl Locator {
     /// Locates `invalid` at the flag that supplied its key, or at the key (or its nearest enclosing table)
     /// in the source.
-    pub fn error(&self, invalid: Invalid) -> SceneError {
-        let Invalid {
+    pub fn error(&self, invalid: BadValue) -> SceneError {
+        let BadValue {
             path,
             what,
             allowed,
@@ -359,7 +359,7 @@ fn expected_in_words(expected: &str) -> String {
         "a map" => "a table".into(),
         "a boolean" => "a boolean (true or false)".into(),
         "enum Method" => "one of \"reint\", \"flip\", \"vpm\"".into(),
-        "enum BoundaryKind" => "one of \"closed\", \"open\"".into(),
+        "enum Boundary" => "one of \"closed\", \"open\"".into(),
         "enum Eos" => "one of \"quadratic\", \"tait\", \"ideal-gas\"".into(),
         "enum Colormap" => "one of \"auto\", \"viridis\", \"inferno\", \"diverging\"".into(),
         "enum View" => "one of \"projection\", \"slice\"".into(),
@@ -480,40 +480,40 @@ fn path_at_value(v: &Value, offset: usize, path: &KeyPath) -> Option<KeyPath> {
 /// The span of the key at `path` in a parsed document (of its key, for table keys; of the element, for array
 /// elements), or of the deepest part of the path that exists; and whether the whole path exists.
 fn span_of(root: &Table, path: &KeyPath) -> (Option<Range<usize>>, bool) {
-    enum Node<'a> {
+    enum TomlNode<'a> {
         Table(&'a dyn TableLike),
         Tables(&'a toml_edit::ArrayOfTables),
         Array(&'a toml_edit::Array),
         Leaf,
     }
-    fn node(item: &Item) -> Node<'_> {
+    fn node(item: &Item) -> TomlNode<'_> {
         match item {
-            Item::Table(t) => Node::Table(t),
-            Item::ArrayOfTables(a) => Node::Tables(a),
+            Item::Table(t) => TomlNode::Table(t),
+            Item::ArrayOfTables(a) => TomlNode::Tables(a),
             Item::Value(v) => value_node(v),
-            Item::None => Node::Leaf,
+            Item::None => TomlNode::Leaf,
         }
     }
-    fn value_node(v: &Value) -> Node<'_> {
+    fn value_node(v: &Value) -> TomlNode<'_> {
         match v {
-            Value::InlineTable(t) => Node::Table(t),
-            Value::Array(a) => Node::Array(a),
-            _ => Node::Leaf,
+            Value::InlineTable(t) => TomlNode::Table(t),
+            Value::Array(a) => TomlNode::Array(a),
+            _ => TomlNode::Leaf,
         }
     }
-    let mut cur = Node::Table(root);
+    let mut cur = TomlNode::Table(root);
     let mut best = None;
     for seg in &path.0 {
         let next = match (&cur, seg) {
-            (Node::Table(t), Seg::Key(k)) => t.get_key_value(k).map(|(key, item)| {
+            (TomlNode::Table(t), Seg::Key(k)) => t.get_key_value(k).map(|(key, item)| {
                 best = key.span().or(best.clone());
                 node(item)
             }),
-            (Node::Tables(a), Seg::Index(i)) => a.get(*i).map(|t| {
+            (TomlNode::Tables(a), Seg::Index(i)) => a.get(*i).map(|t| {
                 best = t.span().or(best.clone());
-                Node::Table(t)
+                TomlNode::Table(t)
             }),
-            (Node::Array(a), Seg::Index(i)) => a.get(*i).map(|v| {
+            (TomlNode::Array(a), Seg::Index(i)) => a.get(*i).map(|v| {
                 best = v.span().or(best.clone());
                 value_node(v)
             }),

@@ -47,4 +47,4 @@ pub mod vpm;
 pub use check::Invalid;
 pub use diag::{Clamp, Quantity, StageTimer, StepRecord};
 pub use shape::Shape;
-pub use sim::{Advance, Description, Field, FrameSource, SimError, Simulation};
+pub use sim::{Advance, Boundary, Description, Field, FrameSource, SimError, Simulation, Sink};

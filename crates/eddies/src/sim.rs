@@ -9,6 +9,7 @@ use std::time::Instant;
 use crate::check::Invalid;
 use crate::diag::{Clamp, Quantity, StageTimer, StepRecord};
 use crate::linsolve::SolveError;
+use crate::shape::Shape;
 
 /// A grid field copied out of a simulation for output: `shape` is `[ny, nx]` in 2D and `[nz, ny, nx]` in 3D
 /// (C order, x fastest), values in the field's SI unit.
@@ -20,6 +21,32 @@ pub struct Field {
     pub data: Vec<f32>,
     /// Whether the field has a meaningful sign (use a diverging colour map).
     pub signed: bool,
+}
+
+/// What lies beyond the domain's faces, for every method on a fixed domain.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "kebab-case"))]
+pub enum Boundary {
+    /// Solid walls, free slip along them: nothing flows through. Reintegration tracking reflects what
+    /// crosses a wall and pushes on the fluid with a mirror image of it; FLIP lets no flow through the outer
+    /// faces.
+    #[default]
+    Closed,
+    /// Open: what leaves the domain is gone (counted as outflow in the diagnostics); FLIP's pressure is zero
+    /// beyond it.
+    Open,
+}
+
+/// A drain: every step the method removes the fraction `rate · dt` of what lies inside `shape` (all of it
+/// when `rate · dt ≥ 1`): reintegration tracking of each cell's mass, FLIP each particle with that
+/// probability.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Sink {
+    /// Where fluid leaves.
+    pub shape: Shape,
+    /// Removal rate (1/s).
+    pub rate: f64,
 }
 
 /// How a picture of a method's state is made.

@@ -30,7 +30,7 @@ pub use shapes::{
     BoxSpec, CylinderSpec, DifferenceSpec, PlaneSpec, ShapeSpec, SphereSpec, TransformSpec,
     SHAPE_KINDS,
 };
-pub use sources::{EmitterSpec, Obstacle, Region, SinkSpec, SubstanceSpec};
+pub use sources::{EmitterSpec, ObstacleSpec, Region, SinkSpec, SubstanceSpec};
 pub use vpm::{
     BallSpec, BlockSpec, HeatSourceSpec, JetSpec, NoiseSpec, RingSpec, SheetSpec, TubeSpec, Vpm,
 };
@@ -38,7 +38,7 @@ pub use vpm::{
 use eddies::flip::FlipParams;
 use eddies::reint::{ReintParams, MAX_SUBSTANCES};
 use eddies::vpm::VpmParams;
-use eddies::{Description, FrameSource};
+use eddies::{Boundary, Description, FrameSource};
 use glam::DVec3;
 use serde::{Deserialize, Serialize};
 
@@ -57,7 +57,7 @@ pub const MAX_DENSITY_FRACTION: f64 = 10.0;
 
 /// A value that is out of range, of the wrong shape, or inconsistent with another value.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Invalid {
+pub struct BadValue {
     /// The key the problem is with.
     pub path: KeyPath,
     /// What is wrong.
@@ -66,7 +66,7 @@ pub struct Invalid {
     pub allowed: String,
 }
 
-impl Invalid {
+impl BadValue {
     /// A problem the library found with a value of the table at `table`.
     pub fn from_library(table: KeyPath, e: eddies::Invalid) -> Self {
         let path = e.key_path().fold(table, |p, k| p.key(k));
@@ -84,7 +84,7 @@ impl Invalid {
 }
 
 /// Result of a check.
-pub type Check = Result<(), Invalid>;
+pub type ValueCheck = Result<(), BadValue>;
 
 /// What frames of a method whose pictures are made of particles show by default: its tracers (or its
 /// particles where there are none), splatted and projected along z.
@@ -170,7 +170,7 @@ pub struct Scene {
     pub region: Vec<Region>,
     /// Solid obstacles.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub obstacle: Vec<Obstacle>,
+    pub obstacle: Vec<ObstacleSpec>,
     /// Sources of fluid.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub emitter: Vec<EmitterSpec>,
@@ -202,17 +202,6 @@ impl Default for Scene {
     }
 }
 
-/// Domain edges.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum BoundaryKind {
-    /// Solid walls that keep the fluid in.
-    #[default]
-    Closed,
-    /// Fluid that leaves is gone.
-    Open,
-}
-
 /// `[domain]`: the simulated box, its lower corner at the origin.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -225,7 +214,7 @@ pub struct Domain {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub resolution: Option<Vec<i64>>,
     /// "closed" (walls) or "open". Default "closed".
-    pub boundary: BoundaryKind,
+    pub boundary: Boundary,
     /// Gravity (m/s²), y is up. Default [0, -9.81] (2D) or [0, -9.81, 0] (3D).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub gravity: Option<Vec<f64>>,
@@ -335,9 +324,9 @@ impl Scene {
 
     /// Checks `dim` and fills in every default that depends on it, so that the scene serialises fully
     /// resolved.
-    pub fn resolve(&mut self) -> Check {
+    pub fn resolve(&mut self) -> ValueCheck {
         if self.dim != 2 && self.dim != 3 {
-            return Err(Invalid::new(
+            return Err(BadValue::new(
                 KeyPath::root().key("dim"),
                 format!("{} is not a dimension", self.dim),
                 "2, 3",
@@ -383,7 +372,7 @@ impl Scene {
     }
 
     /// Checks every value; the first problem found is returned. Call after [`Scene::resolve`].
-    pub fn validate(&self) -> Check {
+    pub fn validate(&self) -> ValueCheck {
         let root = KeyPath::root();
         let dim = self.dim();
 
@@ -394,7 +383,7 @@ impl Scene {
         vector(&d.key("size"), &size, dim)?;
         for (k, &s) in size.iter().enumerate() {
             if s <= 0.0 {
-                return Err(Invalid::new(
+                return Err(BadValue::new(
                     d.key("size").index(k),
                     format!("{s} is not positive"),
                     "edge lengths > 0 (m)",
@@ -405,7 +394,7 @@ impl Scene {
         for k in 1..dim {
             let hk = size[k] / res[k] as f64;
             if ((hk - h) / h).abs() > 1e-9 {
-                return Err(Invalid::new(
+                return Err(BadValue::new(
                     d.key("size"),
                     format!(
                         "cells are not cubes: size/resolution is {h} m along x but {hk} m along {}",
@@ -431,7 +420,7 @@ impl Scene {
 
         // [reint], [vpm], [flip]: the library's checks, each key placed in its section.
         let section = |name: &str, check: eddies::check::Check| {
-            check.map_err(|e| Invalid::from_library(root.key(name), e))
+            check.map_err(|e| BadValue::from_library(root.key(name), e))
         };
         section("reint", self.reint.validate())?;
         if self.method == Method::Vpm {
@@ -442,7 +431,7 @@ impl Scene {
         // [[substance]]
         let subs = self.substances();
         if subs.len() > MAX_SUBSTANCES {
-            return Err(Invalid::new(
+            return Err(BadValue::new(
                 root.key("substance").index(MAX_SUBSTANCES),
                 format!("{} substances given", subs.len()),
                 format!("1 to {MAX_SUBSTANCES} substances"),
@@ -456,7 +445,7 @@ impl Scene {
                 "kg/m³ in 3D, kg/m² in 2D",
             )?;
             if s.color.len() != 3 {
-                return Err(Invalid::new(
+                return Err(BadValue::new(
                     p.key("color"),
                     format!("expected 3 numbers, found {}", s.color.len()),
                     "[r, g, b], each in [0, 1]",
@@ -470,7 +459,7 @@ impl Scene {
             if (0..subs.len() as i64).contains(&k) {
                 Ok(())
             } else {
-                Err(Invalid::new(
+                Err(BadValue::new(
                     path.clone(),
                     format!("there is no substance {k}"),
                     format!(
@@ -506,7 +495,7 @@ impl Scene {
             if let Some(w) = &o.angular_velocity {
                 let want = if dim == 2 { 1 } else { 3 };
                 if w.len() != want {
-                    return Err(Invalid::new(
+                    return Err(BadValue::new(
                         p.key("angular_velocity"),
                         format!("expected {want} number(s) (dim = {dim}), found {}", w.len()),
                         if dim == 2 {
@@ -526,7 +515,7 @@ impl Scene {
                 .flatten()
                 .any(|&v| v != 0.0);
             if self.method != Method::Flip && moving {
-                return Err(Invalid::new(
+                return Err(BadValue::new(
                     p.key("velocity"),
                     "moving obstacles are not supported by method \"reint\"",
                     "zero velocity",
@@ -546,14 +535,14 @@ impl Scene {
                 true,
             )?;
             if !(e.start.is_finite() && e.start >= 0.0) {
-                return Err(Invalid::new(
+                return Err(BadValue::new(
                     p.key("start"),
                     format!("{} is out of range", e.start),
                     "a time ≥ 0 (s)",
                 ));
             }
             if e.stop.is_nan() || e.stop <= e.start {
-                return Err(Invalid::new(
+                return Err(BadValue::new(
                     p.key("stop"),
                     format!("stop = {} is not after start = {}", e.stop, e.start),
                     "a time after start (s), or inf",
@@ -569,7 +558,7 @@ impl Scene {
         // [output]
         let names = self.field_names();
         if !names.contains(&self.output.field) {
-            return Err(Invalid::new(
+            return Err(BadValue::new(
                 root.key("output").key("field"),
                 format!(
                     "no field named \"{}\" in a {dim}D {} scene",
@@ -584,14 +573,14 @@ impl Scene {
             if self.method != Method::Vpm
                 || !["tracers", "vorticity_magnitude"].contains(&self.output.field.as_str())
             {
-                return Err(Invalid::new(
+                return Err(BadValue::new(
                     key,
                     "side-by-side panels show particles",
                     "panels with method = \"vpm\" and output.field = \"tracers\" or \"vorticity_magnitude\"",
                 ));
             }
             if self.output.panels.len() > 4 {
-                return Err(Invalid::new(
+                return Err(BadValue::new(
                     key,
                     format!("{} panels", self.output.panels.len()),
                     "at most 4 panels",
@@ -602,10 +591,10 @@ impl Scene {
     }
 }
 
-fn resolution(r: &[i64], dim: usize) -> Check {
+fn resolution(r: &[i64], dim: usize) -> ValueCheck {
     let p = KeyPath::root().key("domain").key("resolution");
     if r.len() != dim {
-        return Err(Invalid::new(
+        return Err(BadValue::new(
             p,
             format!(
                 "expected {dim} cell counts (dim = {dim}), found {}",
@@ -616,7 +605,7 @@ fn resolution(r: &[i64], dim: usize) -> Check {
     }
     for (k, &n) in r.iter().enumerate() {
         if !(MIN_RESOLUTION..=MAX_RESOLUTION).contains(&n) {
-            return Err(Invalid::new(
+            return Err(BadValue::new(
                 p.index(k),
                 format!("{n} cells is out of range"),
                 format!("integers from {MIN_RESOLUTION} to {MAX_RESOLUTION}"),
@@ -626,11 +615,11 @@ fn resolution(r: &[i64], dim: usize) -> Check {
     Ok(())
 }
 
-fn shape(parent: &KeyPath, s: &Option<ShapeSpec>, dim: usize) -> Check {
+fn shape(parent: &KeyPath, s: &Option<ShapeSpec>, dim: usize) -> ValueCheck {
     let p = parent.key("shape");
     match s {
         Some(s) => s.validate(&p, dim),
-        None => Err(Invalid::new(
+        None => Err(BadValue::new(
             p,
             "missing",
             format!("a shape: {{ box = {{ min, max }} }}, or one of {SHAPE_KINDS}"),

@@ -6,7 +6,7 @@ use glam::{DQuat, DVec3};
 use serde::{Deserialize, Serialize};
 
 use super::check::{direction, finite, finite_all, positive, vector};
-use super::{Check, Invalid};
+use super::{BadValue, ValueCheck};
 use crate::keypath::KeyPath;
 
 /// A box.
@@ -123,7 +123,7 @@ fn pad3(v: &[f64]) -> DVec3 {
 
 impl ShapeSpec {
     /// Checks the shape's vectors have `dim` components and its sizes are positive.
-    pub fn validate(&self, path: &KeyPath, dim: usize) -> Check {
+    pub fn validate(&self, path: &KeyPath, dim: usize) -> ValueCheck {
         match self {
             ShapeSpec::Box(b) => {
                 let p = path.key("box");
@@ -131,7 +131,7 @@ impl ShapeSpec {
                 vector(&p.key("max"), &b.max, dim)?;
                 for k in 0..dim {
                     if b.max[k] <= b.min[k] {
-                        return Err(Invalid::new(
+                        return Err(BadValue::new(
                             p.key("max"),
                             format!(
                                 "max[{k}] = {} is not above min[{k}] = {}",
@@ -163,7 +163,7 @@ impl ShapeSpec {
             ShapeSpec::Union(shapes) => {
                 let p = path.key("union");
                 if shapes.is_empty() {
-                    return Err(Invalid::new(
+                    return Err(BadValue::new(
                         p,
                         "the union is empty",
                         format!("a list of shapes ({SHAPE_KINDS})"),
@@ -191,7 +191,7 @@ impl ShapeSpec {
                         } else {
                             "[x, y, z] (degrees)"
                         };
-                        return Err(Invalid::new(
+                        return Err(BadValue::new(
                             rp,
                             format!("expected {want} number(s) (dim = {dim}), found {}", r.len()),
                             allowed,
@@ -199,7 +199,7 @@ impl ShapeSpec {
                     }
                     finite_all(&rp, r)?;
                     if t.angle_deg.is_some() || t.axis.is_some() {
-                        return Err(Invalid::new(
+                        return Err(BadValue::new(
                             rp,
                             "both rotate_deg and axis/angle_deg are given",
                             "either rotate_deg or axis with angle_deg",
@@ -208,7 +208,7 @@ impl ShapeSpec {
                 }
                 if let Some(axis) = &t.axis {
                     if dim == 2 {
-                        return Err(Invalid::new(
+                        return Err(BadValue::new(
                             p.key("axis"),
                             "2D rotations are about z and take no axis",
                             "angle_deg or rotate_deg = [angle]",
@@ -216,7 +216,7 @@ impl ShapeSpec {
                     }
                     direction(&p.key("axis"), axis, 3)?;
                     if t.angle_deg.is_none() {
-                        return Err(Invalid::new(
+                        return Err(BadValue::new(
                             p.key("axis"),
                             "axis without angle_deg",
                             "axis with angle_deg",

@@ -54,7 +54,7 @@ impl Default for Region {
 /// `[[obstacle]]`: a solid.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
-pub struct Obstacle {
+pub struct ObstacleSpec {
     /// The solid's shape (required).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub shape: Option<ShapeSpec>,

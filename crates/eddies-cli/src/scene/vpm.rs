@@ -5,7 +5,7 @@ use eddies::vpm::{VelocityMethod, VpmParams};
 use serde::{Deserialize, Serialize};
 
 use super::check::{box_corners, deviations, direction, int_range, positive, range, vector};
-use super::{Check, Invalid, Scene};
+use super::{BadValue, Scene, ValueCheck};
 use crate::keypath::KeyPath;
 
 /// `[vpm]`: the parameters of the vortex particle method (the library's [`VpmParams`], whose keys sit
@@ -324,10 +324,10 @@ impl Default for JetSpec {
 
 impl Scene {
     /// Checks `dim`, `[vpm]` and its distributions.
-    pub(super) fn validate_vpm(&self) -> Check {
+    pub(super) fn validate_vpm(&self) -> ValueCheck {
         let root = KeyPath::root();
         if self.dim != 3 {
-            return Err(Invalid::new(
+            return Err(BadValue::new(
                 root.key("dim"),
                 format!("method \"vpm\" is 3D only, dim = {}", self.dim),
                 "3",
@@ -337,17 +337,17 @@ impl Scene {
         let p = root.key("vpm");
         v.params
             .validate()
-            .map_err(|e| Invalid::from_library(p.clone(), e))?;
+            .map_err(|e| BadValue::from_library(p.clone(), e))?;
         let res = self.resolution();
         if v.params.velocity == VelocityMethod::Poisson && res.iter().any(|&n| n < 3) {
-            return Err(Invalid::new(
+            return Err(BadValue::new(
                 root.key("domain").key("resolution"),
                 format!("{res:?} points per axis leave no interior for the Poisson solve"),
                 "at least 3 points per axis with velocity = \"poisson\"",
             ));
         }
         if res.iter().any(|&n| n > 1024) {
-            return Err(Invalid::new(
+            return Err(BadValue::new(
                 root.key("domain").key("resolution"),
                 format!("{res:?} points per axis for the vpm grid"),
                 "at most 1024 per axis for vpm",
@@ -357,7 +357,7 @@ impl Scene {
             if x.is_finite() && x != 0.0 {
                 Ok(())
             } else {
-                Err(Invalid::new(
+                Err(BadValue::new(
                     path.clone(),
                     format!("{x} is zero or not finite"),
                     format!("a finite non-zero number ({unit})"),
@@ -411,7 +411,7 @@ impl Scene {
             positive(&q.key("period"), j.period, "s")?;
             range(&q.key("start"), j.start, 0.0, 1e12, false)?;
             if j.stop.is_nan() || j.stop <= j.start {
-                return Err(Invalid::new(
+                return Err(BadValue::new(
                     q.key("stop"),
                     format!("{} is not after start {}", j.stop, j.start),
                     "a time > start (s), or inf",
@@ -429,7 +429,7 @@ impl Scene {
             range(&q.key("period"), b.period, 0.0, 1e12, false)?;
             range(&q.key("start"), b.start, 0.0, 1e12, false)?;
             if b.stop.is_nan() || b.stop < b.start {
-                return Err(Invalid::new(
+                return Err(BadValue::new(
                     q.key("stop"),
                     format!("{} is before start {}", b.stop, b.start),
                     "a time ≥ start (s), or inf",
@@ -453,7 +453,7 @@ impl Scene {
             range(&q.key("smoke"), h.smoke, 0.0, 1e6, false)?;
         }
         if !self.region.is_empty() || !self.emitter.is_empty() || !self.sink.is_empty() {
-            return Err(Invalid::new(
+            return Err(BadValue::new(
                 root.key(if !self.region.is_empty() {
                     "region"
                 } else if !self.emitter.is_empty() {
@@ -467,7 +467,7 @@ impl Scene {
             ));
         }
         if !self.obstacle.is_empty() {
-            return Err(Invalid::new(
+            return Err(BadValue::new(
                 root.key("obstacle"),
                 "obstacles are not supported by method \"vpm\" yet",
                 "no [[obstacle]] with method = \"vpm\"",

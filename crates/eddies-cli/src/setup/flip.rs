@@ -4,17 +4,14 @@ use eddies::flip::{self, FlipConfig, FlipParams, FlipSim};
 use eddies::SimError;
 
 use super::{array, vec_d, Filling};
-use crate::scene::{BoundaryKind, Scene};
+use crate::scene::Scene;
 
 /// The library configuration of a flip scene: `[flip]` with the liquid's density from substance 0.
 pub fn config<const D: usize>(scene: &Scene) -> FlipConfig<D> {
     FlipConfig {
         resolution: array(&scene.resolution()),
         cell_size: scene.cell_size(),
-        boundary: match scene.domain.boundary {
-            BoundaryKind::Closed => flip::Boundary::Closed,
-            BoundaryKind::Open => flip::Boundary::Open,
-        },
+        boundary: scene.domain.boundary,
         gravity: array(&scene.gravity()),
         params: FlipParams {
             density: scene.substances()[0].rest_density,

@@ -10,7 +10,7 @@ use eddies::{SimError, Simulation};
 
 use crate::keypath::KeyPath;
 use crate::load::{Loaded, SceneError};
-use crate::scene::{Invalid, Method, Scene};
+use crate::scene::{BadValue, Method, Scene};
 
 /// Cell counts up to which the library's estimate is asked directly; beyond, it is extrapolated per cell (so
 /// that absurd sizes cannot overflow the estimate's arithmetic).
@@ -44,7 +44,7 @@ pub fn check_memory(loaded: &Loaded, available: Option<u64>) -> Result<f64, Scen
         Some(avail) if need > avail as f64 => {
             let res = loaded.scene.resolution();
             let cells: f64 = res.iter().map(|&n| n as f64).product();
-            Err(loaded.locator.error(Invalid::new(
+            Err(loaded.locator.error(BadValue::new(
                 KeyPath::root().key("domain").key("resolution"),
                 format!(
                     "the scene needs about {:.1} GiB ({:.3e} cells), but only {:.1} GiB of memory is available",

@@ -1,20 +1,17 @@
 //! A reintegration-tracking scene's simulation: its configuration, memory estimate and initial fluid.
 
-use eddies::reint::{self, Emitter, ReintConfig, ReintSim, Sink, Substance};
+use eddies::reint::{Emitter, ReintConfig, ReintSim, Sink, Substance};
 use eddies::SimError;
 
 use super::{array, velocity, Filling, DIRECT_ESTIMATE_CELLS};
-use crate::scene::{BoundaryKind, Scene};
+use crate::scene::Scene;
 
 /// The library configuration of a reint scene.
 pub fn config<const D: usize>(scene: &Scene) -> ReintConfig<D> {
     ReintConfig {
         resolution: array(&scene.resolution()),
         cell_size: scene.cell_size(),
-        boundary: match scene.domain.boundary {
-            BoundaryKind::Closed => reint::Boundary::Closed,
-            BoundaryKind::Open => reint::Boundary::Open,
-        },
+        boundary: scene.domain.boundary,
         gravity: array(&scene.gravity()),
         params: scene.reint.clone(),
         substances: scene
@@ -86,7 +83,7 @@ pub fn build<const D: usize>(scene: &Scene, fill: &mut Filling) -> Result<ReintS
         if let Some(shape) = &s.shape {
             sim.add_sink(Sink {
                 shape: shape.to_shape(dim),
-                rate: s.rate as f32,
+                rate: s.rate,
             });
         }
     }

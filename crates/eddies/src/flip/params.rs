@@ -3,6 +3,7 @@
 use crate::check::{self, Check, Invalid};
 use crate::linsolve::PreconditionerKind;
 use crate::shape::Shape;
+pub use crate::sim::{Boundary, Sink};
 use glam::{DQuat, DVec3};
 
 /// How velocities go from the grid back to the particles (Eng; Zhu & Bridson 2005; Jiang et al. 2015).
@@ -30,16 +31,6 @@ impl Transfer {
             Transfer::Apic => "apic",
         }
     }
-}
-
-/// What lies beyond the domain's faces.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Boundary {
-    /// Solid walls: no flow through the outer faces (free slip along them).
-    #[default]
-    Closed,
-    /// Open: pressure is zero beyond the domain and particles that leave are gone.
-    Open,
 }
 
 /// The method's parameters: the `[flip]` section of a scene file, key for key (with the `serde` feature),
@@ -272,14 +263,4 @@ pub struct Emitter<const D: usize> {
     pub velocity: [f64; D],
     /// Simulated times (s) between which it runs.
     pub active: (f64, f64),
-}
-
-/// A drain: each step, a particle inside `shape` is removed with probability `rate · dt` (all of them when
-/// `rate · dt ≥ 1`).
-#[derive(Clone, Debug, PartialEq)]
-pub struct Sink {
-    /// Where liquid leaves.
-    pub shape: Shape,
-    /// Removal rate (1/s).
-    pub rate: f64,
 }

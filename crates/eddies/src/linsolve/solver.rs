@@ -62,7 +62,7 @@ impl PreconditionerKind {
 
 /// A built preconditioner.
 #[derive(Clone, Debug)]
-enum Built<const D: usize> {
+enum BuiltPreconditioner<const D: usize> {
     None(Identity),
     Jacobi(Jacobi),
     Cholesky(IncompleteCholesky),
@@ -70,42 +70,44 @@ enum Built<const D: usize> {
     Multigrid(Box<MultigridPreconditioner<D>>),
 }
 
-impl<const D: usize> Built<D> {
+impl<const D: usize> BuiltPreconditioner<D> {
     fn new(
         op: &Arc<PoissonOperator<D>>,
         kind: PreconditionerKind,
         mg: MultigridParams,
     ) -> Result<Self, SolveError> {
         Ok(match kind {
-            PreconditionerKind::None => Built::None(Identity),
-            PreconditionerKind::Jacobi => Built::Jacobi(Jacobi::new(op)),
-            PreconditionerKind::IncompleteCholesky => Built::Cholesky(IncompleteCholesky::ic0(op)),
+            PreconditionerKind::None => BuiltPreconditioner::None(Identity),
+            PreconditionerKind::Jacobi => BuiltPreconditioner::Jacobi(Jacobi::new(op)),
+            PreconditionerKind::IncompleteCholesky => {
+                BuiltPreconditioner::Cholesky(IncompleteCholesky::ic0(op))
+            }
             PreconditionerKind::ModifiedIncompleteCholesky => {
-                Built::Cholesky(IncompleteCholesky::mic0(op))
+                BuiltPreconditioner::Cholesky(IncompleteCholesky::mic0(op))
             }
             PreconditionerKind::IncompletePoisson => {
-                Built::IncompletePoisson(IncompletePoisson::new(op))
+                BuiltPreconditioner::IncompletePoisson(IncompletePoisson::new(op))
             }
-            PreconditionerKind::Multigrid => {
-                Built::Multigrid(Box::new(MultigridPreconditioner::shared(op.clone(), mg)?))
-            }
+            PreconditionerKind::Multigrid => BuiltPreconditioner::Multigrid(Box::new(
+                MultigridPreconditioner::shared(op.clone(), mg)?,
+            )),
         })
     }
 }
 
-impl<const D: usize> Preconditioner for Built<D> {
+impl<const D: usize> Preconditioner for BuiltPreconditioner<D> {
     fn apply(&mut self, r: &[f64], z: &mut [f64]) {
         match self {
-            Built::None(m) => m.apply(r, z),
-            Built::Jacobi(m) => m.apply(r, z),
-            Built::Cholesky(m) => m.apply(r, z),
-            Built::IncompletePoisson(m) => m.apply(r, z),
-            Built::Multigrid(m) => m.apply(r, z),
+            BuiltPreconditioner::None(m) => m.apply(r, z),
+            BuiltPreconditioner::Jacobi(m) => m.apply(r, z),
+            BuiltPreconditioner::Cholesky(m) => m.apply(r, z),
+            BuiltPreconditioner::IncompletePoisson(m) => m.apply(r, z),
+            BuiltPreconditioner::Multigrid(m) => m.apply(r, z),
         }
     }
 
     fn is_identity(&self) -> bool {
-        matches!(self, Built::None(_))
+        matches!(self, BuiltPreconditioner::None(_))
     }
 }
 
@@ -131,7 +133,7 @@ pub struct PoissonSolver<const D: usize> {
     /// The operator, shared with a multigrid preconditioner's finest level.
     op: Arc<PoissonOperator<D>>,
     kind: PreconditionerKind,
-    precond: Built<D>,
+    precond: BuiltPreconditioner<D>,
     mg: MultigridParams,
     /// Stopping rule of every solve.
     pub params: PcgParams,
@@ -164,7 +166,7 @@ impl<const D: usize> PoissonSolver<D> {
         mg: MultigridParams,
     ) -> Result<Self, SolveError> {
         let op = Arc::new(op);
-        let precond = Built::new(&op, kind, mg)?;
+        let precond = BuiltPreconditioner::new(&op, kind, mg)?;
         let n = op.layout().len();
         Ok(PoissonSolver {
             mg,
@@ -212,8 +214,8 @@ impl<const D: usize> PoissonSolver<D> {
     pub fn set_operator(&mut self, op: PoissonOperator<D>) -> Result<(), SolveError> {
         let op = Arc::new(op);
         match &mut self.precond {
-            Built::Multigrid(m) => m.set_shared_operator(op.clone()),
-            _ => self.precond = Built::new(&op, self.kind, self.mg)?,
+            BuiltPreconditioner::Multigrid(m) => m.set_shared_operator(op.clone()),
+            _ => self.precond = BuiltPreconditioner::new(&op, self.kind, self.mg)?,
         }
         let n = op.layout().len();
         self.b.resize(n, 0.0);

@@ -557,7 +557,8 @@ impl<const D: usize> ReintSim<D> {
             }
         }
         for (s, cells) in &self.sinks {
-            let keep = (1.0 - s.rate as f64 * dt).max(0.0) as f32;
+            // Reint's state and parameters are f32: the rate is taken at that precision.
+            let keep = (1.0 - s.rate as f32 as f64 * dt).max(0.0) as f32;
             for &i in cells {
                 for (k, m) in self.cur.mass.iter_mut().enumerate() {
                     let kept = (m[i] * keep).round();

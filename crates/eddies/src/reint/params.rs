@@ -3,17 +3,7 @@
 use super::Eos;
 use crate::check::{self, Check};
 use crate::shape::Shape;
-
-/// What happens at the edges of the domain.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Boundary {
-    /// Solid walls: mass stays inside (what crosses a wall is reflected back), and the wall pushes on the
-    /// fluid like a mirror image of it (free slip).
-    #[default]
-    Closed,
-    /// Mass that leaves the domain is gone (counted as outflow in the diagnostics).
-    Open,
-}
+pub use crate::sim::{Boundary, Sink};
 
 /// One substance: a liquid or gas with its own rest density and colour, advected with its own mass so that
 /// each substance is conserved separately.
@@ -137,14 +127,4 @@ pub struct Emitter<const D: usize> {
     pub density: f32,
     /// Simulated times (s) between which the emitter runs.
     pub active: (f64, f64),
-}
-
-/// A drain: every step, cells inside `shape` lose the fraction `rate · dt` of their mass (all of it when
-/// `rate · dt ≥ 1`).
-#[derive(Clone, Debug, PartialEq)]
-pub struct Sink {
-    /// Where mass leaves.
-    pub shape: Shape,
-    /// Removal rate (1/s).
-    pub rate: f32,
 }

@@ -22,7 +22,7 @@ pub fn cases() -> Vec<Case> {
                 // is the least asymptotic: measured 3.72 quick (3.87 full); margin 6%.
                 let sizes: &[usize] = if q { &[16, 32, 64] } else { &[32, 64, 128] };
                 let errors: Vec<f64> =
-                    sizes.iter().map(|&n| max_error(&dirichlet(n, u2, f2), Method::Pcg(PreconditionerKind::Multigrid))).collect();
+                    sizes.iter().map(|&n| max_error(&dirichlet(n, u2, f2), SolveMethod::Pcg(PreconditionerKind::Multigrid))).collect();
                 Measurement::at_least("linsolve/second-order-dirichlet-2d", worst_ratio(&errors), 3.5, "1")
             },
             known_gap: None,
@@ -34,7 +34,7 @@ pub fn cases() -> Vec<Case> {
                 // Quick (16³, 32³): the same bound; the first ratio is the full run's first: measured 3.96.
                 let sizes: &[usize] = if q { &[16, 32] } else { &[16, 32, 64] };
                 let errors: Vec<f64> =
-                    sizes.iter().map(|&n| max_error(&neumann::<3>(n), Method::Pcg(PreconditionerKind::Multigrid))).collect();
+                    sizes.iter().map(|&n| max_error(&neumann::<3>(n), SolveMethod::Pcg(PreconditionerKind::Multigrid))).collect();
                 Measurement::at_least("linsolve/second-order-neumann-3d", worst_ratio(&errors), 3.5, "1")
             },
             known_gap: None,
@@ -205,7 +205,7 @@ pub fn neumann<const D: usize>(n: usize) -> Problem<D> {
 
 /// How a manufactured problem is solved.
 #[derive(Clone, Copy, Debug)]
-pub enum Method {
+pub enum SolveMethod {
     /// Conjugate gradients with this preconditioner.
     Pcg(PreconditionerKind),
     /// The standalone multigrid solver.
@@ -216,9 +216,9 @@ pub enum Method {
 pub const TIGHT: f64 = 1e-11;
 
 /// Solves `p` with `method` to a tolerance far below the discretisation error; returns the max error.
-pub fn max_error<const D: usize>(p: &Problem<D>, method: Method) -> f64 {
+pub fn max_error<const D: usize>(p: &Problem<D>, method: SolveMethod) -> f64 {
     let x = match method {
-        Method::Pcg(kind) => {
+        SolveMethod::Pcg(kind) => {
             // The boundary values move to the right-hand side: b' = b − A x_boundary.
             let mut b = vec![0.0; p.b.len()];
             p.op.residual(&p.b, &p.boundary, &mut b);
@@ -238,7 +238,7 @@ pub fn max_error<const D: usize>(p: &Problem<D>, method: Method) -> f64 {
                 .map(|(a, b)| a + b)
                 .collect::<Vec<_>>()
         }
-        Method::Multigrid => {
+        SolveMethod::Multigrid => {
             let params = MultigridParams {
                 tolerance: TIGHT,
                 ..Default::default()

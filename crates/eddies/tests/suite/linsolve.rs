@@ -10,7 +10,7 @@ use eddies::linsolve::{
 use eddies::par;
 use eddies::rng::SplitMix64;
 use eddies::validation::linsolve::{
-    dirichlet, f2, f3, max_error, neumann, u2, u3, worst_v_cycle_factor, Method, Problem,
+    dirichlet, f2, f3, max_error, neumann, u2, u3, worst_v_cycle_factor, Problem, SolveMethod,
 };
 
 /// Error ratios of successive halvings of h; each must be ≥ 3.5 (second order gives 4; the margin covers the
@@ -34,7 +34,7 @@ fn check_order<const D: usize>(
     name: &str,
     sizes: [usize; 3],
     problem: impl Fn(usize) -> Problem<D>,
-    methods: &[Method],
+    methods: &[SolveMethod],
 ) {
     for &method in methods {
         let errors: Vec<f64> = sizes
@@ -48,9 +48,9 @@ fn check_order<const D: usize>(
 #[test]
 fn manufactured_dirichlet_2d_converges_at_second_order() {
     let methods = [
-        Method::Pcg(PreconditionerKind::Multigrid),
-        Method::Pcg(PreconditionerKind::IncompletePoisson),
-        Method::Multigrid,
+        SolveMethod::Pcg(PreconditionerKind::Multigrid),
+        SolveMethod::Pcg(PreconditionerKind::IncompletePoisson),
+        SolveMethod::Multigrid,
     ];
     check_order(
         "dirichlet 2D",
@@ -63,8 +63,8 @@ fn manufactured_dirichlet_2d_converges_at_second_order() {
 #[test]
 fn manufactured_dirichlet_3d_converges_at_second_order() {
     let methods = [
-        Method::Pcg(PreconditionerKind::ModifiedIncompleteCholesky),
-        Method::Multigrid,
+        SolveMethod::Pcg(PreconditionerKind::ModifiedIncompleteCholesky),
+        SolveMethod::Multigrid,
     ];
     check_order(
         "dirichlet 3D",
@@ -77,9 +77,9 @@ fn manufactured_dirichlet_3d_converges_at_second_order() {
 #[test]
 fn manufactured_neumann_2d_and_3d_converge_at_second_order() {
     let methods = [
-        Method::Pcg(PreconditionerKind::Multigrid),
-        Method::Pcg(PreconditionerKind::Jacobi),
-        Method::Multigrid,
+        SolveMethod::Pcg(PreconditionerKind::Multigrid),
+        SolveMethod::Pcg(PreconditionerKind::Jacobi),
+        SolveMethod::Multigrid,
     ];
     check_order("neumann 2D", [32, 64, 128], neumann::<2>, &methods);
     check_order("neumann 3D", [16, 32, 64], neumann::<3>, &methods);
@@ -384,7 +384,7 @@ fn multigrid_solves_vector_problems_and_full_multigrid_keeps_boundary_values() {
     }
     // Without preservation the up-sampler overwrites boundary values, and the solve converges to another
     // problem (part 20's warning): the error against the exact solution is far larger.
-    let preserved = max_error(&p, Method::Multigrid);
+    let preserved = max_error(&p, SolveMethod::Multigrid);
     let params = MultigridParams {
         full_multigrid: true,
         preserve_boundary: false,
