@@ -169,12 +169,16 @@ pub fn load(src: &SceneSource, overrides: &[Override]) -> Result<Loaded, SceneEr
             .and_then(|s| path_at_table(eff_doc.as_table(), s.start, &KeyPath::root()))
             .unwrap_or_default();
         let (path, message) = narrow_to_key(eff_doc.as_table(), path, e.message());
+        let message = name_the_variants(&eff_doc, &path, message);
         let (what, allowed) = explain(&message);
         let allowed = match allowed {
             Some(a) if !a.is_empty() => a,
-            _ if what.starts_with("unknown key") => crate::scene::keys_of(&path)
-                .map(|k| k.join(", "))
-                .unwrap_or_default(),
+            _ if what.starts_with("unknown key") => {
+                let table = KeyPath(path.0[..path.0.len().saturating_sub(1)].to_vec());
+                crate::scene::keys_of(&table)
+                    .map(|k| k.join(", "))
+                    .unwrap_or_default()
+            }
             _ => allowed.unwrap_or_default(),
         };
         locator.error(BadValue {
@@ -351,29 +355,14 @@ fn explain(message: &str) -> (String, Option<String>) {
 fn expected_in_words(expected: &str) -> String {
     let e = expected.trim();
     match e {
-        "i8" | "i16" | "i32" | "i64" | "u8" | "u16" | "u32" | "u64" | "usize" | "isize" => {
-            "an integer".into()
-        }
+        "i8" | "i16" | "i32" | "i64" | "isize" => "an integer".into(),
+        "u8" | "u16" | "u32" | "u64" | "usize" => "a whole number ≥ 0".into(),
         "f32" | "f64" => "a number".into(),
         "a sequence" => "an array".into(),
         "a map" => "a table".into(),
         "a boolean" => "a boolean (true or false)".into(),
-        "enum Method" => "one of \"reint\", \"flip\", \"vpm\"".into(),
-        "enum Boundary" => "one of \"closed\", \"open\"".into(),
-        "enum Eos" => "one of \"quadratic\", \"tait\", \"ideal-gas\"".into(),
-        "enum Colormap" => "one of \"auto\", \"viridis\", \"inferno\", \"diverging\"".into(),
-        "enum View" => "one of \"projection\", \"slice\"".into(),
-        "enum VelocityMethod" => {
-            "one of \"direct-vortons\", \"direct-grid\", \"tree-vortons\", \"tree-grid\", \"poisson\"".into()
-        }
-        "enum Integrator" => "one of \"rk2\", \"rk4\"".into(),
-        "enum TreeMethod" => "one of \"treecode\", \"fmm\"".into(),
-        "enum Transfer" => "one of \"pic\", \"flip\", \"apic\"".into(),
-        "enum PreconditionerKind" => {
-            "one of \"none\", \"jacobi\", \"ic0\", \"mic0\", \"incomplete-poisson\", \"multigrid\""
-                .into()
-        }
         "enum ShapeSpec" => format!("a shape table with one of {}", crate::scene::SHAPE_KINDS),
+        _ if e.starts_with("one of ") => e.into(),
         _ if e.starts_with("struct ") => "a table".into(),
         _ if e.starts_with("an array of length") || e.starts_with("a tuple") => e.into(),
         _ => e.into(),
@@ -414,6 +403,51 @@ fn narrow_to_key(root: &Table, path: KeyPath, message: &str) -> (KeyPath, String
         }
     }
     (path, message.to_string())
+}
+
+/// A message that expects an enum (`invalid type: integer `3`, expected enum Eos`), with the enum's values
+/// spelt out: they are learnt from the scene format itself, by asking for a value no enum has at `path`, so
+/// that no list of values is written twice (a new equation of state, say, is named here by itself).
+fn name_the_variants(doc: &Document<String>, path: &KeyPath, message: String) -> String {
+    // An enum given a value of the wrong type: serde names the enum, toml and serde's `flatten` only the
+    // types it could have been read from.
+    let (head, ty) = match message.rsplit_once(", expected enum ") {
+        Some((head, ty)) => (head.to_string(), ty),
+        None if message.trim() == "wanted string or table"
+            || message.ends_with("expected string or map") =>
+        {
+            let Some(Item::Value(v)) = item_at(doc.as_table(), path) else {
+                return message;
+            };
+            (format!("invalid type: {}", v.to_string().trim()), "")
+        }
+        None => return message,
+    };
+    if ty == "ShapeSpec" {
+        // A shape is a table, not a string: `expected_in_words` says so.
+        return message;
+    }
+    let mut probe = doc.clone().into_mut();
+    let bogus = Override::flag(path.clone(), Value::from("\u{1}"), String::new());
+    if apply(&mut probe, &bogus).is_err() {
+        return message;
+    }
+    match toml::from_str::<Scene>(&probe.to_string()) {
+        // serde lists the values as "expected one of `a`, `b`, `c`", or "expected `a` or `b`" for two.
+        Err(e) => match e.message().split_once(", expected ") {
+            Some((_, values)) if e.message().starts_with("unknown variant") => {
+                let values: Vec<String> = values
+                    .split('`')
+                    .skip(1)
+                    .step_by(2)
+                    .map(|v| format!("\"{v}\""))
+                    .collect();
+                format!("{head}, expected one of {}", values.join(", "))
+            }
+            _ => message,
+        },
+        Ok(_) => message,
+    }
 }
 
 /// The item at `path` (keys only), if there is one.
@@ -684,6 +718,53 @@ mod tests {
         assert!(e.allowed.as_deref().unwrap().contains("resolution"), "{e}");
         assert_eq!(e.context[1], " 3 | resolutoin = [64, 64]");
         assert_eq!(e.context[2], "   | ^^^^^^^^^^");
+    }
+
+    /// `[vpm]`'s parameter keys come from the library's `VpmParams` through serde's `flatten`, whose errors
+    /// name the table: they are still located at the key, with what the key accepts.
+    #[test]
+    fn errors_in_the_library_keys_of_vpm_are_located_at_the_key() {
+        let vpm = "method = \"vpm\"\ndim = 3\n[vpm]\nviscosity = 0.0\n";
+        let e = err(&format!("{vpm}theta = \"x\"\n"));
+        assert_eq!(
+            (e.key.as_str(), e.location.as_str()),
+            ("vpm.theta", "s.toml:5:1"),
+            "{e}"
+        );
+        assert!(e.what.contains("expected a number"), "{e}");
+        let e = err(&format!("{vpm}thetta = 0.5\n"));
+        assert_eq!(
+            (e.key.as_str(), e.location.as_str()),
+            ("vpm.thetta", "s.toml:5:1"),
+            "{e}"
+        );
+        let allowed = e.allowed.unwrap();
+        assert!(
+            allowed.contains("theta") && allowed.contains("ring"),
+            "{allowed}"
+        );
+        let e = err(&format!("{vpm}leaf_size = -1\n"));
+        assert_eq!(e.key, "vpm.leaf_size");
+        assert!(e.what.contains("a whole number ≥ 0"), "{e}");
+    }
+
+    /// An enum given a value of the wrong type names its values, learnt from the format itself.
+    #[test]
+    fn an_enum_of_the_wrong_type_names_its_values() {
+        let e = err("[reint]\neos = 3\n");
+        assert_eq!(e.key, "reint.eos");
+        assert_eq!(
+            e.allowed.as_deref(),
+            Some("one of \"quadratic\", \"tait\", \"ideal-gas\"")
+        );
+        let e = err("method = \"vpm\"\ndim = 3\n[vpm]\nvelocity = 4\n");
+        assert_eq!(e.key, "vpm.velocity");
+        assert!(e.allowed.unwrap().contains("\"poisson\""));
+        let e = err("[output]\nview = 2\n");
+        assert_eq!(
+            e.allowed.as_deref(),
+            Some("one of \"projection\", \"slice\"")
+        );
     }
 
     #[test]
