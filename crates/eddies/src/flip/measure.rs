@@ -1,6 +1,6 @@
 //! Diagnostics of a FLIP step: the particles' energy, momentum and angular momentum, the liquid volume
-//! from the fill fraction and from the particle counts (Zhu & Bridson 2005; Kugelstadt et al. 2019 for why
-//! the counts read low), the volume inside the Zhu–Bridson surface, and a checksum of the particle state.
+//! from the fill fraction and from the particle counts, the volume inside the Zhu–Bridson surface, and a
+//! checksum of the particle state.
 
 use super::particles::Tally;
 use super::{surface, Boundary, FlipSim};

@@ -1,5 +1,5 @@
-//! The treecode's velocity and velocity gradient (Gourlay part 12): the near sums over the leaves' original
-//! vortons and the second-order far field of the supervortons, per group of targets.
+//! The treecode's velocity and velocity gradient, per group of targets: the near sums over the leaves'
+//! original vortons (Gourlay part 12) and the second-order far field of the supervortons.
 
 use super::walk::{add, hsum, pair_dot, pairs, row_dot, FarBlock};
 use super::{scatter, Tree, B, COLS, GROUP, S2};
