@@ -98,7 +98,7 @@ const LIST: [[usize; 3]; NT] = {
 };
 
 /// Order `|n|` of the multi-index at `n`.
-const fn order_of(n: usize) -> usize {
+pub(super) const fn order_of(n: usize) -> usize {
     LIST[n][0] + LIST[n][1] + LIST[n][2]
 }
 
@@ -175,7 +175,7 @@ const MONOMIAL_STEPS: [(usize, usize, f64); NT] = {
 /// `yⁿ / n!` for the multi-indices of order below [`ORDER`] (all that the multipoles, the shifts and the
 /// evaluation at a target use; see [`NM`]).
 #[inline]
-fn monomials(y: DVec3) -> [f64; NM] {
+pub(super) fn monomials(y: DVec3) -> [f64; NM] {
     let y = y.to_array();
     let mut m = [0.0; NM];
     m[0] = 1.0;
@@ -241,7 +241,7 @@ type BatchLanes = [f32; BATCH];
 /// `|n| + |k| ≤ ORDER`, and the local coefficient `L⁰` (the potential itself) is never evaluated, only
 /// its derivatives, so the multipole's order-[`ORDER`] coefficients, which reach `L⁰` alone, are left out
 /// (and `L⁰` stays zero).
-const NM: usize = upto(ORDER - 1);
+pub(super) const NM: usize = upto(ORDER - 1);
 
 /// [`NM`] rounded up to whole groups of four, the f32 multipoles' length (the transpose of
 /// [`stage_multipoles`] reads four coefficients of a cell at a time).
@@ -510,16 +510,16 @@ fn shift_down(c: &Coeffs, w: &[f64; NM], out: &mut Coeffs) {
 #[derive(Clone, Debug)]
 pub(super) struct SourceCell {
     /// Expansion centre (the treecode's circulation-weighted centre), m.
-    centre: DVec3,
+    pub(super) centre: DVec3,
     /// Farthest vorton from the centre, m.
-    radius: f64,
+    pub(super) radius: f64,
     /// The cell's squared core radius σ² (m²): the |α|-weighted mean, as the treecode's supervortons.
     s2: f64,
     /// Largest core radius in the cell, m.
     sigma: f64,
     /// The multipole `Mⁿ = Σⱼ αⱼ (c − xⱼ)ⁿ / n!` of the module's doc (the cell-to-cell term's sign is in
     /// the `c − xⱼ`).
-    multipole: Multipole,
+    pub(super) multipole: Multipole,
     /// The multipole in f32, as the cell-to-cell terms read it.
     multipole32: [[f32; 4]; NM4],
 }
@@ -962,58 +962,6 @@ mod tests {
                 );
             }
         }
-    }
-
-    /// The inner cells' multipoles, shifted up from their children, equal the sums over their vortons
-    /// about the cell's centre (the shift is exact; 1e-9 of `Σ|α| wⁿ` allows for f64 rounding), and every
-    /// vorton lies within the cell's radius.
-    #[test]
-    fn shifted_multipoles_equal_direct_sums() {
-        use crate::vpm::tree::Tree;
-        use crate::vpm::{TreeMethod, TreeParams};
-        let (p, a, s) = crate::vpm::init::random_vortons(5_000, 3);
-        let params = TreeParams {
-            leaf_size: 8,
-            method: TreeMethod::Fmm,
-            ..Default::default()
-        };
-        let mut tree = Tree::default();
-        tree.build(&params, &p, &a, &s);
-        let mut u = vec![DVec3::ZERO; 4];
-        tree.evaluate(&params, &p[..4], &mut u, None);
-        let (nodes, cells, vortons) = tree.fmm_parts();
-        let mut inner = 0;
-        for (node, cell) in nodes.iter().zip(cells) {
-            let own = &vortons[node.start..node.end];
-            for &(x, _, _) in own {
-                assert!((x - cell.centre).length() <= cell.radius * (1.0 + 1e-12));
-            }
-            if node.children == 0 {
-                continue;
-            }
-            inner += 1;
-            let mut direct = [[0.0; 4]; NM];
-            for &(x, a, _) in own {
-                let w = monomials(cell.centre - x);
-                for (m, &w) in direct.iter_mut().zip(&w) {
-                    for q in 0..3 {
-                        m[q] += w * a[q];
-                    }
-                }
-            }
-            let weight: f64 = own.iter().map(|v| v.1.length()).sum();
-            for k in 0..NM {
-                let scale = weight * node.width.powi(order_of(k) as i32);
-                for q in 0..3 {
-                    let (got, want) = (cell.multipole[k][q], direct[k][q]);
-                    assert!(
-                        (got - want).abs() <= 1e-9 * scale,
-                        "k = {k}: {got} against {want}"
-                    );
-                }
-            }
-        }
-        assert!(inner > 50, "{inner} inner cells");
     }
 
     /// A batch's cell-to-cell terms for a unit strength along x (the multipole's n = 0 entry alone) are the
