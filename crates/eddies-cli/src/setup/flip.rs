@@ -61,7 +61,7 @@ pub fn build<const D: usize>(scene: &Scene, fill: &mut Filling) -> Result<FlipSi
     }
     for e in &scene.emitter {
         if let Some(shape) = &e.shape {
-            sim.add_emitter(flip::Emitter {
+            sim.add_inflow(flip::Inflow {
                 shape: shape.to_shape(dim),
                 velocity: vec_d(&e.velocity),
                 active: (e.start, e.stop),

@@ -42,7 +42,7 @@ mod transfer;
 mod volume;
 
 pub use fields::{describe, STAGES};
-pub use params::{Boundary, Emitter, FlipConfig, FlipParams, Obstacle, Sink, Transfer};
+pub use params::{Boundary, FlipConfig, FlipParams, Inflow, Obstacle, Sink, Transfer};
 pub use particles::Particles;
 pub use surface::{SURFACE_KERNEL_RADIUS, SURFACE_PARTICLE_RADIUS};
 
@@ -76,7 +76,7 @@ pub struct FlipSim<const D: usize> {
     // State.
     particles: Particles<D>,
     obstacles: Vec<Obstacle<D>>,
-    emitters: Vec<(Emitter<D>, Vec<[usize; D]>)>,
+    emitters: Vec<(Inflow<D>, Vec<[usize; D]>)>,
     sinks: Vec<Sink>,
     time: f64,
     steps: u64,

@@ -256,7 +256,7 @@ impl<const D: usize> Obstacle<D> {
 /// A source: while active, the cells whose centres lie inside `shape` are kept filled with particles moving
 /// at `velocity` (an inflow; the volume flux is `velocity` through the shape's cross-section).
 #[derive(Clone, Debug, PartialEq)]
-pub struct Emitter<const D: usize> {
+pub struct Inflow<const D: usize> {
     /// Where liquid enters.
     pub shape: Shape,
     /// Velocity of the emitted liquid (m/s).

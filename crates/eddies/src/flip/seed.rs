@@ -2,7 +2,7 @@
 //! Simulation for Computer Graphics*), obstacles, emitters and sinks, and the reseeding band that keeps
 //! every cell of the liquid between a lower and an upper particle count (Eng's PIC/FLIP).
 
-use super::{Emitter, FlipSim, Obstacle, Sink};
+use super::{FlipSim, Inflow, Obstacle, Sink};
 use crate::grid::to_dvec3;
 use crate::rng::SplitMix64;
 use crate::shape::Shape;
@@ -89,8 +89,8 @@ impl<const D: usize> FlipSim<D> {
         self.resort();
     }
 
-    /// Adds an emitter.
-    pub fn add_emitter(&mut self, emitter: Emitter<D>) {
+    /// Adds an inflow (a scene's `[[emitter]]`).
+    pub fn add_inflow(&mut self, emitter: Inflow<D>) {
         let mut cells = Vec::new();
         let (o, h) = (self.count.origin, self.count.spacing);
         for i in 0..self.count.len() {

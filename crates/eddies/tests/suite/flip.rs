@@ -223,7 +223,7 @@ fn busy_2d() -> FlipSim<2> {
         angular_velocity: [0.0, 0.0, 3.0],
         center: [0.6, 0.15],
     });
-    sim.add_emitter(eddies::flip::Emitter {
+    sim.add_inflow(eddies::flip::Inflow {
         shape: Shape::Sphere {
             center: glam::DVec3::new(0.8, 0.5, 0.0),
             radius: 0.04,
