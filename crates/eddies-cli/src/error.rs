@@ -5,9 +5,9 @@
 use std::io;
 use std::path::PathBuf;
 
+use eddies::linsolve::SolveError;
 use eddies::SimError;
 
-use crate::bench::case::BenchError;
 use crate::interrupt::Signal;
 use crate::load::SceneError;
 use crate::output::{OutputFolderError, ResolvedSceneError};
@@ -171,6 +171,37 @@ impl CliError {
         }
         s
     }
+}
+
+/// Why a benchmark case failed; `eddies bench` prints it after `benchmark NAME failed: `. Defined here,
+/// with the errors it wraps, so that this module imports none of the commands that return it.
+#[derive(Debug, thiserror::Error)]
+pub enum BenchError {
+    /// A simulation could not be set up or a step failed.
+    #[error("{0}")]
+    Sim(#[from] SimError),
+    /// A pressure operator, solver or multigrid could not be set up, or a solve failed.
+    #[error("{0}")]
+    Solve(#[from] SolveError),
+    /// A timed PCG solve failed.
+    #[error("{preconditioner} at {n}³: {source}")]
+    Pcg {
+        /// The preconditioner's name.
+        preconditioner: &'static str,
+        /// Cells per axis.
+        n: usize,
+        /// Why the solve failed.
+        source: SolveError,
+    },
+    /// A built-in scene the case runs is missing.
+    #[error("no built-in scene {0}")]
+    MissingScene(&'static str),
+    /// A built-in scene the case runs does not load.
+    #[error("{0}")]
+    Scene(#[from] SceneError),
+    /// A frame could not be rendered.
+    #[error("{0}")]
+    Render(#[from] RenderError),
 }
 
 #[cfg(test)]

@@ -3,44 +3,12 @@
 
 use std::time::Instant;
 
-use eddies::linsolve::SolveError;
-use eddies::{SimError, StepRecord};
+use eddies::StepRecord;
 
-use crate::load::SceneError;
-use crate::render::RenderError;
+pub use crate::error::BenchError;
 
 /// Steps taken before timing.
 pub const WARMUP_STEPS: usize = 3;
-
-/// Why a benchmark case failed; `eddies bench` prints it after `benchmark NAME failed: `.
-#[derive(Debug, thiserror::Error)]
-pub enum BenchError {
-    /// A simulation could not be set up or a step failed.
-    #[error("{0}")]
-    Sim(#[from] SimError),
-    /// A pressure operator, solver or multigrid could not be set up, or a solve failed.
-    #[error("{0}")]
-    Solve(#[from] SolveError),
-    /// A timed PCG solve failed.
-    #[error("{preconditioner} at {n}³: {source}")]
-    Pcg {
-        /// The preconditioner's name.
-        preconditioner: &'static str,
-        /// Cells per axis.
-        n: usize,
-        /// Why the solve failed.
-        source: SolveError,
-    },
-    /// A built-in scene the case runs is missing.
-    #[error("no built-in scene {0}")]
-    MissingScene(&'static str),
-    /// A built-in scene the case runs does not load.
-    #[error("{0}")]
-    Scene(#[from] SceneError),
-    /// A frame could not be rendered.
-    #[error("{0}")]
-    Render(#[from] RenderError),
-}
 
 /// One measured number.
 #[derive(Clone, Debug, PartialEq)]
