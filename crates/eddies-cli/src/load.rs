@@ -753,10 +753,12 @@ mod tests {
     fn an_enum_of_the_wrong_type_names_its_values() {
         let e = err("[reint]\neos = 3\n");
         assert_eq!(e.key, "reint.eos");
-        assert_eq!(
-            e.allowed.as_deref(),
-            Some("one of \"quadratic\", \"tait\", \"ideal-gas\"")
-        );
+        let allowed = e.allowed.unwrap();
+        // Every law, as the library names them (a new one joins the list by itself).
+        assert!(allowed.starts_with("one of "), "{allowed}");
+        for law in ["\"quadratic\"", "\"tait\"", "\"ideal-gas\""] {
+            assert!(allowed.contains(law), "{allowed}");
+        }
         let e = err("method = \"vpm\"\ndim = 3\n[vpm]\nvelocity = 4\n");
         assert_eq!(e.key, "vpm.velocity");
         assert!(e.allowed.unwrap().contains("\"poisson\""));
