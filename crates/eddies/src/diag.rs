@@ -108,11 +108,6 @@ impl StageTimer {
     pub fn total_ms(&self) -> f64 {
         self.stages.iter().map(|(_, t)| t).sum()
     }
-
-    /// Forgets all times, keeping the allocation.
-    pub fn clear(&mut self) {
-        self.stages.clear();
-    }
 }
 
 #[cfg(test)]

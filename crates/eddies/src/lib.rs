@@ -9,8 +9,12 @@
 //! multigrid, for the pressure projection and vector Poisson problems).
 //!
 //! Foundations shared by the methods: [`grid`] (cell-centred and staggered grids, stencils, sampling), [`par`]
-//! (deterministic parallel loops), [`shape`] (signed-distance shapes), [`diag`] (per-step records and timers)
-//! and the [`sim::Simulation`] trait through which drivers run any method.
+//! (deterministic parallel loops), [`rng`] (the seeded generator), [`shape`] (signed-distance shapes),
+//! [`check`] (value checks that name their key), [`diag`] (per-step records and timers) and [`sim`]: the
+//! [`Simulation`] trait through which drivers run any method, its step template around each method's
+//! `advance`, and the [`Description`] each method gives of itself. Each method's parameter type
+//! ([`reint::ReintParams`], [`flip::FlipParams`], [`vpm::VpmParams`]) is its section of a scene file, with
+//! its defaults and `validate()`. [`validation`] sits above the methods: the cases `eddies validate` runs.
 //!
 //! ```
 //! use eddies::reint::{ReintConfig, ReintSim};
