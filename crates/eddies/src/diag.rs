@@ -104,6 +104,11 @@ impl StageTimer {
         &self.stages
     }
 
+    /// The stage times, the timer spent.
+    pub fn into_stages(self) -> Vec<(&'static str, f64)> {
+        self.stages
+    }
+
     /// Sum of all stage times (ms).
     pub fn total_ms(&self) -> f64 {
         self.stages.iter().map(|(_, t)| t).sum()

@@ -176,7 +176,7 @@ pub trait Simulation: Send {
             dt,
             substeps,
             wall_ms: start.elapsed().as_secs_f64() * 1e3,
-            stage_ms: timer.stages().to_vec(),
+            stage_ms: timer.into_stages(),
             quantities,
             clamps,
         })
