@@ -110,6 +110,15 @@ pub enum SimError {
     /// An input the method cannot work with (a time step, a resolution, a substance index).
     #[error("{0}")]
     InvalidInput(String),
+    /// The device a backend runs on failed (lost, out of memory) at or after `step`: the state since the
+    /// last read-back is gone.
+    #[error("the device failed at step {step}: {detail}")]
+    Device {
+        /// The last step submitted.
+        step: u64,
+        /// What the device reported.
+        detail: String,
+    },
 }
 
 impl SimError {
@@ -182,6 +191,15 @@ pub trait Simulation: Send {
         })
     }
     /// Names of the grid fields [`Simulation::field`] can return.
+    /// Fills in the quantities and clamps of steps whose diagnostics a device computes and reads back later:
+    /// the GPU backend returns them empty from [`Simulation::step`] and reads them, with the state, once per
+    /// output frame. `records` are the steps since the last call, in order. A divergence found in them is
+    /// reported here. Methods that measure within the step have nothing to do.
+    fn complete_records(&mut self, records: &mut [StepRecord]) -> Result<(), SimError> {
+        let _ = records;
+        Ok(())
+    }
+
     fn field_names(&self) -> Vec<&'static str> {
         self.describe().fields
     }

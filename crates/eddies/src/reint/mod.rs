@@ -21,11 +21,15 @@
 // Per-axis loops index several `[_; D]` arrays (position, velocity, normal) together.
 #![allow(clippy::needless_range_loop)]
 
+mod device;
 mod eos;
 mod kernels;
 mod params;
 mod state;
 
+pub use device::{
+    max_dt, DeviceScene, EmitterCells, InteriorState, NearSolidCell, SinkCells, StepConstants,
+};
 pub use eos::Eos;
 pub use params::{Boundary, Emitter, ReintConfig, ReintParams, Sink, Substance};
 
@@ -173,14 +177,16 @@ impl<const D: usize> ReintSim<D> {
         let substances = cfg.substances.len();
         Ok(Self {
             cur: State::new(len, substances),
-            next: State::new(len, substances),
-            rho: vec![0.0; len],
-            q: vec![0.0; len],
-            acc: std::array::from_fn(|_| vec![0.0; len]),
-            scale: vec![0.0; len],
+            // The step's buffers are made by the first step (see `ensure_scratch`): a simulation that a
+            // device backend runs never needs them.
+            next: State::new(0, substances),
+            rho: Vec::new(),
+            q: Vec::new(),
+            acc: std::array::from_fn(|_| Vec::new()),
+            scale: Vec::new(),
             occupied: vec![true; kernels::occupancy_len(&layout)],
             totals: vec![kernels::Totals::default(); kernels::occupancy_len(&layout)],
-            deficit: (0..substances).map(|_| vec![0.0; len]).collect(),
+            deficit: (0..substances).map(|_| Vec::new()).collect(),
             unit: cfg
                 .substances
                 .iter()
@@ -205,6 +211,20 @@ impl<const D: usize> ReintSim<D> {
             layout,
             cfg,
         })
+    }
+
+    /// Allocates the buffers of a step, once.
+    fn ensure_scratch(&mut self) {
+        let len = self.layout.len();
+        if self.rho.len() == len {
+            return;
+        }
+        self.next = State::new(len, self.cur.mass.len());
+        self.rho = vec![0.0; len];
+        self.q = vec![0.0; len];
+        self.acc = std::array::from_fn(|_| vec![0.0; len]);
+        self.scale = vec![0.0; len];
+        self.deficit = (0..self.cur.mass.len()).map(|_| vec![0.0; len]).collect();
     }
 
     fn check(cfg: &ReintConfig<D>) -> Result<(), SimError> {
@@ -527,6 +547,7 @@ impl<const D: usize> ReintSim<D> {
     /// Advects the fluid by `dt` seconds without forces or gravity: the reintegration pass alone (advance and
     /// gather), e.g. to move mass through a prescribed velocity field.
     pub fn advect(&mut self, dt: f64) {
+        self.ensure_scratch();
         let dt = dt as f32;
         let r = self.cfg.params.diffusion_radius;
         kernels::occupancy(&self.layout, &self.cur, &mut self.occupied);
@@ -569,33 +590,10 @@ impl<const D: usize> ReintSim<D> {
         }
     }
 
-    /// Stages "density" and "forces": SPH accelerations into `self.acc`.
-    fn forces(&mut self, timer: &mut StageTimer) {
+    /// The SPH force constants in cell units.
+    fn force_consts(&self) -> ForceConsts {
         let p = &self.cfg.params;
         let h = self.cfg.cell_size;
-        let volume = self.cell_volume();
-        let eos = p.eos.term(p.sound_speed, p.gamma);
-        let substances = &self.cfg.substances;
-        let tension = p.tension;
-        let rho_min = RHO_VACUUM
-            * substances
-                .iter()
-                .map(|s| s.rest_density)
-                .fold(f32::INFINITY, f32::min);
-        let (layout, cur, rho, q, unit) = (
-            &self.layout,
-            &self.cur,
-            &mut self.rho,
-            &mut self.q,
-            &self.unit,
-        );
-        timer.time("density", || {
-            with_substances!(substances.len(), S => {
-                let unit: [f32; S] = std::array::from_fn(|k| unit[k] as f32);
-                let inv_q = 1.0 / QUANTA_PER_REST_CELL;
-                kernels::density::<D, S>(layout, cur, (1.0 / volume) as f32, unit, inv_q, rho_min, eos, tension, rho, q)
-            })
-        });
         // The spiky kernel's 3σ(h − r)² over r, normalised so that on the particle lattice its gradient sum is
         // exact, Σⱼ xⱼ,ₐ² · 3σ(h − |xⱼ|)²/|xⱼ| = 1 (the continuum value). A 3^D stencil truncates the kernel,
         // which would otherwise weaken the pressure gradient (to 0.655 of its value in 2D with h = 1.5).
@@ -613,11 +611,36 @@ impl<const D: usize> ReintSim<D> {
                 }
             })
             .sum();
-        let k = ForceConsts {
+        ForceConsts {
             h: p.kernel_radius,
             pressure: (1.0 / (moment * h * h)) as f32,
             viscosity: (p.viscosity as f64 / (moment * h * h)) as f32,
-        };
+        }
+    }
+
+    /// Stages "density" and "forces": SPH accelerations into `self.acc`.
+    fn forces(&mut self, timer: &mut StageTimer) {
+        let p = &self.cfg.params;
+        let volume = self.cell_volume();
+        let eos = p.eos.term(p.sound_speed, p.gamma);
+        let substances = &self.cfg.substances;
+        let tension = p.tension;
+        let rho_min = self.rho_min();
+        let (layout, cur, rho, q, unit) = (
+            &self.layout,
+            &self.cur,
+            &mut self.rho,
+            &mut self.q,
+            &self.unit,
+        );
+        timer.time("density", || {
+            with_substances!(substances.len(), S => {
+                let unit: [f32; S] = std::array::from_fn(|k| unit[k] as f32);
+                let inv_q = 1.0 / QUANTA_PER_REST_CELL;
+                kernels::density::<D, S>(layout, cur, (1.0 / volume) as f32, unit, inv_q, rho_min, eos, tension, rho, q)
+            })
+        });
+        let k = self.force_consts();
         if self.cfg.boundary == Boundary::Closed {
             self.mirror_walls(GhostStage::Forces);
         }
@@ -869,17 +892,7 @@ impl<const D: usize> Simulation for ReintSim<D> {
     /// The step that moves the fastest particle, or a sound wave, `cfl` cells (and gravity's speed-up over one
     /// cell), whichever is shortest.
     fn max_dt(&self, cfl: f64) -> f64 {
-        let h = self.cfg.cell_size;
-        let speed = self.max_speed as f64 * h;
-        let sound = if self.cfg.params.forces {
-            self.cfg.params.sound_speed as f64
-        } else {
-            0.0
-        };
-        let g = self.cfg.gravity.iter().map(|g| g * g).sum::<f64>().sqrt();
-        let fall = (g * h).sqrt();
-        let v = speed.max(sound).max(fall).max(1e-12);
-        cfl * h / v
+        max_dt(self, self.max_speed, cfl)
     }
 
     fn describe(&self) -> Description {
@@ -890,6 +903,7 @@ impl<const D: usize> Simulation for ReintSim<D> {
         let h = self.cfg.cell_size;
         let r = self.cfg.params.diffusion_radius;
         let gravity = self.cfg.gravity.map(|g| (g / h) as f32);
+        self.ensure_scratch();
 
         if !(self.emitters.is_empty() && self.sinks.is_empty()) {
             timer.time("emit", || self.emit(dt));
@@ -1030,7 +1044,9 @@ impl<const D: usize> Simulation for ReintSim<D> {
     }
 
     fn memory_bytes(&self) -> usize {
+        let scratch = self.rho.len() + self.q.len() + self.scale.len();
+        let vectors: usize = self.acc.iter().chain(&self.deficit).map(Vec::len).sum();
         let len = self.layout.len();
-        self.cur.bytes() + self.next.bytes() + (2 + D + 1 + self.deficit.len() + 1) * len * 4 + len
+        self.cur.bytes() + self.next.bytes() + (scratch + vectors + len) * 4 + len
     }
 }

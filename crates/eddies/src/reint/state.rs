@@ -137,8 +137,14 @@ impl<const D: usize> State<D> {
 
     /// Bytes held.
     pub fn bytes(&self) -> usize {
-        let len = self.pos[0].len();
-        (2 * D + self.mass.len()) * len * std::mem::size_of::<f32>()
+        let values: usize = self
+            .pos
+            .iter()
+            .chain(&self.vel)
+            .chain(&self.mass)
+            .map(Vec::len)
+            .sum();
+        values * std::mem::size_of::<f32>()
     }
 }
 

@@ -1,0 +1,477 @@
+//! The device layer: adapter choice, the device and its error reporting, storage buffers, compute pipelines
+//! built once and cached, timestamp queries where the adapter has them, and read-back.
+//!
+//! Kernels are WGSL files with a prelude of constants (the dimension, the substance count) prepended, so one
+//! source serves every variant; each variant's pipeline is built the first time it is asked for.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use wgpu::util::DeviceExt;
+
+/// Environment variable naming the adapter to use: a case-insensitive part of its name (as `eddies info`
+/// lists them).
+pub const ADAPTER_VAR: &str = "EDDIES_GPU_ADAPTER";
+
+/// What can go wrong with the device.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum GpuError {
+    /// No adapter that can run compute shaders was found.
+    #[error("no GPU adapter found (looked for {looked_for}); run on the CPU with --backend cpu")]
+    NoAdapter { looked_for: String },
+    /// The adapter refused to open a device.
+    #[error("the GPU adapter {adapter} could not open a device: {reason}")]
+    DeviceRequest { adapter: String, reason: String },
+    /// The device ran out of memory.
+    #[error("the GPU ran out of memory: {0}")]
+    OutOfMemory(String),
+    /// The device was lost (driver reset, GPU removed, a kernel that ran too long).
+    #[error("the GPU device was lost: {0}")]
+    DeviceLost(String),
+    /// A problem size the adapter's limits do not allow.
+    #[error("{0}")]
+    Limit(String),
+    /// A validation or internal error of the GPU stack: a bug, reported as such.
+    #[error("GPU error: {0}")]
+    Internal(String),
+}
+
+/// One adapter, as listed by [`adapters`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct AdapterSummary {
+    pub name: String,
+    pub backend: String,
+    pub device_type: String,
+    pub driver: String,
+}
+
+impl std::fmt::Display for AdapterSummary {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} ({}, {}", self.name, self.backend, self.device_type)?;
+        if !self.driver.is_empty() {
+            write!(f, ", {}", self.driver)?;
+        }
+        write!(f, ")")
+    }
+}
+
+fn summary(info: &wgpu::AdapterInfo) -> AdapterSummary {
+    let driver = [info.driver.as_str(), info.driver_info.as_str()]
+        .iter()
+        .filter(|s| !s.is_empty())
+        .copied()
+        .collect::<Vec<_>>()
+        .join(" ");
+    AdapterSummary {
+        name: info.name.clone(),
+        backend: format!("{:?}", info.backend),
+        device_type: match info.device_type {
+            wgpu::DeviceType::DiscreteGpu => "discrete GPU",
+            wgpu::DeviceType::IntegratedGpu => "integrated GPU",
+            wgpu::DeviceType::VirtualGpu => "virtual GPU",
+            wgpu::DeviceType::Cpu => "software (CPU)",
+            wgpu::DeviceType::Other => "other",
+        }
+        .to_string(),
+        driver,
+    }
+}
+
+fn instance() -> wgpu::Instance {
+    wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env())
+}
+
+/// Adapters that can run compute shaders, best first (discrete, integrated, virtual, software).
+fn ranked(instance: &wgpu::Instance) -> Vec<wgpu::Adapter> {
+    let mut found: Vec<wgpu::Adapter> =
+        pollster::block_on(instance.enumerate_adapters(wgpu::Backends::all()))
+            .into_iter()
+            .filter(|a| {
+                a.get_downlevel_capabilities()
+                    .flags
+                    .contains(wgpu::DownlevelFlags::COMPUTE_SHADERS)
+            })
+            .collect();
+    let rank = |a: &wgpu::Adapter| match a.get_info().device_type {
+        wgpu::DeviceType::DiscreteGpu => 0,
+        wgpu::DeviceType::IntegratedGpu => 1,
+        wgpu::DeviceType::VirtualGpu => 2,
+        wgpu::DeviceType::Cpu => 3,
+        wgpu::DeviceType::Other => 4,
+    };
+    found.sort_by_key(rank);
+    found
+}
+
+/// The adapters found on this machine, best first: the first is the one a run uses unless
+/// [`ADAPTER_VAR`] names another.
+pub fn adapters() -> Vec<AdapterSummary> {
+    ranked(&instance())
+        .iter()
+        .map(|a| summary(&a.get_info()))
+        .collect()
+}
+
+/// The first error the device reported, kept until a caller asks.
+type ErrorSlot = Arc<Mutex<Option<GpuError>>>;
+
+/// An open device with its queue and the pipelines built on it.
+pub struct Gpu {
+    device: wgpu::Device,
+    queue: wgpu::Queue,
+    info: AdapterSummary,
+    limits: wgpu::Limits,
+    timestamps: bool,
+    timestamp_period_ns: f32,
+    errors: ErrorSlot,
+    pipelines: Mutex<HashMap<String, Arc<wgpu::ComputePipeline>>>,
+}
+
+impl std::fmt::Debug for Gpu {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Gpu").field("adapter", &self.info).finish()
+    }
+}
+
+impl Gpu {
+    /// Opens the best adapter, or the one [`ADAPTER_VAR`] names.
+    pub fn new() -> Result<Self, GpuError> {
+        let instance = instance();
+        let wanted = std::env::var(ADAPTER_VAR)
+            .ok()
+            .filter(|s| !s.trim().is_empty());
+        let candidates = ranked(&instance);
+        let adapter = match &wanted {
+            Some(name) => {
+                let name = name.to_lowercase();
+                candidates
+                    .into_iter()
+                    .find(|a| a.get_info().name.to_lowercase().contains(&name))
+            }
+            None => candidates.into_iter().next(),
+        };
+        let Some(adapter) = adapter else {
+            let looked_for = match wanted {
+                Some(name) => format!("an adapter whose name contains \"{name}\" ({ADAPTER_VAR})"),
+                None => "Vulkan, Metal or DirectX 12 adapters with compute shaders".into(),
+            };
+            return Err(GpuError::NoAdapter { looked_for });
+        };
+        let info = summary(&adapter.get_info());
+        let timestamps = adapter.features().contains(wgpu::Features::TIMESTAMP_QUERY);
+        let mut required_features = wgpu::Features::empty();
+        if timestamps {
+            required_features |= wgpu::Features::TIMESTAMP_QUERY;
+        }
+        // The adapter's own limits: grids of hundreds of millions of cells need its largest buffers.
+        let limits = adapter.limits();
+        let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
+            label: Some("eddies"),
+            required_features,
+            required_limits: limits.clone(),
+            memory_hints: wgpu::MemoryHints::Performance,
+            ..Default::default()
+        }))
+        .map_err(|e| GpuError::DeviceRequest {
+            adapter: info.name.clone(),
+            reason: e.to_string(),
+        })?;
+        let errors: ErrorSlot = Arc::new(Mutex::new(None));
+        let slot = errors.clone();
+        device.on_uncaptured_error(Arc::new(move |e: wgpu::Error| {
+            let err = match e {
+                wgpu::Error::OutOfMemory { .. } => GpuError::OutOfMemory(e.to_string()),
+                other => GpuError::Internal(other.to_string()),
+            };
+            slot.lock().unwrap().get_or_insert(err);
+        }));
+        let slot = errors.clone();
+        device.set_device_lost_callback(move |reason, message| {
+            if reason != wgpu::DeviceLostReason::Destroyed {
+                slot.lock()
+                    .unwrap()
+                    .get_or_insert(GpuError::DeviceLost(message));
+            }
+        });
+        let timestamp_period_ns = queue.get_timestamp_period();
+        Ok(Self {
+            device,
+            queue,
+            info,
+            limits,
+            timestamps,
+            timestamp_period_ns,
+            errors,
+            pipelines: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// The adapter in use.
+    pub fn adapter(&self) -> &AdapterSummary {
+        &self.info
+    }
+
+    /// Whether kernels can be timed on the device.
+    pub fn has_timestamps(&self) -> bool {
+        self.timestamps
+    }
+
+    pub(crate) fn device(&self) -> &wgpu::Device {
+        &self.device
+    }
+
+    pub(crate) fn queue(&self) -> &wgpu::Queue {
+        &self.queue
+    }
+
+    /// The first error the device reported since the last call, if any.
+    pub fn take_error(&self) -> Result<(), GpuError> {
+        match self.errors.lock().unwrap().take() {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    /// Refuses a storage binding larger than the adapter allows, naming what it is for.
+    pub(crate) fn check_binding(&self, what: &str, bytes: u64) -> Result<(), GpuError> {
+        let max =
+            (self.limits.max_storage_buffer_binding_size as u64).min(self.limits.max_buffer_size);
+        if bytes > max {
+            return Err(GpuError::Limit(format!(
+                "{what} needs a GPU buffer of {bytes} bytes; {} allows at most {max}: choose a smaller grid",
+                self.info.name
+            )));
+        }
+        Ok(())
+    }
+
+    /// A storage buffer of `bytes` zero bytes.
+    pub(crate) fn buffer(&self, label: &str, bytes: u64) -> wgpu::Buffer {
+        self.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some(label),
+            size: bytes.max(4).next_multiple_of(4),
+            usage: wgpu::BufferUsages::STORAGE
+                | wgpu::BufferUsages::COPY_SRC
+                | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        })
+    }
+
+    /// A storage buffer holding `data` (at least one element's worth of bytes).
+    pub(crate) fn buffer_with<T: bytemuck::Pod>(&self, label: &str, data: &[T]) -> wgpu::Buffer {
+        if data.is_empty() {
+            return self.buffer(label, 4);
+        }
+        self.device
+            .create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                label: Some(label),
+                contents: bytemuck::cast_slice(data),
+                usage: wgpu::BufferUsages::STORAGE
+                    | wgpu::BufferUsages::COPY_SRC
+                    | wgpu::BufferUsages::COPY_DST,
+            })
+    }
+
+    /// A uniform buffer of `T`, written with [`Gpu::write`].
+    pub(crate) fn uniform<T: bytemuck::Pod>(&self, label: &str) -> wgpu::Buffer {
+        self.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some(label),
+            size: (std::mem::size_of::<T>() as u64).next_multiple_of(16),
+            usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        })
+    }
+
+    /// Writes `data` at the start of `buffer` (ordered before the next submission).
+    pub(crate) fn write<T: bytemuck::Pod>(&self, buffer: &wgpu::Buffer, data: &[T]) {
+        if !data.is_empty() {
+            self.queue
+                .write_buffer(buffer, 0, bytemuck::cast_slice(data));
+        }
+    }
+
+    /// The pipeline of `source` (a WGSL file whose entry point is `main`) with `prelude` prepended, built
+    /// the first time it is asked for and cached under `key`.
+    pub(crate) fn pipeline(
+        &self,
+        key: &str,
+        prelude: &str,
+        source: &str,
+    ) -> Result<Arc<wgpu::ComputePipeline>, GpuError> {
+        let mut cache = self.pipelines.lock().unwrap();
+        if let Some(p) = cache.get(key) {
+            return Ok(p.clone());
+        }
+        let scope = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let code = format!("{prelude}\n{source}");
+        let module = self
+            .device
+            .create_shader_module(wgpu::ShaderModuleDescriptor {
+                label: Some(key),
+                source: wgpu::ShaderSource::Wgsl(code.into()),
+            });
+        let pipeline = Arc::new(self.device.create_compute_pipeline(
+            &wgpu::ComputePipelineDescriptor {
+                label: Some(key),
+                layout: None,
+                module: &module,
+                entry_point: Some("main"),
+                compilation_options: Default::default(),
+                cache: None,
+            },
+        ));
+        if let Some(e) = pollster::block_on(scope.pop()) {
+            return Err(GpuError::Internal(format!("kernel {key}: {e}")));
+        }
+        cache.insert(key.to_string(), pipeline.clone());
+        Ok(pipeline)
+    }
+
+    /// Runs `f`, which allocates device memory, and reports running out of it as [`GpuError::OutOfMemory`].
+    pub(crate) fn allocating<T>(&self, what: &str, f: impl FnOnce() -> T) -> Result<T, GpuError> {
+        let scope = self.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+        let value = f();
+        match pollster::block_on(scope.pop()) {
+            Some(e) => Err(GpuError::OutOfMemory(format!("{what}: {e}"))),
+            None => Ok(value),
+        }
+    }
+
+    /// A bind group of `pipeline`'s group 0 with `buffers` at bindings 0, 1, 2, …
+    pub(crate) fn bind(
+        &self,
+        pipeline: &wgpu::ComputePipeline,
+        buffers: &[&wgpu::Buffer],
+    ) -> wgpu::BindGroup {
+        let entries: Vec<wgpu::BindGroupEntry> = buffers
+            .iter()
+            .enumerate()
+            .map(|(i, b)| wgpu::BindGroupEntry {
+                binding: i as u32,
+                resource: b.as_entire_binding(),
+            })
+            .collect();
+        self.device.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: None,
+            layout: &pipeline.get_bind_group_layout(0),
+            entries: &entries,
+        })
+    }
+
+    /// Waits for all submitted work, then reports the first device error.
+    pub fn finish(&self) -> Result<(), GpuError> {
+        self.device
+            .poll(wgpu::PollType::wait_indefinitely())
+            .map_err(|e| GpuError::DeviceLost(e.to_string()))?;
+        self.take_error()
+    }
+
+    /// Copies `ranges` (buffer, byte offset, bytes) into one staging buffer with a single submission and
+    /// returns their bytes, in order: one wait for any number of arrays.
+    pub(crate) fn read(
+        &self,
+        ranges: &[(&wgpu::Buffer, u64, u64)],
+    ) -> Result<Vec<Vec<u8>>, GpuError> {
+        let total: u64 = ranges.iter().map(|r| r.2.next_multiple_of(4)).sum();
+        let staging = self.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("read-back"),
+            size: total.max(4),
+            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        let mut encoder = self.device.create_command_encoder(&Default::default());
+        let mut at = 0;
+        for &(buffer, offset, bytes) in ranges {
+            if bytes > 0 {
+                encoder.copy_buffer_to_buffer(buffer, offset, &staging, at, bytes);
+            }
+            at += bytes.next_multiple_of(4);
+        }
+        self.queue.submit([encoder.finish()]);
+        let slice = staging.slice(..);
+        let (tx, rx) = std::sync::mpsc::channel();
+        slice.map_async(wgpu::MapMode::Read, move |r| {
+            let _ = tx.send(r);
+        });
+        self.finish()?;
+        rx.recv()
+            .map_err(|e| GpuError::DeviceLost(e.to_string()))?
+            .map_err(|e| GpuError::DeviceLost(format!("read-back failed: {e}")))?;
+        let view = slice
+            .get_mapped_range()
+            .map_err(|e| GpuError::Internal(e.to_string()))?;
+        let mut out = Vec::with_capacity(ranges.len());
+        let mut at = 0usize;
+        for &(_, _, bytes) in ranges {
+            out.push(view[at..at + bytes as usize].to_vec());
+            at += bytes.next_multiple_of(4) as usize;
+        }
+        drop(view);
+        staging.unmap();
+        Ok(out)
+    }
+
+    /// A timer for compute passes, or `None` where the adapter has no timestamp queries.
+    pub(crate) fn pass_timer(&self, passes: u32) -> Option<PassTimer> {
+        if !self.timestamps || passes == 0 {
+            return None;
+        }
+        let count = 2 * passes;
+        let set = self.device.create_query_set(&wgpu::QuerySetDescriptor {
+            label: Some("pass timer"),
+            ty: wgpu::QueryType::Timestamp,
+            count,
+        });
+        let resolve = self.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("pass timer resolve"),
+            size: 8 * count as u64,
+            usage: wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
+            mapped_at_creation: false,
+        });
+        Some(PassTimer {
+            set,
+            resolve,
+            count,
+            period_ns: self.timestamp_period_ns,
+        })
+    }
+}
+
+/// Timestamps around compute passes, read back in one go.
+pub(crate) struct PassTimer {
+    set: wgpu::QuerySet,
+    resolve: wgpu::Buffer,
+    count: u32,
+    period_ns: f32,
+}
+
+impl PassTimer {
+    /// The timestamp writes of pass `k`.
+    pub fn writes(&self, k: u32) -> wgpu::ComputePassTimestampWrites<'_> {
+        wgpu::ComputePassTimestampWrites {
+            query_set: &self.set,
+            beginning_of_pass_write_index: Some(2 * k),
+            end_of_pass_write_index: Some(2 * k + 1),
+        }
+    }
+
+    /// Resolves the queries at the end of `encoder`'s work.
+    pub fn resolve(&self, encoder: &mut wgpu::CommandEncoder) {
+        encoder.resolve_query_set(&self.set, 0..self.count, &self.resolve, 0);
+    }
+
+    /// Each pass's duration (ms), after the encoder that [`PassTimer::resolve`]d was submitted.
+    pub fn durations_ms(&self, gpu: &Gpu) -> Result<Vec<f64>, GpuError> {
+        let bytes = gpu.read(&[(&self.resolve, 0, 8 * self.count as u64)])?;
+        let ticks: &[u64] = bytemuck::cast_slice(&bytes[0]);
+        Ok(ticks
+            .chunks_exact(2)
+            .map(|t| t[1].saturating_sub(t[0]) as f64 * self.period_ns as f64 * 1e-6)
+            .collect())
+    }
+}
+
+/// Workgroups for `cells` along each axis with workgroups of `size` threads per axis.
+pub(crate) fn groups(n: [u32; 3], size: [u32; 3]) -> [u32; 3] {
+    std::array::from_fn(|a| n[a].div_ceil(size[a]))
+}

@@ -1,0 +1,116 @@
+// What every reintegration-tracking kernel shares: the step's constants, the cell layout and the neighbour
+// walk. The prelude before this file sets D (2 or 3), S (substances, 1 to 4) and the workgroup size.
+//
+// Arrays cover the interior cells, x fastest. Neighbours beyond the domain are, behind closed walls, the
+// mirror image of the cell they face (position and velocity components across the wall negated), and
+// vacuum behind open ones: what the CPU backend's halo of ghost cells holds.
+
+struct Params {
+    nx: u32, ny: u32, nz: u32, cells: u32,
+    dt: f32, r: f32, reach: f32, vmax: f32,
+    c2: f32, gamma: f32, tension: u32, law: u32,
+    rho_min: f32, inv_vol: f32, inv_qpr: f32, kh: f32,
+    kp: f32, kv: f32, closed: u32, has_fluid: u32,
+    gx: f32, gy: f32, gz: f32, forces: u32,
+    unit0: f32, unit1: f32, unit2: f32, unit3: f32,
+    slot: u32, near_count: u32, partials: u32, pad: u32,
+}
+
+// Offsets in the order of the mirror-symmetric sums: (−1 + +1) + 0 along every axis, so that a cell and its
+// mirror image add the same numbers in the same pairs and get the same bits.
+fn order(i: u32) -> i32 {
+    return select(select(0, 1, i == 1u), -1, i == 0u);
+}
+
+// Fields of a workgroup's partial sums and of a step's log entry (u32 words): quanta of substance k as a
+// 64-bit pair at 2k (low) and 2k + 1 (high), then f32 bits of kinetic energy, momentum, largest squared
+// speed, and the count of speed-limited velocity components. A log entry adds, from word 16, the quanta
+// emitters have put in so far (pairs per substance) and from word 24 those sinks have taken out.
+const P_KINETIC: u32 = 8u;
+const P_MOMENTUM: u32 = 9u;
+const P_SPEED2: u32 = 12u;
+const P_CLAMPS: u32 = 13u;
+const P_WORDS: u32 = 16u;
+const LOG_WORDS: u32 = 32u;
+
+fn grid_n(p: Params) -> vec3<i32> {
+    return vec3<i32>(i32(p.nx), i32(p.ny), i32(p.nz));
+}
+
+fn cell_index(c: vec3<i32>, p: Params) -> u32 {
+    return u32(c.x) + p.nx * (u32(c.y) + p.ny * u32(c.z));
+}
+
+// The cell of this invocation, or a negative x for an invocation past the grid.
+fn my_cell(gid: vec3<u32>, p: Params) -> vec3<i32> {
+    if gid.x >= p.nx || gid.y >= p.ny || gid.z >= p.nz {
+        return vec3<i32>(-1, 0, 0);
+    }
+    return vec3<i32>(gid);
+}
+
+// The neighbour of `c` at offset `o`: its index, the signs its position and velocity take (−1 along
+// mirrored axes), and whether it exists (false beyond an open boundary).
+struct Nb {
+    index: u32,
+    sign: vec3<f32>,
+    valid: bool,
+}
+
+fn neighbour(c: vec3<i32>, o: vec3<i32>, p: Params) -> Nb {
+    let n = grid_n(p);
+    var q = c + o;
+    var sign = vec3<f32>(1.0, 1.0, 1.0);
+    var valid = true;
+    for (var a = 0u; a < D; a++) {
+        if q[a] < 0 || q[a] >= n[a] {
+            q[a] = clamp(q[a], 0, n[a] - 1);
+            sign[a] = -1.0;
+            valid = valid && p.closed != 0u;
+        }
+    }
+    return Nb(cell_index(q, p), sign, valid);
+}
+
+// The offset of step (zi, yi, xi) of the walk over the 3^D neighbours, each index in 0..3.
+fn offset_of(zi: u32, yi: u32, xi: u32) -> vec3<i32> {
+    var o = vec3<i32>(order(xi), order(yi), 0);
+    if D == 3u {
+        o.z = order(zi);
+    }
+    return o;
+}
+
+// Planes of the walk: three in 3D, one in 2D.
+fn planes() -> u32 {
+    return select(1u, 3u, D == 3u);
+}
+
+fn unit_of(k: u32, p: Params) -> f32 {
+    switch k {
+        case 0u: { return p.unit0; }
+        case 1u: { return p.unit1; }
+        case 2u: { return p.unit2; }
+        default: { return p.unit3; }
+    }
+}
+
+// Overlap of a box of half-size r centred at x with the cell [−½, ½] along one axis: (length, centre).
+fn overlap(x: f32, r: f32) -> vec2<f32> {
+    let lo = max(x - r, -0.5);
+    let hi = min(x + r, 0.5);
+    let len = select(0.0, hi - lo, hi - lo > 0.0);
+    return vec2<f32>(len, 0.5 * (lo + hi));
+}
+
+// Whether a box centred at x (one axis, in a cell's frame) has its centre in the cell: half-open.
+fn centre_in_cell(x: f32) -> bool {
+    return x >= -0.5 && x < 0.5;
+}
+
+// Adds two 64-bit counts held as (low, high) pairs.
+fn add64(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> {
+    let lo = a.x + b.x;
+    let carry = select(0u, 1u, lo < a.x);
+    return vec2<u32>(lo, a.y + b.y + carry);
+}

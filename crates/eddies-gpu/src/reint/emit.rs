@@ -1,0 +1,167 @@
+//! Stage "emit": emitters and sinks, one dispatch each in the scene's order (`emit.wgsl`).
+
+use eddies::reint::{EmitterCells, SinkCells};
+
+use super::Buffers;
+use crate::device::{Gpu, GpuError};
+
+/// One source's constants (`Source` in `emit.wgsl`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, bytemuck::Pod, bytemuck::Zeroable)]
+struct Source {
+    first: u32,
+    count: u32,
+    pad1: u32,
+    sink: u32,
+    substance: u32,
+    fill_to: f32,
+    keep: f32,
+    pad: u32,
+    velocity: [f32; 4],
+}
+
+/// A source with its uniform and bind groups.
+struct Bound {
+    constants: Source,
+    uniform: wgpu::Buffer,
+    bind: [wgpu::BindGroup; 2],
+    /// The emitter's active times, or `None` for a sink.
+    active: Option<(f64, f64)>,
+    /// A sink's rate (1/s).
+    rate: f32,
+}
+
+/// The emit kernel and the scene's sources.
+pub(super) struct Emit<const D: usize> {
+    pipeline: Option<std::sync::Arc<wgpu::ComputePipeline>>,
+    sources: Vec<Bound>,
+}
+
+impl<const D: usize> Emit<D> {
+    pub fn new(
+        gpu: &Gpu,
+        prelude: &str,
+        variant: &str,
+        b: &Buffers,
+        emitters: &[EmitterCells<D>],
+        sinks: &[SinkCells],
+    ) -> Result<Self, GpuError> {
+        let mut cells: Vec<u32> = Vec::new();
+        let mut listed = Vec::new();
+        for e in emitters {
+            let velocity = std::array::from_fn(|a| if a < D { e.velocity[a] } else { 0.0 });
+            listed.push((
+                Source {
+                    first: cells.len() as u32,
+                    count: e.cells.len() as u32,
+                    substance: e.substance as u32,
+                    fill_to: e.target,
+                    velocity,
+                    ..Default::default()
+                },
+                Some(e.active),
+                0.0,
+            ));
+            cells.extend(&e.cells);
+        }
+        for s in sinks {
+            listed.push((
+                Source {
+                    first: cells.len() as u32,
+                    count: s.cells.len() as u32,
+                    sink: 1,
+                    ..Default::default()
+                },
+                None,
+                s.rate,
+            ));
+            cells.extend(&s.cells);
+        }
+        listed.retain(|(s, _, _)| s.count > 0);
+        if listed.is_empty() {
+            return Ok(Self {
+                pipeline: None,
+                sources: Vec::new(),
+            });
+        }
+        let pipeline = gpu.pipeline(
+            &format!("reint emit {variant}"),
+            prelude,
+            include_str!("emit.wgsl"),
+        )?;
+        let cell_buffer = gpu.buffer_with("source cells", &cells);
+        let sources = listed
+            .into_iter()
+            .map(|(constants, active, rate)| {
+                let uniform = gpu.uniform::<Source>("source");
+                gpu.write(&uniform, &[constants]);
+                let bind = std::array::from_fn(|cur| {
+                    gpu.bind(
+                        &pipeline,
+                        &[
+                            &b.params,
+                            &uniform,
+                            &cell_buffer,
+                            &b.motion,
+                            &b.mass[cur],
+                            &b.exchange,
+                        ],
+                    )
+                });
+                Bound {
+                    constants,
+                    uniform,
+                    bind,
+                    active,
+                    rate,
+                }
+            })
+            .collect();
+        Ok(Self {
+            pipeline: Some(pipeline),
+            sources,
+        })
+    }
+
+    /// Encodes the sources that act in a step of `dt` seconds starting at `time`.
+    pub fn encode(
+        &self,
+        gpu: &Gpu,
+        encoder: &mut wgpu::CommandEncoder,
+        cur: usize,
+        time: f64,
+        dt: f64,
+    ) {
+        let Some(pipeline) = &self.pipeline else {
+            return;
+        };
+        for s in &self.sources {
+            match s.active {
+                Some((from, until)) if time < from || time >= until => continue,
+                Some(_) => {}
+                None => {
+                    // The keep factor depends on the step: as the CPU backend computes it.
+                    let keep = SinkCells {
+                        rate: s.rate,
+                        cells: Vec::new(),
+                    }
+                    .keep(dt);
+                    gpu.write(
+                        &s.uniform,
+                        &[Source {
+                            keep,
+                            ..s.constants
+                        }],
+                    );
+                }
+            }
+            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                label: Some("emit"),
+                timestamp_writes: None,
+            });
+            pass.set_pipeline(pipeline);
+            pass.set_bind_group(0, &s.bind[cur], &[]);
+            pass.dispatch_workgroups(s.constants.count.div_ceil(64), 1, 1);
+        }
+    }
+}

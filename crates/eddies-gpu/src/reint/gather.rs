@@ -1,0 +1,57 @@
+//! Stage "reintegrate": the gather of every cell's new particle (`gather.wgsl`).
+
+use super::Buffers;
+use crate::device::{Gpu, GpuError};
+
+/// The gather kernel, bound to each of the two mass buffers (reading one, writing the other).
+pub(super) struct Gather {
+    pipeline: std::sync::Arc<wgpu::ComputePipeline>,
+    bind: [wgpu::BindGroup; 2],
+    grid: [u32; 3],
+}
+
+impl Gather {
+    pub fn new(
+        gpu: &Gpu,
+        prelude: &str,
+        variant: &str,
+        b: &Buffers,
+        grid: [u32; 3],
+    ) -> Result<Self, GpuError> {
+        let pipeline = gpu.pipeline(
+            &format!("reint gather {variant}"),
+            prelude,
+            include_str!("gather.wgsl"),
+        )?;
+        let bind = std::array::from_fn(|cur| {
+            gpu.bind(
+                &pipeline,
+                &[
+                    &b.params,
+                    &b.advanced,
+                    &b.mass[cur],
+                    &b.book,
+                    &b.fluid,
+                    &b.motion,
+                    &b.mass[1 - cur],
+                    &b.partials,
+                ],
+            )
+        });
+        Ok(Self {
+            pipeline,
+            bind,
+            grid,
+        })
+    }
+
+    pub fn encode(&self, encoder: &mut wgpu::CommandEncoder, cur: usize) {
+        let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+            label: Some("gather"),
+            timestamp_writes: None,
+        });
+        pass.set_pipeline(&self.pipeline);
+        pass.set_bind_group(0, &self.bind[cur], &[]);
+        pass.dispatch_workgroups(self.grid[0], self.grid[1], self.grid[2]);
+    }
+}

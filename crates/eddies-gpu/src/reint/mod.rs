@@ -1,0 +1,598 @@
+//! Reintegration tracking on the GPU: the method of [`eddies::reint`], step for step, in WGSL.
+//!
+//! A scene is built and filled on the host as a [`ReintSim`] (its checks, obstacles, emitters and sinks are
+//! the library's); [`ReintGpu::new`] takes it over. A step is one submission of six kernels, one file each:
+//! [`emit`] (sources and sinks), [`forces`] (density, SPH forces and the advance, fused), [`obstacles`],
+//! [`normalise`] (the bookkeeping that makes mass exact), [`gather`] (the reintegration) and [`reduce`] (the
+//! step's diagnostics into a log on the device). Nothing is read back per step: the log and the state come
+//! back once per frame, in [`Simulation::complete_records`].
+//!
+//! GPU memory per cell: the state twice over (positions and velocities, then masses, D + D + S values each,
+//! as the gather must not overwrite what its neighbours still read) and the scale and S deficits of the
+//! bookkeeping: 48 bytes in 2D and 64 in 3D with one substance. The fluid mask (4 bytes) only with
+//! obstacles.
+//!
+//! Every kernel writes only its own cell's values, integer totals use integer arithmetic and every float sum
+//! has a fixed order: a run repeats bit for bit on one device.
+
+mod emit;
+mod forces;
+mod gather;
+mod impulse;
+mod normalise;
+mod obstacles;
+mod reduce;
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+
+use eddies::diag::{Clamp, Quantity, StageTimer, StepRecord};
+use eddies::reint::{DeviceScene, Eos, InteriorState, ReintSim, StepConstants};
+use eddies::{Advance, Description, Field, SimError, Simulation};
+
+use crate::device::{groups, Gpu, GpuError};
+
+/// The WGSL every kernel starts with, after the prelude.
+const COMMON: &str = include_str!("common.wgsl");
+
+/// Words of a workgroup's partial sums and of a log entry (see `common.wgsl`).
+const PARTIAL_WORDS: u64 = 16;
+const LOG_WORDS: usize = 32;
+
+/// Steps the device log holds: when it is full the host reads it, so this bounds how far apart read-backs
+/// may be.
+const LOG_STEPS: usize = 1024;
+
+/// The step's constants as the kernels read them (`Params` in `common.wgsl`, word for word).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, bytemuck::Pod, bytemuck::Zeroable)]
+struct Params {
+    n: [u32; 3],
+    cells: u32,
+    dt: f32,
+    r: f32,
+    reach: f32,
+    vmax: f32,
+    c2: f32,
+    gamma: f32,
+    tension: u32,
+    law: u32,
+    rho_min: f32,
+    inv_vol: f32,
+    inv_qpr: f32,
+    kh: f32,
+    kp: f32,
+    kv: f32,
+    closed: u32,
+    has_fluid: u32,
+    gravity: [f32; 3],
+    forces: u32,
+    unit: [f32; 4],
+    slot: u32,
+    near_count: u32,
+    partials: u32,
+    pad: u32,
+}
+
+/// The WGSL constants of a variant: dimension, substances and the workgroup's shape.
+fn prelude(dim: usize, substances: usize) -> String {
+    let [x, y, z] = workgroup(dim);
+    format!(
+        "const D: u32 = {dim}u;\nconst S: u32 = {substances}u;\nconst WG_X: u32 = {x}u;\nconst WG_Y: u32 = {y}u;\n\
+         const WG_Z: u32 = {z}u;\n{COMMON}"
+    )
+}
+
+/// Cells per workgroup along each axis: 16 × 16 tiles in 2D, 8 × 8 × 4 blocks in 3D (256 invocations).
+fn workgroup(dim: usize) -> [u32; 3] {
+    if dim == 2 {
+        [16, 16, 1]
+    } else {
+        [8, 8, 4]
+    }
+}
+
+/// The device buffers of a simulation.
+struct Buffers {
+    params: wgpu::Buffer,
+    /// Positions then velocities of the state (D arrays each).
+    motion: wgpu::Buffer,
+    /// The advanced particles, laid out as `motion`.
+    advanced: wgpu::Buffer,
+    /// Masses, S arrays each: the state's and the next step's, alternating.
+    mass: [wgpu::Buffer; 2],
+    /// Scale, then S deficits.
+    book: wgpu::Buffer,
+    fluid: wgpu::Buffer,
+    near: wgpu::Buffer,
+    partials: wgpu::Buffer,
+    log: wgpu::Buffer,
+    /// Quanta put in and taken out so far, 64-bit pairs per substance.
+    exchange: wgpu::Buffer,
+}
+
+/// One step's diagnostics as the device logged them.
+#[derive(Clone, Copy, Debug)]
+struct LogEntry {
+    quanta: [u64; 4],
+    kinetic: f32,
+    momentum: [f32; 3],
+    speed2: f32,
+    clamps: u32,
+    injected: [u64; 4],
+    removed: [u64; 4],
+}
+
+impl LogEntry {
+    fn parse(words: &[u32]) -> Self {
+        let pair = |at: usize| words[at] as u64 | (words[at + 1] as u64) << 32;
+        let f = |at: usize| f32::from_bits(words[at]);
+        Self {
+            quanta: std::array::from_fn(|k| pair(2 * k)),
+            kinetic: f(8),
+            momentum: [f(9), f(10), f(11)],
+            speed2: f(12),
+            clamps: words[13],
+            injected: std::array::from_fn(|k| pair(16 + 2 * k)),
+            removed: std::array::from_fn(|k| pair(24 + 2 * k)),
+        }
+    }
+}
+
+/// A step taken whose diagnostics are still on the device.
+#[derive(Clone, Copy, Debug)]
+struct Pending {
+    step: u64,
+    dt: f64,
+    slot: u32,
+}
+
+/// A reintegration-tracking simulation in `D` dimensions on the GPU.
+pub struct ReintGpu<const D: usize> {
+    gpu: Arc<Gpu>,
+    /// The host simulation the scene was built as: constants, descriptions, and the state as of `synced`,
+    /// for fields and particles.
+    host: Mutex<ReintSim<D>>,
+    /// The step whose state the host holds, or `None` if the device has moved on.
+    synced: Mutex<Option<u64>>,
+    constants: StepConstants<D>,
+    n: [u32; 3],
+    cells: u32,
+    buffers: Buffers,
+    /// Which of the two mass buffers holds the state.
+    current: usize,
+    forces: forces::Forces,
+    obstacles: Option<obstacles::Obstacles>,
+    normalise: normalise::Normalise,
+    gather: gather::Gather,
+    reduce: reduce::Reduce,
+    emit: emit::Emit<D>,
+    impulse: impulse::Impulse,
+    partials: u32,
+    time: f64,
+    steps: u64,
+    /// Largest particle speed of the last step read back (cells/s).
+    max_speed: f32,
+    pending: VecDeque<Pending>,
+    /// Entries read back whose records have not been completed yet.
+    read: VecDeque<(Pending, LogEntry)>,
+}
+
+impl<const D: usize> ReintGpu<D> {
+    /// Takes over `host`, a simulation built and filled on the host, and uploads it to `gpu`.
+    pub fn new(gpu: Arc<Gpu>, host: ReintSim<D>) -> Result<Self, GpuError> {
+        let scene: DeviceScene<D> = host.device_scene();
+        let substances = scene.state.mass.len();
+        let cells = scene.state.mass[0].len();
+        let n: [u32; 3] =
+            std::array::from_fn(|a| if a < D { scene.resolution[a] as u32 } else { 1 });
+        let f = 4u64;
+        let motion_bytes = 2 * D as u64 * cells as u64 * f;
+        gpu.check_binding("the particle state", motion_bytes)?;
+        gpu.check_binding(
+            "the masses",
+            (substances as u64 * cells as u64 * f).max((1 + substances as u64) * cells as u64 * f),
+        )?;
+        let wg = workgroup(D);
+        let grid = groups(n, wg);
+        let partials = grid.iter().product::<u32>();
+        let motion: Vec<f32> = scene
+            .state
+            .pos
+            .iter()
+            .chain(&scene.state.vel)
+            .flatten()
+            .copied()
+            .collect();
+        let mass: Vec<f32> = scene.state.mass.iter().flatten().copied().collect();
+        let near: Vec<u32> = scene
+            .near_solid
+            .iter()
+            .flat_map(|c| {
+                let normal: [f32; 3] =
+                    std::array::from_fn(|a| if a < D { c.normal[a] } else { 0.0 });
+                [
+                    c.cell,
+                    c.distance.to_bits(),
+                    normal[0].to_bits(),
+                    normal[1].to_bits(),
+                    normal[2].to_bits(),
+                ]
+            })
+            .collect();
+        let buffers = gpu.allocating("the simulation's buffers", || Buffers {
+            params: gpu.uniform::<Params>("params"),
+            advanced: gpu.buffer("advanced", motion_bytes),
+            motion: gpu.buffer_with("motion", &motion),
+            mass: [
+                gpu.buffer_with("mass 0", &mass),
+                gpu.buffer("mass 1", mass.len() as u64 * f),
+            ],
+            book: gpu.buffer("book", (1 + substances as u64) * cells as u64 * f),
+            fluid: match &scene.fluid {
+                Some(fl) => gpu.buffer_with("fluid", fl),
+                None => gpu.buffer("fluid", 4),
+            },
+            near: gpu.buffer_with("near solid", &near),
+            partials: gpu.buffer("partials", partials as u64 * PARTIAL_WORDS * 4),
+            log: gpu.buffer("log", (LOG_STEPS * LOG_WORDS * 4) as u64),
+            exchange: gpu.buffer("exchange", 16 * 4),
+        })?;
+        let prelude = prelude(D, substances);
+        let variant = format!("{D}d{substances}");
+        let forces = forces::Forces::new(&gpu, &prelude, &variant, &buffers, grid)?;
+        let obstacles = (!scene.near_solid.is_empty())
+            .then(|| {
+                obstacles::Obstacles::new(
+                    &gpu,
+                    &prelude,
+                    &variant,
+                    &buffers,
+                    scene.near_solid.len() as u32,
+                )
+            })
+            .transpose()?;
+        let normalise = normalise::Normalise::new(&gpu, &prelude, &variant, &buffers, grid)?;
+        let gather = gather::Gather::new(&gpu, &prelude, &variant, &buffers, grid)?;
+        let reduce = reduce::Reduce::new(&gpu, &prelude, &variant, &buffers)?;
+        let emit = emit::Emit::new(
+            &gpu,
+            &prelude,
+            &variant,
+            &buffers,
+            &scene.emitters,
+            &scene.sinks,
+        )?;
+        let impulse = impulse::Impulse::new(&gpu, &prelude, &variant, &buffers, grid)?;
+        gpu.finish()?;
+        Ok(Self {
+            constants: scene.constants,
+            max_speed: scene.max_speed,
+            host: Mutex::new(host),
+            synced: Mutex::new(Some(0)),
+            n,
+            cells: cells as u32,
+            current: 0,
+            forces,
+            obstacles,
+            normalise,
+            gather,
+            reduce,
+            emit,
+            impulse,
+            partials,
+            time: 0.0,
+            steps: 0,
+            pending: VecDeque::new(),
+            read: VecDeque::new(),
+            buffers,
+            gpu,
+        })
+    }
+
+    /// The device this simulation runs on.
+    pub fn gpu(&self) -> &Gpu {
+        &self.gpu
+    }
+
+    fn params(&self, dt: f64, slot: u32) -> Params {
+        let c = &self.constants;
+        let r = c.diffusion_radius;
+        let dt = dt as f32;
+        Params {
+            n: self.n,
+            cells: self.cells,
+            dt,
+            r,
+            reach: 1.5 - r,
+            vmax: (1.5 - r + 0.5) / dt,
+            c2: c.c2,
+            gamma: c.gamma,
+            tension: c.tension as u32,
+            law: match c.eos {
+                Eos::IdealGas => 0,
+                Eos::Tait => 1,
+                Eos::Quadratic => 2,
+            },
+            rho_min: c.rho_min,
+            inv_vol: c.inv_cell_volume,
+            inv_qpr: c.inv_quanta_per_rest,
+            kh: c.kernel_h,
+            kp: c.k_pressure,
+            kv: c.k_viscosity,
+            closed: c.closed as u32,
+            has_fluid: self.obstacles.is_some() as u32,
+            gravity: std::array::from_fn(|a| if a < D { c.gravity[a] } else { 0.0 }),
+            forces: c.forces as u32,
+            unit: std::array::from_fn(|k| c.unit.get(k).map_or(0.0, |&u| u as f32)),
+            slot,
+            near_count: self.obstacles.as_ref().map_or(0, |o| o.count),
+            partials: self.partials,
+            pad: 0,
+        }
+    }
+
+    fn device_error(&self, e: GpuError) -> SimError {
+        SimError::Device {
+            step: self.steps,
+            detail: e.to_string(),
+        }
+    }
+
+    /// Reads the log entries of the steps taken since the last read.
+    fn read_log(&mut self) -> Result<(), GpuError> {
+        if self.pending.is_empty() {
+            return Ok(());
+        }
+        let bytes = self
+            .gpu
+            .read(&[(&self.buffers.log, 0, (LOG_STEPS * LOG_WORDS * 4) as u64)])?;
+        let words: &[u32] = bytemuck::cast_slice(&bytes[0]);
+        for p in self.pending.drain(..) {
+            let at = p.slot as usize * LOG_WORDS;
+            let entry = LogEntry::parse(&words[at..at + LOG_WORDS]);
+            self.read.push_back((p, entry));
+        }
+        if let Some((_, e)) = self.read.back() {
+            self.max_speed = e.speed2.max(0.0).sqrt();
+        }
+        Ok(())
+    }
+
+    /// Reads the state back into the host simulation, unless it holds this step's already.
+    fn sync_host(&self) -> Result<(), GpuError> {
+        let mut synced = self.synced.lock().unwrap();
+        if *synced == Some(self.steps) {
+            return Ok(());
+        }
+        let cells = self.cells as u64 * 4;
+        let s = self.constants.unit.len();
+        let bytes = self.gpu.read(&[
+            (&self.buffers.motion, 0, 2 * D as u64 * cells),
+            (&self.buffers.mass[self.current], 0, s as u64 * cells),
+        ])?;
+        let motion: &[f32] = bytemuck::cast_slice(&bytes[0]);
+        let mass: &[f32] = bytemuck::cast_slice(&bytes[1]);
+        let n = self.cells as usize;
+        let state = InteriorState {
+            pos: std::array::from_fn(|a| motion[a * n..(a + 1) * n].to_vec()),
+            vel: std::array::from_fn(|a| motion[(D + a) * n..(D + a + 1) * n].to_vec()),
+            mass: (0..s).map(|k| mass[k * n..(k + 1) * n].to_vec()).collect(),
+        };
+        self.host.lock().unwrap().set_interior_state(&state);
+        *synced = Some(self.steps);
+        Ok(())
+    }
+
+    /// Runs `f` on the host simulation holding the present state (read back if the device moved on).
+    pub fn with_host<R>(&self, f: impl FnOnce(&ReintSim<D>) -> R) -> Result<R, GpuError> {
+        self.sync_host()?;
+        Ok(f(&self.host.lock().unwrap()))
+    }
+
+    /// Total mass of each substance (kg), from the state on the device.
+    pub fn substance_masses(&self) -> Result<Vec<f64>, GpuError> {
+        self.with_host(|h| h.substance_masses())
+    }
+
+    /// A 64-bit hash of the exact bits of the state (the CPU backend's [`ReintSim::checksum`]).
+    pub fn checksum(&self) -> Result<u64, GpuError> {
+        self.with_host(|h| h.checksum())
+    }
+
+    /// The state over the interior cells, in the method's units (cells, cells/s, quanta).
+    pub fn interior_state(&self) -> Result<InteriorState<D>, GpuError> {
+        self.with_host(|h| h.interior_state())
+    }
+
+    /// Adds `velocity` (m/s) to the fluid within `radius` (m) of `center` (m), weighted by the smooth falloff
+    /// `(1 − (d/radius)²)²`, as [`ReintSim::apply_impulse`].
+    pub fn apply_impulse(&mut self, center: [f64; D], radius: f64, velocity: [f32; D]) {
+        let h = self.host.lock().unwrap().config().cell_size;
+        let centre: [f32; 3] =
+            std::array::from_fn(|a| if a < D { (center[a] / h) as f32 } else { 0.0 });
+        let v: [f32; 3] = std::array::from_fn(|a| if a < D { velocity[a] / h as f32 } else { 0.0 });
+        self.gpu.write(&self.buffers.params, &[self.params(1.0, 0)]);
+        self.impulse.run(&self.gpu, centre, v, (radius / h) as f32);
+        *self.synced.lock().unwrap() = None;
+    }
+
+    /// Encodes and submits one step of `dt` seconds whose diagnostics go to log slot `slot`.
+    fn submit(&mut self, dt: f64, slot: u32, timer: &mut StageTimer) {
+        self.gpu
+            .write(&self.buffers.params, &[self.params(dt, slot)]);
+        let cur = self.current;
+        let mut encoder = self
+            .gpu
+            .device()
+            .create_command_encoder(&Default::default());
+        timer.time("emit", || {
+            self.emit
+                .encode(&self.gpu, &mut encoder, cur, self.time, dt)
+        });
+        timer.time("forces", || self.forces.encode(&mut encoder, cur));
+        if let Some(o) = &self.obstacles {
+            timer.time("advance", || o.encode(&mut encoder, cur));
+        }
+        timer.time("reintegrate", || {
+            self.normalise.encode(&mut encoder, cur);
+            self.gather.encode(&mut encoder, cur);
+        });
+        timer.time("diagnostics", || self.reduce.encode(&mut encoder));
+        self.gpu.queue().submit([encoder.finish()]);
+        self.current = 1 - cur;
+    }
+}
+
+impl<const D: usize> Simulation for ReintGpu<D> {
+    fn describe(&self) -> Description {
+        self.host.lock().unwrap().describe()
+    }
+
+    fn dim(&self) -> usize {
+        D
+    }
+
+    fn resolution(&self) -> [usize; 3] {
+        self.n.map(|n| n as usize)
+    }
+
+    fn cell_size(&self) -> f64 {
+        self.host.lock().unwrap().cell_size()
+    }
+
+    fn time(&self) -> f64 {
+        self.time
+    }
+
+    fn steps(&self) -> u64 {
+        self.steps
+    }
+
+    /// As the CPU backend's, with the fastest speed of the last step read back: the device reports once per
+    /// frame, so within a frame the step follows the speeds of the frame before (the speed limit of the
+    /// advance keeps every box within reach all the same, and reports it as a clamp).
+    fn max_dt(&self, cfl: f64) -> f64 {
+        eddies::reint::max_dt(&self.host.lock().unwrap(), self.max_speed, cfl)
+    }
+
+    fn advance(&mut self, dt: f64, timer: &mut StageTimer) -> Result<Advance, SimError> {
+        self.gpu.take_error().map_err(|e| self.device_error(e))?;
+        if self.pending.len() == LOG_STEPS {
+            self.read_log().map_err(|e| self.device_error(e))?;
+        }
+        let slot = (self.steps % LOG_STEPS as u64) as u32;
+        self.submit(dt, slot, timer);
+        self.time += dt;
+        self.steps += 1;
+        *self.synced.lock().unwrap() = None;
+        self.pending.push_back(Pending {
+            step: self.steps,
+            dt,
+            slot,
+        });
+        // The quantities and clamps come with the next read-back (`complete_records`).
+        Ok(Advance {
+            substeps: 1,
+            quantities: Vec::new(),
+            clamps: Vec::new(),
+        })
+    }
+
+    /// Reads the log of the steps since the last call and the state, with one wait: the per-frame read-back.
+    fn complete_records(&mut self, records: &mut [StepRecord]) -> Result<(), SimError> {
+        self.read_log().map_err(|e| self.device_error(e))?;
+        self.sync_host().map_err(|e| self.device_error(e))?;
+        let h = self.cell_size();
+        let unit = self.constants.unit.clone();
+        let s = unit.len();
+        let vmax_of = |dt: f64| (2.0 - self.constants.diffusion_radius as f64) / dt * h;
+        for rec in records.iter_mut() {
+            // Entries of steps before these records (taken outside a frame's records) are dropped.
+            while self.read.front().is_some_and(|(p, _)| p.step < rec.step) {
+                self.read.pop_front();
+            }
+            let Some(&(p, e)) = self.read.front().filter(|(p, _)| p.step == rec.step) else {
+                continue;
+            };
+            self.read.pop_front();
+            let masses: Vec<f64> = (0..s).map(|k| e.quanta[k] as f64 * unit[k]).collect();
+            let injected: f64 = (0..s).map(|k| e.injected[k] as f64 * unit[k]).sum();
+            let removed: f64 = (0..s).map(|k| e.removed[k] as f64 * unit[k]).sum();
+            let max_speed = (e.speed2.max(0.0) as f64).sqrt();
+            if !(e.kinetic.is_finite() && e.speed2.is_finite()) {
+                return Err(SimError::Diverged {
+                    stage: "reintegrate",
+                    step: p.step,
+                    detail: format!("kinetic energy {}, max speed {max_speed}", e.kinetic),
+                });
+            }
+            rec.quantities = vec![
+                ("mass", Quantity::Scalar(masses.iter().sum())),
+                ("substance_mass", Quantity::Vector(masses)),
+                ("mass_injected", Quantity::Scalar(injected)),
+                ("mass_removed", Quantity::Scalar(removed)),
+                ("kinetic_energy", Quantity::Scalar(e.kinetic as f64 * h * h)),
+                (
+                    "momentum",
+                    Quantity::Vector(e.momentum[..D].iter().map(|&m| m as f64 * h).collect()),
+                ),
+                ("max_speed", Quantity::Scalar(max_speed * h)),
+                ("cfl", Quantity::Scalar(max_speed * p.dt)),
+            ];
+            if e.clamps > 0 {
+                rec.clamps = vec![Clamp {
+                    name: "speed",
+                    count: e.clamps as u64,
+                    limit: vmax_of(p.dt),
+                    unit: "m/s",
+                    remedy: "a box may move at most 2 − r cells per step: take smaller steps (time.cfl, --steps-per-frame)",
+                }];
+            }
+        }
+        self.read.clear();
+        Ok(())
+    }
+
+    fn field(&self, name: &str) -> Option<Field> {
+        self.sync_host().ok()?;
+        self.host.lock().unwrap().field(name)
+    }
+
+    fn particle_positions(&self) -> Vec<f32> {
+        match self.sync_host() {
+            Ok(()) => self.host.lock().unwrap().particle_positions(),
+            Err(_) => Vec::new(),
+        }
+    }
+
+    fn substance_colors(&self) -> Vec<[f32; 3]> {
+        self.host.lock().unwrap().substance_colors()
+    }
+
+    /// Bytes of device memory the simulation holds.
+    fn memory_bytes(&self) -> usize {
+        let b = &self.buffers;
+        [
+            &b.motion,
+            &b.advanced,
+            &b.mass[0],
+            &b.mass[1],
+            &b.book,
+            &b.fluid,
+            &b.near,
+            &b.partials,
+            &b.log,
+            &b.exchange,
+        ]
+        .iter()
+        .map(|x| x.size() as usize)
+        .sum()
+    }
+}
+
+/// Bytes of device memory a simulation of `cells` cells and `substances` substances holds per cell, without
+/// obstacles: the figure the benchmarks report.
+pub fn bytes_per_cell(dim: usize, substances: usize) -> usize {
+    4 * (2 * (2 * dim + substances) + 1 + substances)
+}

@@ -1,0 +1,48 @@
+//! The bookkeeping pass that makes mass exact (`normalise.wgsl`).
+
+use super::Buffers;
+use crate::device::{Gpu, GpuError};
+
+/// The bookkeeping kernel, bound to each of the two mass buffers.
+pub(super) struct Normalise {
+    pipeline: std::sync::Arc<wgpu::ComputePipeline>,
+    bind: [wgpu::BindGroup; 2],
+    grid: [u32; 3],
+}
+
+impl Normalise {
+    pub fn new(
+        gpu: &Gpu,
+        prelude: &str,
+        variant: &str,
+        b: &Buffers,
+        grid: [u32; 3],
+    ) -> Result<Self, GpuError> {
+        let pipeline = gpu.pipeline(
+            &format!("reint normalise {variant}"),
+            prelude,
+            include_str!("normalise.wgsl"),
+        )?;
+        let bind = std::array::from_fn(|cur| {
+            gpu.bind(
+                &pipeline,
+                &[&b.params, &b.advanced, &b.mass[cur], &b.book, &b.fluid],
+            )
+        });
+        Ok(Self {
+            pipeline,
+            bind,
+            grid,
+        })
+    }
+
+    pub fn encode(&self, encoder: &mut wgpu::CommandEncoder, cur: usize) {
+        let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+            label: Some("normalise"),
+            timestamp_writes: None,
+        });
+        pass.set_pipeline(&self.pipeline);
+        pass.set_bind_group(0, &self.bind[cur], &[]);
+        pass.dispatch_workgroups(self.grid[0], self.grid[1], self.grid[2]);
+    }
+}

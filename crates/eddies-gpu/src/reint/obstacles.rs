@@ -1,0 +1,49 @@
+//! Obstacles after the advance: particles next to an obstacle kept out of it (`obstacles.wgsl`).
+
+use super::Buffers;
+use crate::device::{Gpu, GpuError};
+
+/// The obstacle kernel over the fluid cells next to an obstacle, bound to each of the two mass buffers.
+pub(super) struct Obstacles {
+    pipeline: std::sync::Arc<wgpu::ComputePipeline>,
+    bind: [wgpu::BindGroup; 2],
+    /// Fluid cells next to an obstacle.
+    pub count: u32,
+}
+
+impl Obstacles {
+    pub fn new(
+        gpu: &Gpu,
+        prelude: &str,
+        variant: &str,
+        b: &Buffers,
+        count: u32,
+    ) -> Result<Self, GpuError> {
+        let pipeline = gpu.pipeline(
+            &format!("reint obstacles {variant}"),
+            prelude,
+            include_str!("obstacles.wgsl"),
+        )?;
+        let bind = std::array::from_fn(|cur| {
+            gpu.bind(
+                &pipeline,
+                &[&b.params, &b.near, &b.mass[cur], &b.fluid, &b.advanced],
+            )
+        });
+        Ok(Self {
+            pipeline,
+            bind,
+            count,
+        })
+    }
+
+    pub fn encode(&self, encoder: &mut wgpu::CommandEncoder, cur: usize) {
+        let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+            label: Some("obstacles"),
+            timestamp_writes: None,
+        });
+        pass.set_pipeline(&self.pipeline);
+        pass.set_bind_group(0, &self.bind[cur], &[]);
+        pass.dispatch_workgroups(self.count.div_ceil(64), 1, 1);
+    }
+}
