@@ -1,4 +1,4 @@
-//! The command line: `eddies run | scenes | validate | bench`, parsed with clap, dispatched, and mapped to
+//! The command line: `eddies run | scenes | validate | bench | info`, parsed with clap, dispatched, and mapped to
 //! exit codes (see [`crate::error`]).
 
 use std::ffi::OsString;
@@ -9,6 +9,7 @@ use clap::{Args, Parser, Subcommand};
 
 use crate::error::{CliError, EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK};
 use crate::runner::{self, RunOptions};
+use crate::scene::Backend;
 use crate::{bench, scenes, validate};
 
 /// Fluid simulation from scene files: reintegration tracking, PIC/FLIP/APIC liquids and vortex particles.
@@ -40,6 +41,9 @@ pub enum Command {
     Validate(ValidateArgs),
     /// Measure performance.
     Bench(BenchArgs),
+    /// Say what this build can run on: the version, the CPU threads and the GPU adapters found (the first
+    /// is the one `--backend gpu` uses unless EDDIES_GPU_ADAPTER names another).
+    Info,
 }
 
 /// Arguments of `eddies run`.
@@ -60,6 +64,9 @@ pub struct RunArgs {
     /// Worker threads (0: one per core)
     #[arg(long, value_name = "N", default_value_t = 0, value_parser = threads_parser())]
     pub threads: usize,
+    /// Where to run: cpu (every method) or gpu (reint; sets the scene's `backend`)
+    #[arg(long, value_name = "BACKEND")]
+    pub backend: Option<Backend>,
     /// Fixed number of steps per frame (sets time.steps_per_frame; 0: adaptive from time.cfl)
     #[arg(long, value_name = "N")]
     pub steps_per_frame: Option<u64>,
@@ -100,6 +107,9 @@ pub struct BenchArgs {
     /// One JSON object per line: {"bench","size","metric","value","unit","threads"}
     #[arg(long)]
     pub json: bool,
+    /// Where the benchmarks run: cpu, or gpu (the reint benchmarks on the GPU)
+    #[arg(long, value_name = "BACKEND", default_value = "cpu")]
+    pub backend: Backend,
     /// Worker threads (0: one per core)
     #[arg(long, value_name = "N", default_value_t = 0, value_parser = threads_parser())]
     pub threads: usize,
@@ -150,6 +160,7 @@ fn dispatch(command: Command) -> Result<i32, CliError> {
                 sets: a.set,
                 threads: a.threads,
                 steps_per_frame: a.steps_per_frame,
+                backend: a.backend,
                 quiet: a.quiet,
             };
             let s = runner::run(&opts)?;
@@ -197,8 +208,43 @@ fn dispatch(command: Command) -> Result<i32, CliError> {
         }),
         Command::Bench(a) => {
             eddies::par::with_threads(a.threads, || {
-                bench::run(a.filter.as_deref(), a.quick, a.json, &mut stdout.lock())
+                bench::run(
+                    a.filter.as_deref(),
+                    a.quick,
+                    a.json,
+                    a.backend,
+                    &mut stdout.lock(),
+                )
             })?;
+            Ok(EXIT_OK)
+        }
+        Command::Info => {
+            let mut out = stdout.lock();
+            let write = |out: &mut dyn Write, line: String| {
+                writeln!(out, "{line}")
+                    .map_err(|e| CliError::other(format!("cannot write to stdout: {e}")))
+            };
+            write(&mut out, format!("eddies {}", env!("CARGO_PKG_VERSION")))?;
+            write(
+                &mut out,
+                format!("cpu: {} threads", rayon::current_num_threads()),
+            )?;
+            let adapters = eddies_gpu::adapters();
+            if adapters.is_empty() {
+                write(
+                    &mut out,
+                    "gpu: no adapter found (Vulkan, Metal or DirectX 12 with compute shaders);                      --backend gpu is unavailable"
+                        .into(),
+                )?;
+            }
+            for (k, a) in adapters.iter().enumerate() {
+                let used = if k == 0 {
+                    " (used by --backend gpu)"
+                } else {
+                    ""
+                };
+                write(&mut out, format!("gpu {k}: {a}{used}"))?;
+            }
             Ok(EXIT_OK)
         }
     }

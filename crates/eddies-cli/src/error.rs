@@ -7,6 +7,7 @@ use std::path::PathBuf;
 
 use eddies::linsolve::SolveError;
 use eddies::SimError;
+use eddies_gpu::GpuError;
 
 use crate::interrupt::Signal;
 use crate::load::SceneError;
@@ -173,6 +174,26 @@ impl CliError {
     }
 }
 
+/// Why a scene's simulation could not be set up.
+#[derive(Debug, thiserror::Error)]
+pub enum SetupError {
+    /// The scene cannot make a simulation.
+    #[error(transparent)]
+    Sim(#[from] SimError),
+    /// The GPU backend has no device, or the device refused the simulation.
+    #[error(transparent)]
+    Gpu(#[from] GpuError),
+}
+
+impl From<SetupError> for BenchError {
+    fn from(e: SetupError) -> Self {
+        match e {
+            SetupError::Sim(e) => Self::Sim(e),
+            SetupError::Gpu(e) => Self::Gpu(e),
+        }
+    }
+}
+
 /// Why a benchmark case failed; `eddies bench` prints it after `benchmark NAME failed: `. Defined here,
 /// with the errors it wraps, so that this module imports none of the commands that return it.
 #[derive(Debug, thiserror::Error)]
@@ -180,6 +201,9 @@ pub enum BenchError {
     /// A simulation could not be set up or a step failed.
     #[error("{0}")]
     Sim(#[from] SimError),
+    /// The GPU backend has no device, or the device failed.
+    #[error("{0}")]
+    Gpu(#[from] GpuError),
     /// A pressure operator, solver or multigrid could not be set up, or a solve failed.
     #[error("{0}")]
     Solve(#[from] SolveError),

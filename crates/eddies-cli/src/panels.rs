@@ -103,6 +103,33 @@ impl Simulation for Panels {
         })
     }
 
+    /// Each panel completes its own copy of the records (a GPU panel reads its diagnostics back here); the
+    /// quantities are the first panel's, the clamps those of all.
+    fn complete_records(&mut self, records: &mut [StepRecord]) -> Result<(), SimError> {
+        let mut clamps = vec![Vec::new(); records.len()];
+        for (k, sim) in self.sims.iter_mut().enumerate() {
+            let mut own: Vec<StepRecord> = records
+                .iter()
+                .map(|r| StepRecord {
+                    quantities: Vec::new(),
+                    clamps: Vec::new(),
+                    ..r.clone()
+                })
+                .collect();
+            sim.complete_records(&mut own)?;
+            for (i, r) in own.into_iter().enumerate() {
+                if k == 0 && !r.quantities.is_empty() {
+                    records[i].quantities = r.quantities;
+                }
+                clamps[i].extend(r.clamps);
+            }
+        }
+        for (r, c) in records.iter_mut().zip(clamps) {
+            r.clamps.extend(c);
+        }
+        Ok(())
+    }
+
     /// The first panel's description: all panels run one method.
     fn describe(&self) -> Description {
         self.sims[0].describe()

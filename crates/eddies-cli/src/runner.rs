@@ -14,13 +14,14 @@ use eddies::{SimError, Simulation};
 use indicatif::{ProgressBar, ProgressStyle};
 use toml_edit::Value;
 
-use crate::error::CliError;
+use crate::error::{CliError, SetupError};
 use crate::interrupt::{Interrupt, Signal};
 use crate::keypath::KeyPath;
 use crate::load::{self, Loaded, Override, SceneError, SceneSource};
 use crate::output::{self, frame_name, npy};
-use crate::scene::Scene;
+use crate::scene::{Backend, Scene};
 use crate::{panels, render, scenes, setup};
+use eddies_gpu::GpuError;
 
 /// What `eddies run` was asked to do.
 #[derive(Clone, Debug, Default)]
@@ -37,6 +38,8 @@ pub struct RunOptions {
     pub threads: usize,
     /// Overrides `time.steps_per_frame`.
     pub steps_per_frame: Option<u64>,
+    /// Overrides `backend`.
+    pub backend: Option<Backend>,
     /// No progress output.
     pub quiet: bool,
 }
@@ -107,7 +110,8 @@ pub fn scene_source(arg: Option<&str>) -> Result<SceneSource, CliError> {
     }
 }
 
-/// The overrides of the command line: `--set`s in order, then `--frames` and `--steps-per-frame`.
+/// The overrides of the command line: `--set`s in order, then `--frames`, `--steps-per-frame` and
+/// `--backend`.
 pub fn overrides(opts: &RunOptions) -> Result<Vec<Override>, CliError> {
     let mut ovs = opts
         .sets
@@ -128,6 +132,13 @@ pub fn overrides(opts: &RunOptions) -> Result<Vec<Override>, CliError> {
             path,
             int(n),
             format!("--steps-per-frame {n}"),
+        ));
+    }
+    if let Some(b) = opts.backend {
+        ovs.push(Override::flag(
+            KeyPath::root().key("backend"),
+            Value::from(b.name()),
+            format!("--backend {}", b.name()),
         ));
     }
     Ok(ovs)
@@ -187,11 +198,18 @@ pub fn run(opts: &RunOptions) -> Result<RunSummary, CliError> {
     eddies::par::with_threads(opts.threads, || {
         let build = |scene: &Scene| {
             setup::build(scene).map_err(|e| match e {
-                SimError::InvalidInput(_) | SimError::InvalidParameter(_) => CliError::input(
+                SetupError::Sim(
+                    e @ (SimError::InvalidInput(_) | SimError::InvalidParameter(_)),
+                ) => CliError::input(
                     format!("{}: the simulation cannot be set up: {e}", src.label),
                     Vec::new(),
                 ),
-                other => CliError::other(other.to_string()),
+                // One line: what was looked for and how to run on the CPU.
+                SetupError::Gpu(e @ GpuError::NoAdapter { .. }) => {
+                    CliError::input(e.to_string(), Vec::new())
+                }
+                SetupError::Gpu(e) => CliError::other(format!("{}: {e}", src.label)),
+                SetupError::Sim(other) => CliError::other(other.to_string()),
             })
         };
         let (sim, warnings) = if panel_scenes.is_empty() {
@@ -295,6 +313,8 @@ struct Runner<'a> {
     backdrop: render::Backdrop,
     started: Instant,
     frames_written: usize,
+    /// Records of the steps since the last frame, written when the frame is.
+    pending: Vec<eddies::StepRecord>,
 }
 
 impl<'a> Runner<'a> {
@@ -341,6 +361,7 @@ impl<'a> Runner<'a> {
             backdrop: render::Backdrop::new(scene),
             started: Instant::now(),
             frames_written: 0,
+            pending: Vec::new(),
         })
     }
 
@@ -349,7 +370,11 @@ impl<'a> Runner<'a> {
         let frame_dt = 1.0 / self.scene.time.fps;
         for frame in 0..frames {
             let t_end = (frame + 1) as f64 * frame_dt;
-            if let Err(e) = self.advance_to(t_end, frame_dt) {
+            let reached = self.advance_to(t_end, frame_dt);
+            // The frame's records, completed by the simulation (a device backend reads its diagnostics
+            // back once per frame, here), then written.
+            let flushed = self.flush_records();
+            if let Err(e) = reached.and(flushed) {
                 // Keep what was written: the stats up to the failing step and the frames before it.
                 let _ = self.stats.flush();
                 self.progress.abandon();
@@ -423,14 +448,28 @@ impl<'a> Runner<'a> {
 
     fn step(&mut self, dt: f64) -> Result<(), StepFailure> {
         let rec = self.sim.step(dt).map_err(StepFailure::Sim)?;
-        writeln!(self.stats, "{}", output::stats_line(&rec)).map_err(StepFailure::Stats)?;
-        self.clamps.record(&rec, &self.progress);
+        self.pending.push(rec);
         self.progress
             .step_done(self.sim.time(), self.sim.steps(), self.started.elapsed());
         match self.interrupt.received() {
             Some(signal) => Err(StepFailure::Interrupted(signal)),
             None => Ok(()),
         }
+    }
+
+    /// Has the simulation complete the records of the steps since the last call, and writes them to
+    /// `stats.jsonl`. The records up to a failure are written all the same.
+    fn flush_records(&mut self) -> Result<(), StepFailure> {
+        let completed = self.sim.complete_records(&mut self.pending);
+        let mut records = std::mem::take(&mut self.pending);
+        if let Err(SimError::Diverged { step, .. }) = &completed {
+            records.retain(|r| r.step <= *step);
+        }
+        for rec in &records {
+            writeln!(self.stats, "{}", output::stats_line(rec)).map_err(StepFailure::Stats)?;
+            self.clamps.record(rec, &self.progress);
+        }
+        completed.map_err(StepFailure::Sim)
     }
 
     /// Writes frame `frame`: the PNG, and with `output.npy` the particle and mass arrays.
@@ -491,6 +530,10 @@ impl<'a> Runner<'a> {
                         self.scene.method.name()
                     ),
                 ],
+            },
+            StepFailure::Sim(e @ SimError::Device { .. }) => CliError::Other {
+                message: e.to_string(),
+                context: vec![kept],
             },
             StepFailure::Sim(e) => CliError::input(e.to_string(), vec![kept]),
             StepFailure::Stats(e) => CliError::write(&self.stats_path, e),

@@ -471,6 +471,24 @@ impl PassTimer {
     }
 }
 
+/// Records one compute pass of `pipeline` over `groups` workgroups, timed by `timestamps` when given.
+pub(crate) fn dispatch(
+    encoder: &mut wgpu::CommandEncoder,
+    label: &str,
+    pipeline: &wgpu::ComputePipeline,
+    bind: &wgpu::BindGroup,
+    groups: [u32; 3],
+    timestamps: Option<wgpu::ComputePassTimestampWrites<'_>>,
+) {
+    let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+        label: Some(label),
+        timestamp_writes: timestamps,
+    });
+    pass.set_pipeline(pipeline);
+    pass.set_bind_group(0, bind, &[]);
+    pass.dispatch_workgroups(groups[0], groups[1], groups[2]);
+}
+
 /// Workgroups for `cells` along each axis with workgroups of `size` threads per axis.
 pub(crate) fn groups(n: [u32; 3], size: [u32; 3]) -> [u32; 3] {
     std::array::from_fn(|a| n[a].div_ceil(size[a]))

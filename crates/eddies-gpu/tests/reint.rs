@@ -420,12 +420,13 @@ fn an_impulse_pushes_as_on_the_cpu_backend() {
     assert!(b.vel[0].iter().any(|&v| v > 0.5 * 32.0), "the push acted");
 }
 
-/// The device holds the state twice over and the bookkeeping once: 48 bytes per cell in 2D and 64 in 3D
+/// The device holds the state twice over and the deficits once: 44 bytes per cell in 2D and 60 in 3D
 /// with one substance, plus a fixed log and the workgroups' partial sums.
 #[test]
 fn device_memory_per_cell_is_within_budget() {
     let Some(gpu) = gpu() else { return };
     let fixed = 160 * 1024;
+    // Per cell: 44 bytes of state and bookkeeping in 2D, 60 in 3D, and a quarter byte of workgroup sums.
     let mut host = ReintSim::new(ReintConfig::<2> {
         resolution: [256, 256],
         ..Default::default()
@@ -434,7 +435,7 @@ fn device_memory_per_cell_is_within_budget() {
     host.fill(&Shape::box2([0.0, 0.0], [0.3, 0.6]), 0, 1.0, [0.0, 0.0]);
     let dev = ReintGpu::new(gpu.clone(), host).unwrap();
     assert!(
-        dev.memory_bytes() <= 48 * 256 * 256 + fixed,
+        dev.memory_bytes() <= (44 * 256 * 256) * 101 / 100 + fixed,
         "{} bytes",
         dev.memory_bytes()
     );
@@ -445,7 +446,7 @@ fn device_memory_per_cell_is_within_budget() {
     .unwrap();
     let dev = ReintGpu::new(gpu, host).unwrap();
     assert!(
-        dev.memory_bytes() <= 64 * 48 * 48 * 48 + fixed,
+        dev.memory_bytes() <= (60 * 48 * 48 * 48) * 101 / 100 + fixed,
         "{} bytes",
         dev.memory_bytes()
     );

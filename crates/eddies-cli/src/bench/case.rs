@@ -25,7 +25,12 @@ pub struct BenchRow {
     pub unit: String,
     /// Worker threads used.
     pub threads: usize,
+    /// Where it ran: [`CPU`], or the GPU adapter's name.
+    pub device: String,
 }
+
+/// The device of rows measured on the CPU.
+pub const CPU: &str = "cpu";
 
 /// A registered benchmark; a comment above each one in the registry says what it times.
 #[derive(Clone, Copy, Debug)]
@@ -71,6 +76,7 @@ pub(super) fn row(bench: &str, size: String, metric: &str, value: f64, unit: &st
         value,
         unit: unit.to_string(),
         threads: rayon::current_num_threads(),
+        device: CPU.into(),
     }
 }
 

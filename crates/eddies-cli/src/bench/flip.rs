@@ -5,7 +5,7 @@ use eddies::flip::{FlipConfig, FlipSim};
 use eddies::{Shape, Simulation};
 use glam::DVec3;
 
-use super::case::{median, stage_medians, BenchCase, BenchError, BenchRow, WARMUP_STEPS};
+use super::case::{median, stage_medians, BenchCase, BenchError, BenchRow, CPU, WARMUP_STEPS};
 
 /// The FLIP benchmarks.
 pub fn cases() -> Vec<BenchCase> {
@@ -97,6 +97,7 @@ fn flip_bench<const D: usize>(
         value,
         unit: unit.to_string(),
         threads,
+        device: CPU.into(),
     };
     let mut steps: Vec<f64> = records.iter().map(|r| r.wall_ms).collect();
     let step = median(&mut steps);

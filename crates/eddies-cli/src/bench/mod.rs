@@ -1,5 +1,6 @@
 //! `eddies bench`: a registry of named performance cases, printed as a table or as JSON Lines
-//! (`{"bench", "size", "metric", "value", "unit", "threads"}`), the rows of docs/PERFORMANCE.md.
+//! (`{"bench", "size", "metric", "value", "unit", "threads", "device"}`), the rows of docs/PERFORMANCE.md.
+//! `--backend gpu` runs the GPU cases ([`reint_gpu`]) instead of the CPU ones.
 //!
 //! Each case sets up a simulation, takes [`WARMUP_STEPS`](case::WARMUP_STEPS) steps to warm caches and allocators, then times
 //! single steps with `std::time::Instant` and reports the median, which is robust to the occasional slow step
@@ -11,16 +12,18 @@
 use std::io::Write;
 
 use crate::error::CliError;
+use crate::scene::Backend;
 use crate::validate::{json_number, short_number};
 
 pub mod case;
 pub mod flip;
 pub mod pressure;
 pub mod reint;
+pub mod reint_gpu;
 pub mod vpm;
 pub mod vpm_poisson;
 
-pub use case::{BenchCase, BenchRow};
+pub use case::{BenchCase, BenchRow, CPU};
 
 /// Every benchmark, in a stable order.
 pub fn cases() -> Vec<BenchCase> {
@@ -35,24 +38,29 @@ pub fn cases() -> Vec<BenchCase> {
 /// One JSON line for a row, keys in the documented order.
 pub fn json_line(r: &BenchRow) -> String {
     format!(
-        "{{\"bench\":{},\"size\":{},\"metric\":{},\"value\":{},\"unit\":{},\"threads\":{}}}",
+        "{{\"bench\":{},\"size\":{},\"metric\":{},\"value\":{},\"unit\":{},\"threads\":{},\"device\":{}}}",
         serde_json::Value::String(r.bench.clone()),
         serde_json::Value::String(r.size.clone()),
         serde_json::Value::String(r.metric.clone()),
         json_number(r.value),
         serde_json::Value::String(r.unit.clone()),
-        r.threads
+        r.threads,
+        serde_json::Value::String(r.device.clone()),
     )
 }
 
-/// Runs the cases whose name contains `filter`, printing rows as they arrive.
+/// Runs the cases of `backend` whose name contains `filter`, printing rows as they arrive.
 pub fn run(
     filter: Option<&str>,
     quick: bool,
     json: bool,
+    backend: Backend,
     out: &mut dyn Write,
 ) -> Result<(), CliError> {
-    let all = cases();
+    let all = match backend {
+        Backend::Cpu => cases(),
+        Backend::Gpu => reint_gpu::cases(),
+    };
     let chosen: Vec<&BenchCase> = all
         .iter()
         .filter(|c| filter.is_none_or(|f| c.name.contains(f)))
@@ -70,7 +78,7 @@ pub fn run(
     if !json {
         writeln!(
             out,
-            "{:<width$}  {:>11}  {:<10}  {:>12}  {:<15}  threads",
+            "{:<width$}  {:>11}  {:<10}  {:>12}  {:<15}  threads  device",
             "bench", "size", "metric", "value", "unit"
         )
         .map_err(io)?;
@@ -86,13 +94,14 @@ pub fn run(
             } else {
                 writeln!(
                     out,
-                    "{:<width$}  {:>11}  {:<10}  {:>12}  {:<15}  {}",
+                    "{:<width$}  {:>11}  {:<10}  {:>12}  {:<15}  {:>7}  {}",
                     r.bench,
                     r.size,
                     r.metric,
                     short_number(r.value),
                     r.unit,
-                    r.threads
+                    r.threads,
+                    r.device
                 )
                 .map_err(io)?;
             }
@@ -120,9 +129,12 @@ mod tests {
             value: 2.0,
             unit: "cell-updates/s".into(),
             threads: 4,
+            device: CPU.into(),
         };
         let v: serde_json::Value = serde_json::from_str(&json_line(&r)).unwrap();
-        for key in ["bench", "size", "metric", "value", "unit", "threads"] {
+        for key in [
+            "bench", "size", "metric", "value", "unit", "threads", "device",
+        ] {
             assert!(v.get(key).is_some(), "{key}");
         }
     }

@@ -17,7 +17,7 @@ use eddies::linsolve::{
 };
 use eddies::rng::SplitMix64;
 
-use super::case::{BenchCase, BenchError, BenchRow};
+use super::case::{BenchCase, BenchError, BenchRow, CPU};
 
 /// Relative residual every timed solve reaches.
 pub const TOLERANCE: f64 = 1e-6;
@@ -103,6 +103,7 @@ fn row(bench: String, n: usize, metric: &str, value: f64, unit: &str) -> BenchRo
         value,
         unit: unit.to_string(),
         threads: rayon::current_num_threads(),
+        device: CPU.into(),
     }
 }
 

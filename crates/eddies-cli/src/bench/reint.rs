@@ -7,7 +7,7 @@ use eddies::reint::{ReintConfig, ReintParams, ReintSim};
 use eddies::{Shape, Simulation};
 use glam::DVec3;
 
-use super::case::{median, stage_medians, BenchCase, BenchError, BenchRow, WARMUP_STEPS};
+use super::case::{median, stage_medians, BenchCase, BenchError, BenchRow, CPU, WARMUP_STEPS};
 
 /// The reint benchmarks.
 pub fn cases() -> Vec<BenchCase> {
@@ -194,6 +194,7 @@ fn reint_bench<const D: usize>(
         value,
         unit: unit.to_string(),
         threads,
+        device: CPU.into(),
     };
     let mut rows = vec![
         row("throughput", cells / seconds, "cell-updates/s"),

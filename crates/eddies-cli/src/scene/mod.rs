@@ -116,6 +116,27 @@ pub fn keys_of(path: &KeyPath) -> Option<Vec<String>> {
     )
 }
 
+/// Where the simulation runs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum Backend {
+    /// The CPU, on all its cores (every method).
+    #[default]
+    Cpu,
+    /// The GPU through wgpu (Vulkan, Metal or DirectX 12): reintegration tracking.
+    Gpu,
+}
+
+impl Backend {
+    /// The name used in scene files and on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Backend::Cpu => "cpu",
+            Backend::Gpu => "gpu",
+        }
+    }
+}
+
 /// Simulation method.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -148,6 +169,8 @@ pub struct Scene {
     /// Simulation method: "reint" (reintegration tracking), "flip" (PIC/FLIP/APIC liquid) or "vpm" (vortex
     /// particles, dim = 3). Default "reint".
     pub method: Method,
+    /// Where it runs: "cpu" (every method) or "gpu" (reint). Default "cpu".
+    pub backend: Backend,
     /// Number of space dimensions, 2 or 3. Default 2.
     pub dim: i64,
     /// Seed for methods with random initial states (flip: the jitter of seeded particles; reint has none).
@@ -185,6 +208,7 @@ impl Default for Scene {
     fn default() -> Self {
         Self {
             method: Method::Reint,
+            backend: Backend::Cpu,
             dim: 2,
             seed: 1,
             domain: Domain::default(),
@@ -375,6 +399,17 @@ impl Scene {
     pub fn validate(&self) -> ValueCheck {
         let root = KeyPath::root();
         let dim = self.dim();
+
+        if self.backend == Backend::Gpu && self.method != Method::Reint {
+            return Err(BadValue::new(
+                root.key("backend"),
+                format!(
+                    "\"gpu\" with method \"{}\": the GPU backend runs reint so far",
+                    self.method.name()
+                ),
+                "\"cpu\" for flip and vpm; \"gpu\" with method = \"reint\"",
+            ));
+        }
 
         // [domain]
         let d = root.key("domain");

@@ -6,11 +6,16 @@ mod flip;
 mod reint;
 mod vpm;
 
+use std::sync::{Arc, OnceLock};
+
 use eddies::{SimError, Simulation};
+use eddies_gpu::{Gpu, GpuError, ReintGpu};
+
+pub use crate::error::SetupError;
 
 use crate::keypath::KeyPath;
 use crate::load::{Loaded, SceneError};
-use crate::scene::{BadValue, Method, Scene};
+use crate::scene::{Backend, BadValue, Method, Scene};
 
 /// Cell counts up to which the library's estimate is asked directly; beyond, it is extrapolated per cell (so
 /// that absurd sizes cannot overflow the estimate's arithmetic).
@@ -79,11 +84,18 @@ pub struct Built {
     pub warnings: Vec<String>,
 }
 
-/// Builds the simulation of a checked scene, with its initial fluid, obstacles, emitters and sinks.
+/// The GPU device of this process, opened on first use and shared by every simulation (the panels of a run).
+pub fn gpu() -> Result<Arc<Gpu>, GpuError> {
+    static GPU: OnceLock<Result<Arc<Gpu>, GpuError>> = OnceLock::new();
+    GPU.get_or_init(|| Gpu::new().map(Arc::new)).clone()
+}
+
+/// Builds the simulation of a checked scene, with its initial fluid, obstacles, emitters and sinks, on the
+/// scene's backend.
 ///
 /// A scene in which nothing could move (no fluid in the domain and nothing that adds any) is refused as
 /// [`SimError::InvalidInput`]; a region that covers no cell of the domain is a warning.
-pub fn build(scene: &Scene) -> Result<Built, SimError> {
+pub fn build(scene: &Scene) -> Result<Built, SetupError> {
     let mut fill = Filling::default();
     let v = &scene.vpm;
     let (sim, sources, nothing): (Box<dyn Simulation>, bool, &str) = match (
@@ -103,7 +115,16 @@ pub fn build(scene: &Scene) -> Result<Built, SimError> {
             )
         }
         (method, dim) => {
+            let gpu = scene.backend == Backend::Gpu;
             let sim: Box<dyn Simulation> = match (method, dim) {
+                (Method::Reint, 2) if gpu => Box::new(ReintGpu::new(
+                    self::gpu()?,
+                    reint::build::<2>(scene, &mut fill)?,
+                )?),
+                (Method::Reint, _) if gpu => Box::new(ReintGpu::new(
+                    self::gpu()?,
+                    reint::build::<3>(scene, &mut fill)?,
+                )?),
                 (Method::Reint, 2) => Box::new(reint::build::<2>(scene, &mut fill)?),
                 (Method::Reint, _) => Box::new(reint::build::<3>(scene, &mut fill)?),
                 (_, 2) => Box::new(flip::build::<2>(scene, &mut fill)?),
@@ -119,7 +140,8 @@ pub fn build(scene: &Scene) -> Result<Built, SimError> {
     if fill.filled == 0 && !sources {
         return Err(SimError::InvalidInput(format!(
             "nothing to simulate: the scene has {nothing}"
-        )));
+        ))
+        .into());
     }
     Ok(Built {
         sim,

@@ -103,6 +103,30 @@ fn overlap(x: f32, r: f32) -> vec2<f32> {
     return vec2<f32>(len, 0.5 * (lo + hi));
 }
 
+// Overlap lengths of a box centred at x (one axis, in its own cell's frame) with the cells at offsets −1, 0
+// and +1 along that axis.
+fn overlaps(x: f32, r: f32) -> vec3<f32> {
+    return vec3<f32>(overlap(-1.0 + x, r).x, overlap(x, r).x, overlap(1.0 + x, r).x);
+}
+
+// The scale of a box away from obstacles: 1 / Σ of its overlaps over the 3^D cells around, which factors
+// into the product of the per-axis sums, each added (−1 + +1) + 0 so that mirror images agree. The
+// bookkeeping and the gather compute it with this one function, so both see the same bits.
+fn open_scale(x: vec3<f32>, r: f32) -> f32 {
+    var t = 1.0;
+    for (var a = 0u; a < D; a++) {
+        let l = overlaps(x[a], r);
+        t *= (l[0] + l[2]) + l[1];
+    }
+    return select(0.0, 1.0 / t, t > 0.0);
+}
+
+// Where the bookkeeping keeps substance k's deficit of cell i: after the scale where the scale is stored
+// (with obstacles), else from the start.
+fn deficit_at(k: u32, i: u32, cells: u32) -> u32 {
+    return (k + select(0u, 1u, STORED_SCALE)) * cells + i;
+}
+
 // Whether a box centred at x (one axis, in a cell's frame) has its centre in the cell: half-open.
 fn centre_in_cell(x: f32) -> bool {
     return x >= -0.5 && x < 0.5;

@@ -3,7 +3,7 @@
 use eddies::reint::{EmitterCells, SinkCells};
 
 use super::Buffers;
-use crate::device::{Gpu, GpuError};
+use crate::device::{dispatch, Gpu, GpuError};
 
 /// One source's constants (`Source` in `emit.wgsl`).
 #[repr(C)]
@@ -155,13 +155,8 @@ impl<const D: usize> Emit<D> {
                     );
                 }
             }
-            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
-                label: Some("emit"),
-                timestamp_writes: None,
-            });
-            pass.set_pipeline(pipeline);
-            pass.set_bind_group(0, &s.bind[cur], &[]);
-            pass.dispatch_workgroups(s.constants.count.div_ceil(64), 1, 1);
+            let groups = [s.constants.count.div_ceil(64), 1, 1];
+            dispatch(encoder, "emit", pipeline, &s.bind[cur], groups, None);
         }
     }
 }

@@ -1,7 +1,7 @@
 //! Stages "density", "forces" and "advance", fused into one kernel (`forces.wgsl`).
 
 use super::Buffers;
-use crate::device::{Gpu, GpuError};
+use crate::device::{dispatch, Gpu, GpuError};
 
 /// The fused force-and-advance kernel, bound to each of the two mass buffers.
 pub(super) struct Forces {
@@ -36,13 +36,19 @@ impl Forces {
         })
     }
 
-    pub fn encode(&self, encoder: &mut wgpu::CommandEncoder, cur: usize) {
-        let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
-            label: Some("forces"),
-            timestamp_writes: None,
-        });
-        pass.set_pipeline(&self.pipeline);
-        pass.set_bind_group(0, &self.bind[cur], &[]);
-        pass.dispatch_workgroups(self.grid[0], self.grid[1], self.grid[2]);
+    pub fn encode(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        cur: usize,
+        timestamps: Option<wgpu::ComputePassTimestampWrites<'_>>,
+    ) {
+        dispatch(
+            encoder,
+            "forces",
+            &self.pipeline,
+            &self.bind[cur],
+            self.grid,
+            timestamps,
+        );
     }
 }

@@ -1,7 +1,7 @@
 //! Stage "reintegrate": the gather of every cell's new particle (`gather.wgsl`).
 
 use super::Buffers;
-use crate::device::{Gpu, GpuError};
+use crate::device::{dispatch, Gpu, GpuError};
 
 /// The gather kernel, bound to each of the two mass buffers (reading one, writing the other).
 pub(super) struct Gather {
@@ -45,13 +45,19 @@ impl Gather {
         })
     }
 
-    pub fn encode(&self, encoder: &mut wgpu::CommandEncoder, cur: usize) {
-        let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
-            label: Some("gather"),
-            timestamp_writes: None,
-        });
-        pass.set_pipeline(&self.pipeline);
-        pass.set_bind_group(0, &self.bind[cur], &[]);
-        pass.dispatch_workgroups(self.grid[0], self.grid[1], self.grid[2]);
+    pub fn encode(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        cur: usize,
+        timestamps: Option<wgpu::ComputePassTimestampWrites<'_>>,
+    ) {
+        dispatch(
+            encoder,
+            "gather",
+            &self.pipeline,
+            &self.bind[cur],
+            self.grid,
+            timestamps,
+        );
     }
 }

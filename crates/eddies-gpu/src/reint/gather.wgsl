@@ -4,7 +4,7 @@
 // deficit; the part's centre of mass and momentum. The sums, in the mirror-symmetric order, become the cell's
 // new particle. The workgroup's diagnostic sums go to `partials`, added in a fixed tree order.
 //
-// Bindings: 0 params, 1 advanced (positions then velocities), 2 mass (read), 3 book (scale, deficits),
+// Bindings: 0 params, 1 advanced (positions then velocities), 2 mass (read), 3 book (as `normalise`),
 // 4 fluid, 5 motion (new positions and velocities), 6 next mass, 7 partials.
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -71,14 +71,23 @@ fn main(
                         continue;
                     }
                     let j = nb.index;
-                    let scale = book[j];
+                    var xj = vec3<f32>(0.0);
+                    for (var a = 0u; a < D; a++) {
+                        xj[a] = nb.sign[a] * advanced[a * cells + j];
+                    }
+                    var scale: f32;
+                    if STORED_SCALE {
+                        scale = book[j];
+                    } else {
+                        scale = open_scale(xj, p.r);
+                    }
                     // The overlaps across x times the scale, then along x, as `normalise` multiplies them.
                     var across = 1.0;
                     var owns = 1.0;
                     var centre_j = vec3<f32>(0.0);
                     var len_x = 0.0;
                     for (var a = 0u; a < D; a++) {
-                        let x = f32(off[a]) + nb.sign[a] * advanced[a * cells + j];
+                        let x = f32(off[a]) + xj[a];
                         let ov = overlap(x, p.r);
                         if a == 0u {
                             len_x = ov.x;
@@ -91,7 +100,7 @@ fn main(
                     let frac = len_x * (across * scale);
                     var part_kg = 0.0;
                     for (var k = 0u; k < S; k++) {
-                        let part = round(frac * mass[k * cells + j]) + owns * book[(1u + k) * cells + j];
+                        let part = round(frac * mass[k * cells + j]) + owns * book[deficit_at(k, j, cells)];
                         m_row[k] += part;
                         part_kg += part * unit_of(k, p);
                     }

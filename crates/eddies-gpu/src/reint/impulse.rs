@@ -1,7 +1,7 @@
 //! A push on the fluid (`impulse.wgsl`), submitted on its own.
 
 use super::Buffers;
-use crate::device::{Gpu, GpuError};
+use crate::device::{dispatch, Gpu, GpuError};
 
 /// The push's constants (`Push` in `impulse.wgsl`).
 #[repr(C)]
@@ -54,15 +54,14 @@ impl Impulse {
         };
         gpu.write(&self.push, &[push]);
         let mut encoder = gpu.device().create_command_encoder(&Default::default());
-        {
-            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
-                label: Some("impulse"),
-                timestamp_writes: None,
-            });
-            pass.set_pipeline(&self.pipeline);
-            pass.set_bind_group(0, &self.bind, &[]);
-            pass.dispatch_workgroups(self.grid[0], self.grid[1], self.grid[2]);
-        }
+        dispatch(
+            &mut encoder,
+            "impulse",
+            &self.pipeline,
+            &self.bind,
+            self.grid,
+            None,
+        );
         gpu.queue().submit([encoder.finish()]);
     }
 }

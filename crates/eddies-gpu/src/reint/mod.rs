@@ -8,9 +8,9 @@
 //! back once per frame, in [`Simulation::complete_records`].
 //!
 //! GPU memory per cell: the state twice over (positions and velocities, then masses, D + D + S values each,
-//! as the gather must not overwrite what its neighbours still read) and the scale and S deficits of the
-//! bookkeeping: 48 bytes in 2D and 64 in 3D with one substance. The fluid mask (4 bytes) only with
-//! obstacles.
+//! as the gather must not overwrite what its neighbours still read) and the S deficits of the bookkeeping:
+//! 44 bytes in 2D and 60 in 3D with one substance, plus a quarter byte of per-workgroup sums and a fixed
+//! 128 KiB log. With obstacles, each box's scale and the fluid mask add 8 bytes.
 //!
 //! Every kernel writes only its own cell's values, integer totals use integer arithmetic and every float sum
 //! has a fixed order: a run repeats bit for bit on one device.
@@ -21,6 +21,7 @@ mod gather;
 mod impulse;
 mod normalise;
 mod obstacles;
+mod probe;
 mod reduce;
 
 use std::collections::VecDeque;
@@ -30,7 +31,7 @@ use eddies::diag::{Clamp, Quantity, StageTimer, StepRecord};
 use eddies::reint::{DeviceScene, Eos, InteriorState, ReintSim, StepConstants};
 use eddies::{Advance, Description, Field, SimError, Simulation};
 
-use crate::device::{groups, Gpu, GpuError};
+use crate::device::{groups, Gpu, GpuError, PassTimer};
 
 /// The WGSL every kernel starts with, after the prelude.
 const COMMON: &str = include_str!("common.wgsl");
@@ -75,11 +76,11 @@ struct Params {
 }
 
 /// The WGSL constants of a variant: dimension, substances and the workgroup's shape.
-fn prelude(dim: usize, substances: usize) -> String {
+fn prelude(dim: usize, substances: usize, stored_scale: bool) -> String {
     let [x, y, z] = workgroup(dim);
     format!(
-        "const D: u32 = {dim}u;\nconst S: u32 = {substances}u;\nconst WG_X: u32 = {x}u;\nconst WG_Y: u32 = {y}u;\n\
-         const WG_Z: u32 = {z}u;\n{COMMON}"
+        "const D: u32 = {dim}u;\nconst S: u32 = {substances}u;\nconst STORED_SCALE: bool = {stored_scale};\n\
+         const WG_X: u32 = {x}u;\nconst WG_Y: u32 = {y}u;\nconst WG_Z: u32 = {z}u;\n{COMMON}"
     )
 }
 
@@ -176,6 +177,7 @@ pub struct ReintGpu<const D: usize> {
     pending: VecDeque<Pending>,
     /// Entries read back whose records have not been completed yet.
     read: VecDeque<(Pending, LogEntry)>,
+    probe: probe::SpeedProbe,
 }
 
 impl<const D: usize> ReintGpu<D> {
@@ -220,6 +222,9 @@ impl<const D: usize> ReintGpu<D> {
                 ]
             })
             .collect();
+        // Away from obstacles the gather recomputes each box's scale (a product of per-axis sums) rather
+        // than read it: 4 bytes per cell less.
+        let stored_scale = scene.fluid.is_some();
         let buffers = gpu.allocating("the simulation's buffers", || Buffers {
             params: gpu.uniform::<Params>("params"),
             advanced: gpu.buffer("advanced", motion_bytes),
@@ -228,7 +233,10 @@ impl<const D: usize> ReintGpu<D> {
                 gpu.buffer_with("mass 0", &mass),
                 gpu.buffer("mass 1", mass.len() as u64 * f),
             ],
-            book: gpu.buffer("book", (1 + substances as u64) * cells as u64 * f),
+            book: gpu.buffer(
+                "book",
+                (stored_scale as u64 + substances as u64) * cells as u64 * f,
+            ),
             fluid: match &scene.fluid {
                 Some(fl) => gpu.buffer_with("fluid", fl),
                 None => gpu.buffer("fluid", 4),
@@ -238,8 +246,8 @@ impl<const D: usize> ReintGpu<D> {
             log: gpu.buffer("log", (LOG_STEPS * LOG_WORDS * 4) as u64),
             exchange: gpu.buffer("exchange", 16 * 4),
         })?;
-        let prelude = prelude(D, substances);
-        let variant = format!("{D}d{substances}");
+        let prelude = prelude(D, substances, stored_scale);
+        let variant = format!("{D}d{substances}{}", if stored_scale { "s" } else { "" });
         let forces = forces::Forces::new(&gpu, &prelude, &variant, &buffers, grid)?;
         let obstacles = (!scene.near_solid.is_empty())
             .then(|| {
@@ -285,6 +293,7 @@ impl<const D: usize> ReintGpu<D> {
             steps: 0,
             pending: VecDeque::new(),
             read: VecDeque::new(),
+            probe: probe::SpeedProbe::new(&gpu),
             buffers,
             gpu,
         })
@@ -353,8 +362,9 @@ impl<const D: usize> ReintGpu<D> {
             let entry = LogEntry::parse(&words[at..at + LOG_WORDS]);
             self.read.push_back((p, entry));
         }
-        if let Some((_, e)) = self.read.back() {
+        if let Some((p, e)) = self.read.back() {
             self.max_speed = e.speed2.max(0.0).sqrt();
+            self.probe.seen(p.step);
         }
         Ok(())
     }
@@ -417,8 +427,10 @@ impl<const D: usize> ReintGpu<D> {
         *self.synced.lock().unwrap() = None;
     }
 
-    /// Encodes and submits one step of `dt` seconds whose diagnostics go to log slot `slot`.
-    fn submit(&mut self, dt: f64, slot: u32, timer: &mut StageTimer) {
+    /// Encodes and submits one step of `dt` seconds whose diagnostics go to log slot `slot`, its passes
+    /// timed by `timer` when given (forces, obstacles, normalise, gather, reduce: [`PASSES`]), and the
+    /// step's largest speed copied to a free speed probe.
+    fn submit(&mut self, dt: f64, slot: u32, timer: Option<&PassTimer>) {
         self.gpu
             .write(&self.buffers.params, &[self.params(dt, slot)]);
         let cur = self.current;
@@ -426,23 +438,79 @@ impl<const D: usize> ReintGpu<D> {
             .gpu
             .device()
             .create_command_encoder(&Default::default());
-        timer.time("emit", || {
-            self.emit
-                .encode(&self.gpu, &mut encoder, cur, self.time, dt)
-        });
-        timer.time("forces", || self.forces.encode(&mut encoder, cur));
+        let ts = |k: u32| timer.map(|t| t.writes(k));
+        self.emit
+            .encode(&self.gpu, &mut encoder, cur, self.time, dt);
+        self.forces.encode(&mut encoder, cur, ts(0));
         if let Some(o) = &self.obstacles {
-            timer.time("advance", || o.encode(&mut encoder, cur));
+            o.encode(&mut encoder, cur, ts(1));
         }
-        timer.time("reintegrate", || {
-            self.normalise.encode(&mut encoder, cur);
-            self.gather.encode(&mut encoder, cur);
-        });
-        timer.time("diagnostics", || self.reduce.encode(&mut encoder));
+        self.normalise.encode(&mut encoder, cur, ts(2));
+        self.gather.encode(&mut encoder, cur, ts(3));
+        self.reduce.encode(&mut encoder, ts(4));
+        if let Some(t) = timer {
+            t.resolve(&mut encoder);
+        }
+        let probe = self
+            .probe
+            .record(&mut encoder, &self.buffers.log, slot, self.steps + 1);
         self.gpu.queue().submit([encoder.finish()]);
+        if let Some(k) = probe {
+            self.probe.map(k);
+        }
         self.current = 1 - cur;
     }
+
+    /// Takes one step: submits it and notes its log slot.
+    fn take_step(&mut self, dt: f64, timer: Option<&PassTimer>) -> Result<(), GpuError> {
+        self.gpu.take_error()?;
+        if self.pending.len() == LOG_STEPS {
+            self.read_log()?;
+        }
+        let slot = (self.steps % LOG_STEPS as u64) as u32;
+        self.submit(dt, slot, timer);
+        if let Some(speed) = self.probe.latest(&self.gpu) {
+            self.max_speed = speed;
+        }
+        self.time += dt;
+        self.steps += 1;
+        *self.synced.lock().unwrap() = None;
+        self.pending.push_back(Pending {
+            step: self.steps,
+            dt,
+            slot,
+        });
+        Ok(())
+    }
+
+    /// Takes one step of `dt` seconds with each kernel timed on the device, and returns the kernels' times
+    /// (ms) in [`PASSES`] order, or `None` where the adapter has no timestamp queries (the step is taken
+    /// all the same).
+    pub fn profile_step(&mut self, dt: f64) -> Result<Option<Vec<(&'static str, f64)>>, GpuError> {
+        let timer = self.gpu.pass_timer(PASSES.len() as u32);
+        self.take_step(dt, timer.as_ref())?;
+        let Some(timer) = timer else {
+            return Ok(None);
+        };
+        let ms = timer.durations_ms(&self.gpu)?;
+        Ok(Some(
+            PASSES
+                .iter()
+                .zip(ms)
+                .filter(|(name, _)| **name != "obstacles" || self.obstacles.is_some())
+                .map(|(name, ms)| (*name, ms))
+                .collect(),
+        ))
+    }
+
+    /// Waits until the device has finished every step submitted.
+    pub fn finish(&self) -> Result<(), GpuError> {
+        self.gpu.finish()
+    }
 }
+
+/// The timed kernels of a step, in order.
+pub const PASSES: [&str; 5] = ["forces", "obstacles", "normalise", "gather", "reduce"];
 
 impl<const D: usize> Simulation for ReintGpu<D> {
     fn describe(&self) -> Description {
@@ -469,29 +537,18 @@ impl<const D: usize> Simulation for ReintGpu<D> {
         self.steps
     }
 
-    /// As the CPU backend's, with the fastest speed of the last step read back: the device reports once per
-    /// frame, so within a frame the step follows the speeds of the frame before (the speed limit of the
+    /// As the CPU backend's, with the fastest speed of the latest step whose speed probe has come back
+    /// (the device runs a few steps ahead of the host, and nothing waits for it; the speed limit of the
     /// advance keeps every box within reach all the same, and reports it as a clamp).
     fn max_dt(&self, cfl: f64) -> f64 {
         eddies::reint::max_dt(&self.host.lock().unwrap(), self.max_speed, cfl)
     }
 
-    fn advance(&mut self, dt: f64, timer: &mut StageTimer) -> Result<Advance, SimError> {
-        self.gpu.take_error().map_err(|e| self.device_error(e))?;
-        if self.pending.len() == LOG_STEPS {
-            self.read_log().map_err(|e| self.device_error(e))?;
-        }
-        let slot = (self.steps % LOG_STEPS as u64) as u32;
-        self.submit(dt, slot, timer);
-        self.time += dt;
-        self.steps += 1;
-        *self.synced.lock().unwrap() = None;
-        self.pending.push_back(Pending {
-            step: self.steps,
-            dt,
-            slot,
-        });
-        // The quantities and clamps come with the next read-back (`complete_records`).
+    /// Submits the step; its kernels run on the device while the host goes on. The record's `wall_ms` is
+    /// the time to submit, its stage times are empty (the kernels' times: `eddies bench --backend gpu`),
+    /// and its quantities and clamps come with the frame's read-back ([`Simulation::complete_records`]).
+    fn advance(&mut self, dt: f64, _timer: &mut StageTimer) -> Result<Advance, SimError> {
+        self.take_step(dt, None).map_err(|e| self.device_error(e))?;
         Ok(Advance {
             substeps: 1,
             quantities: Vec::new(),
@@ -591,8 +648,8 @@ impl<const D: usize> Simulation for ReintGpu<D> {
     }
 }
 
-/// Bytes of device memory a simulation of `cells` cells and `substances` substances holds per cell, without
-/// obstacles: the figure the benchmarks report.
-pub fn bytes_per_cell(dim: usize, substances: usize) -> usize {
-    4 * (2 * (2 * dim + substances) + 1 + substances)
+/// Bytes of device memory per cell of a `dim`-dimensional simulation of `substances` substances, without
+/// and with obstacles, not counting the per-workgroup sums and the log (see the module documentation).
+pub fn bytes_per_cell(dim: usize, substances: usize, obstacles: bool) -> usize {
+    4 * (2 * (2 * dim + substances) + substances + 2 * obstacles as usize)
 }

@@ -1,7 +1,7 @@
 //! The bookkeeping pass that makes mass exact (`normalise.wgsl`).
 
 use super::Buffers;
-use crate::device::{Gpu, GpuError};
+use crate::device::{dispatch, Gpu, GpuError};
 
 /// The bookkeeping kernel, bound to each of the two mass buffers.
 pub(super) struct Normalise {
@@ -36,13 +36,19 @@ impl Normalise {
         })
     }
 
-    pub fn encode(&self, encoder: &mut wgpu::CommandEncoder, cur: usize) {
-        let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
-            label: Some("normalise"),
-            timestamp_writes: None,
-        });
-        pass.set_pipeline(&self.pipeline);
-        pass.set_bind_group(0, &self.bind[cur], &[]);
-        pass.dispatch_workgroups(self.grid[0], self.grid[1], self.grid[2]);
+    pub fn encode(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        cur: usize,
+        timestamps: Option<wgpu::ComputePassTimestampWrites<'_>>,
+    ) {
+        dispatch(
+            encoder,
+            "normalise",
+            &self.pipeline,
+            &self.bind[cur],
+            self.grid,
+            timestamps,
+        );
     }
 }

@@ -4,8 +4,9 @@
 // The gather hands the deficit to the cell that holds the box centre, so every particle's parts add up to
 // its mass in whole quanta: mass is conserved exactly, in integer arithmetic.
 //
-// Bindings: 0 params, 1 advanced (positions then velocities), 2 mass, 3 book (scale, then S deficits),
-// 4 fluid (1 fluid, 0 solid; read only when p.has_fluid).
+// Bindings: 0 params, 1 advanced (positions then velocities), 2 mass, 3 book (with obstacles the scale,
+// then S deficits; without, the deficits only: the gather computes the scale itself), 4 fluid (1 fluid, 0
+// solid; read only with obstacles).
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> advanced: array<f32>;
@@ -15,7 +16,7 @@
 
 // Whether the target at offset −o from c (the cell that sees this source at offset o) is fluid, as 1 or 0.
 fn wet(c: vec3<i32>, o: vec3<i32>) -> f32 {
-    if p.has_fluid == 0u {
+    if !STORED_SCALE {
         return 1.0;
     }
     let t = neighbour(c, -o, p);
@@ -42,27 +43,26 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     }
     if !any {
         // No mass to hand out: nothing to scale, no rounding remainder.
-        book[i] = 0.0;
+        if STORED_SCALE {
+            book[i] = 0.0;
+        }
         for (var k = 0u; k < S; k++) {
-            book[(1u + k) * cells + i] = 0.0;
+            book[deficit_at(k, i, cells)] = 0.0;
         }
         return;
     }
     // Overlap lengths of this box with the cells at offsets −1, 0, +1 (as seen from them) per axis:
     // lens[a][o + 1] = overlap(o + x_a).
     var lens: array<vec3<f32>, 3>;
+    var x = vec3<f32>(0.0);
     for (var a = 0u; a < D; a++) {
-        let x = advanced[a * cells + i];
-        for (var o = 0u; o < 3u; o++) {
-            lens[a][o] = overlap(f32(i32(o) - 1) + x, p.r).x;
-        }
+        x[a] = advanced[a * cells + i];
+        lens[a] = overlaps(x[a], p.r);
     }
     // Σ frac over the fluid targets, in the mirror-symmetric order.
-    var t = 1.0;
-    if p.has_fluid == 0u {
-        for (var a = 0u; a < D; a++) {
-            t *= (lens[a][0] + lens[a][2]) + lens[a][1];
-        }
+    var inv: f32;
+    if !STORED_SCALE {
+        inv = open_scale(x, p.r);
     } else {
         var total = 0.0;
         for (var zi = 0u; zi < planes(); zi++) {
@@ -81,9 +81,8 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
             }
             total += plane;
         }
-        t = total;
+        inv = select(0.0, 1.0 / total, total > 0.0);
     }
-    let inv = select(0.0, 1.0 / t, t > 0.0);
     // The parts, with the gather's arithmetic: x-overlap times (overlaps across x times the scale).
     var handed: array<f32, 4>;
     var handed_plane: array<f32, 4>;
@@ -118,8 +117,10 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
             handed[k] += handed_plane[k];
         }
     }
-    book[i] = inv;
+    if STORED_SCALE {
+        book[i] = inv;
+    }
     for (var k = 0u; k < S; k++) {
-        book[(1u + k) * cells + i] = m[k] - handed[k];
+        book[deficit_at(k, i, cells)] = m[k] - handed[k];
     }
 }

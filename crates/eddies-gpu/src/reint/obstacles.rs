@@ -1,7 +1,7 @@
 //! Obstacles after the advance: particles next to an obstacle kept out of it (`obstacles.wgsl`).
 
 use super::Buffers;
-use crate::device::{Gpu, GpuError};
+use crate::device::{dispatch, Gpu, GpuError};
 
 /// The obstacle kernel over the fluid cells next to an obstacle, bound to each of the two mass buffers.
 pub(super) struct Obstacles {
@@ -37,13 +37,20 @@ impl Obstacles {
         })
     }
 
-    pub fn encode(&self, encoder: &mut wgpu::CommandEncoder, cur: usize) {
-        let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
-            label: Some("obstacles"),
-            timestamp_writes: None,
-        });
-        pass.set_pipeline(&self.pipeline);
-        pass.set_bind_group(0, &self.bind[cur], &[]);
-        pass.dispatch_workgroups(self.count.div_ceil(64), 1, 1);
+    pub fn encode(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        cur: usize,
+        timestamps: Option<wgpu::ComputePassTimestampWrites<'_>>,
+    ) {
+        let groups = [self.count.div_ceil(64), 1, 1];
+        dispatch(
+            encoder,
+            "obstacles",
+            &self.pipeline,
+            &self.bind[cur],
+            groups,
+            timestamps,
+        );
     }
 }

@@ -2,7 +2,7 @@
 //! (`reduce.wgsl`).
 
 use super::Buffers;
-use crate::device::{Gpu, GpuError};
+use crate::device::{dispatch, Gpu, GpuError};
 
 /// The reduction kernel: one workgroup.
 pub(super) struct Reduce {
@@ -21,13 +21,18 @@ impl Reduce {
         Ok(Self { pipeline, bind })
     }
 
-    pub fn encode(&self, encoder: &mut wgpu::CommandEncoder) {
-        let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
-            label: Some("reduce"),
-            timestamp_writes: None,
-        });
-        pass.set_pipeline(&self.pipeline);
-        pass.set_bind_group(0, &self.bind, &[]);
-        pass.dispatch_workgroups(1, 1, 1);
+    pub fn encode(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        timestamps: Option<wgpu::ComputePassTimestampWrites<'_>>,
+    ) {
+        dispatch(
+            encoder,
+            "reduce",
+            &self.pipeline,
+            &self.bind,
+            [1, 1, 1],
+            timestamps,
+        );
     }
 }
