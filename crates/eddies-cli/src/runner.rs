@@ -687,3 +687,96 @@ impl Progress {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use eddies::diag::StageTimer;
+    use eddies::{Advance, Description, Field};
+
+    /// A simulation whose device fails at step `fail_at`, as a GPU that is lost mid-run.
+    struct LostDevice {
+        steps: u64,
+        fail_at: u64,
+    }
+
+    impl Simulation for LostDevice {
+        fn describe(&self) -> Description {
+            eddies::reint::describe(2, 1)
+        }
+        fn dim(&self) -> usize {
+            2
+        }
+        fn resolution(&self) -> [usize; 3] {
+            [16, 16, 1]
+        }
+        fn cell_size(&self) -> f64 {
+            1.0 / 16.0
+        }
+        fn time(&self) -> f64 {
+            self.steps as f64 / 60.0 / 2.0
+        }
+        fn steps(&self) -> u64 {
+            self.steps
+        }
+        fn max_dt(&self, _cfl: f64) -> f64 {
+            1.0 / 120.0
+        }
+        fn advance(&mut self, _dt: f64, _timer: &mut StageTimer) -> Result<Advance, SimError> {
+            if self.steps + 1 == self.fail_at {
+                return Err(SimError::Device {
+                    step: self.steps,
+                    detail: "the GPU device was lost: test".into(),
+                });
+            }
+            self.steps += 1;
+            Ok(Advance::default())
+        }
+        fn field(&self, name: &str) -> Option<Field> {
+            self.describe().fields.contains(&name).then(|| Field {
+                shape: vec![16, 16],
+                data: vec![0.0; 256],
+                signed: false,
+            })
+        }
+        fn particle_positions(&self) -> Vec<f32> {
+            Vec::new()
+        }
+        fn memory_bytes(&self) -> usize {
+            0
+        }
+    }
+
+    /// A device lost mid-run ends the run with exit code 1, naming the step, and keeps the frames written.
+    #[test]
+    fn a_lost_device_fails_with_the_step_and_keeps_the_frames() {
+        let dir = tempfile::tempdir().unwrap();
+        let src = SceneSource {
+            label: "test.toml".into(),
+            name: "test".into(),
+            text: String::new(),
+        };
+        let mut scene = Scene::default();
+        scene.time.frames = 4;
+        scene.time.steps_per_frame = 2;
+        let interrupt = Interrupt::watch();
+        let sim = Box::new(LostDevice {
+            steps: 0,
+            fail_at: 6,
+        });
+        let out = dir.path().join("out");
+        let runner = Runner::start(&src, &scene, sim, out.clone(), true, &interrupt).unwrap();
+        let err = runner.run().unwrap_err();
+        assert_eq!(err.exit_code(), crate::error::EXIT_FAILURE);
+        let report = err.report();
+        assert!(report.contains("the device failed at step 5"), "{report}");
+        assert!(report.contains("frame_00001.png are kept"), "{report}");
+        assert!(out.join("frame_00001.png").exists() && !out.join("frame_00002.png").exists());
+        let stats = fs::read_to_string(out.join("stats.jsonl")).unwrap();
+        assert_eq!(
+            stats.lines().count(),
+            5,
+            "the steps taken are in stats.jsonl"
+        );
+    }
+}

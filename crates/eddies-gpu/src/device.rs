@@ -234,8 +234,10 @@ impl Gpu {
 
     /// Refuses a storage binding larger than the adapter allows, naming what it is for.
     pub(crate) fn check_binding(&self, what: &str, bytes: u64) -> Result<(), GpuError> {
-        let max =
-            (self.limits.max_storage_buffer_binding_size as u64).min(self.limits.max_buffer_size);
+        let max = self
+            .limits
+            .max_storage_buffer_binding_size
+            .min(self.limits.max_buffer_size);
         if bytes > max {
             return Err(GpuError::Limit(format!(
                 "{what} needs a GPU buffer of {bytes} bytes; {} allows at most {max}: choose a smaller grid",

@@ -1,0 +1,150 @@
+//! The GPU backend through the command line: `--backend gpu` writes what the CPU backend writes, a machine
+//! without an adapter gets one line saying so, and `eddies info` lists the adapters.
+//!
+//! Tests that need an adapter print a notice and pass without one, unless `EDDIES_REQUIRE_GPU=1` (CI).
+
+use std::fs;
+use std::process::Command;
+
+mod common;
+use common::{eddies, error_line, stderr, stdout};
+
+/// Whether a GPU adapter is there; without one (and without EDDIES_REQUIRE_GPU=1) a notice is printed.
+fn have_gpu() -> bool {
+    if !eddies_gpu::adapters().is_empty() {
+        return true;
+    }
+    if std::env::var("EDDIES_REQUIRE_GPU").is_ok_and(|v| v == "1") {
+        panic!("EDDIES_REQUIRE_GPU=1 but no GPU adapter was found");
+    }
+    eprintln!("notice: GPU test skipped: no GPU adapter on this machine");
+    false
+}
+
+/// The keys of each line of a stats.jsonl.
+fn keys(stats: &str) -> Vec<Vec<String>> {
+    stats
+        .lines()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            let mut k: Vec<String> = v.as_object().unwrap().keys().cloned().collect();
+            k.sort();
+            k
+        })
+        .collect()
+}
+
+#[test]
+fn the_gpu_backend_writes_what_the_cpu_backend_writes() {
+    if !have_gpu() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let run = |backend: &str| {
+        let out = eddies(
+            &[
+                "run",
+                "droplet-splash",
+                "--set",
+                "domain.resolution=[48,48]",
+                "--set",
+                "output.npy=true",
+                "--frames",
+                "2",
+                "--steps-per-frame",
+                "8",
+                "--backend",
+                backend,
+                "--out",
+                backend,
+            ],
+            dir.path(),
+        );
+        assert_eq!(out.status.code(), Some(0), "stderr:\n{}", stderr(&out));
+        dir.path().join(backend)
+    };
+    let (cpu, gpu) = (run("cpu"), run("gpu"));
+    let listing = |d: &std::path::Path| {
+        let mut names: Vec<String> = fs::read_dir(d)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        names.sort();
+        names
+    };
+    assert_eq!(listing(&cpu), listing(&gpu), "the same files");
+    let (a, b) = (
+        fs::read_to_string(cpu.join("stats.jsonl")).unwrap(),
+        fs::read_to_string(gpu.join("stats.jsonl")).unwrap(),
+    );
+    assert_eq!(a.lines().count(), 16, "one line per step");
+    // The same keys on every line (stage_ms is an object on both; the GPU's is empty).
+    assert_eq!(keys(&a), keys(&b));
+    // Both conserve the mass exactly, so their totals agree at every step.
+    let mass = |s: &str| -> Vec<f64> {
+        s.lines()
+            .map(|l| {
+                serde_json::from_str::<serde_json::Value>(l).unwrap()["mass"]
+                    .as_f64()
+                    .unwrap()
+            })
+            .collect()
+    };
+    assert_eq!(mass(&a), mass(&b));
+    let scene = fs::read_to_string(gpu.join("scene.toml")).unwrap();
+    assert!(scene.contains("backend = \"gpu\""), "{scene}");
+}
+
+#[test]
+fn no_adapter_is_bad_input_in_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_eddies"))
+        .args(["run", "droplet-splash", "--backend", "gpu", "--out", "out"])
+        .env("EDDIES_GPU_ADAPTER", "no-such-adapter-anywhere")
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "stderr:\n{}", stderr(&out));
+    let line = error_line(&out);
+    assert!(line.contains("no GPU adapter found"), "{line}");
+    assert!(
+        line.contains("no-such-adapter-anywhere"),
+        "says what it looked for: {line}"
+    );
+    assert!(
+        line.contains("--backend cpu"),
+        "says how to run on the CPU: {line}"
+    );
+    assert!(!dir.path().join("out").exists(), "nothing is written");
+}
+
+#[test]
+fn the_gpu_backend_runs_reint_only_and_says_so_at_the_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = eddies(
+        &["run", "dam-break", "--backend", "gpu", "--out", "out"],
+        dir.path(),
+    );
+    assert_eq!(out.status.code(), Some(2), "stderr:\n{}", stderr(&out));
+    let line = error_line(&out);
+    assert!(line.contains("backend"), "{line}");
+    assert!(line.contains("reint"), "{line}");
+}
+
+#[test]
+fn info_lists_the_adapters() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = eddies(&["info"], dir.path());
+    assert_eq!(out.status.code(), Some(0), "stderr:\n{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.starts_with("eddies "), "{text}");
+    assert!(text.contains("\ncpu: "), "{text}");
+    if have_gpu() {
+        assert!(
+            text.contains("gpu 0: ") && text.contains("(used by --backend gpu)"),
+            "{text}"
+        );
+    } else {
+        assert!(text.contains("gpu: no adapter found"), "{text}");
+    }
+}
