@@ -204,8 +204,8 @@ pub fn run(opts: &RunOptions) -> Result<RunSummary, CliError> {
                     format!("{}: the simulation cannot be set up: {e}", src.label),
                     Vec::new(),
                 ),
-                // One line: what was looked for and how to run on the CPU.
-                SetupError::Gpu(e @ GpuError::NoAdapter { .. }) => {
+                // One line: what was looked for and how to run on the CPU, or the size allowed.
+                SetupError::Gpu(e @ (GpuError::NoAdapter { .. } | GpuError::Limit(_))) => {
                     CliError::input(e.to_string(), Vec::new())
                 }
                 SetupError::Gpu(e) => CliError::other(format!("{}: {e}", src.label)),

@@ -12,7 +12,7 @@ use std::time::Instant;
 
 use eddies::reint::{ReintConfig, ReintParams, ReintSim, Substance};
 use eddies::{Shape, Simulation};
-use eddies_gpu::{Gpu, ReintGpu};
+use eddies_gpu::{Gpu, GpuError, ReintGpu};
 use glam::DVec3;
 
 use super::case::{median, BenchCase, BenchError, BenchRow, WARMUP_STEPS};
@@ -56,10 +56,16 @@ trait Flat {
 }
 
 impl<I: Iterator<Item = Result<Vec<BenchRow>, BenchError>>> Flat for I {
+    /// A size the adapter's buffers cannot hold is skipped with a note on stderr (Mesa's software driver
+    /// binds at most 128 MiB); any other error ends the case.
     fn flat(self) -> Result<Vec<BenchRow>, BenchError> {
         let mut rows = Vec::new();
         for r in self {
-            rows.extend(r?);
+            match r {
+                Ok(r) => rows.extend(r),
+                Err(BenchError::Gpu(e @ GpuError::Limit(_))) => eprintln!("note: size skipped: {e}"),
+                Err(e) => return Err(e),
+            }
         }
         Ok(rows)
     }
