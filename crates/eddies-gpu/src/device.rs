@@ -329,6 +329,21 @@ impl Gpu {
         Ok(pipeline)
     }
 
+    /// Runs `f`, which creates device objects, and reports what the device found invalid in them as
+    /// [`GpuError::Internal`] (a bug), to this caller rather than to whichever caller looks next.
+    pub(crate) fn validating<T>(
+        &self,
+        what: &str,
+        f: impl FnOnce() -> Result<T, GpuError>,
+    ) -> Result<T, GpuError> {
+        let scope = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let value = f();
+        match pollster::block_on(scope.pop()) {
+            Some(e) => Err(GpuError::Internal(format!("{what}: {e}"))),
+            None => value,
+        }
+    }
+
     /// Runs `f`, which allocates device memory, and reports running out of it as [`GpuError::OutOfMemory`].
     pub(crate) fn allocating<T>(&self, what: &str, f: impl FnOnce() -> T) -> Result<T, GpuError> {
         let scope = self.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);

@@ -63,7 +63,9 @@ impl<I: Iterator<Item = Result<Vec<BenchRow>, BenchError>>> Flat for I {
         for r in self {
             match r {
                 Ok(r) => rows.extend(r),
-                Err(BenchError::Gpu(e @ GpuError::Limit(_))) => eprintln!("note: size skipped: {e}"),
+                Err(BenchError::Gpu(e @ GpuError::Limit(_))) => {
+                    eprintln!("note: size skipped: {e}")
+                }
                 Err(e) => return Err(e),
             }
         }

@@ -121,6 +121,53 @@ fn open_scale(x: vec3<f32>, r: f32) -> f32 {
     return select(0.0, 1.0 / t, t > 0.0);
 }
 
+// The bookkeeping of one source particle (as the CPU backend's `reint::kernels::normalise`): its substance
+// masses `m` less the parts the gather will hand out, round(frac · m) for every target of the walk, with
+// frac = x-overlap × (overlaps across x × `inv`) × `wet` — `lens[a]` being its overlaps per axis
+// (`overlaps`), `inv` its scale and `wet[k]` 1, or 0 for the k-th target of the walk if it is solid. The
+// parts are added in the mirror-symmetric order. The gather hands each source's deficit to the cell that
+// holds its box centre.
+fn deficits(lens: array<vec3<f32>, 3>, inv: f32, m: array<f32, 4>, wet: array<f32, 27>) -> array<f32, 4> {
+    var handed: array<f32, 4>;
+    var handed_plane: array<f32, 4>;
+    var handed_row: array<f32, 4>;
+    for (var k = 0u; k < S; k++) {
+        handed[k] = 0.0;
+    }
+    for (var zi = 0u; zi < planes(); zi++) {
+        for (var k = 0u; k < S; k++) {
+            handed_plane[k] = 0.0;
+        }
+        for (var yi = 0u; yi < 3u; yi++) {
+            for (var k = 0u; k < S; k++) {
+                handed_row[k] = 0.0;
+            }
+            for (var xi = 0u; xi < 3u; xi++) {
+                let o = offset_of(zi, yi, xi);
+                var across = 1.0;
+                for (var a = 1u; a < D; a++) {
+                    across *= lens[a][o[a] + 1];
+                }
+                let frac = (lens[0][o.x + 1] * (across * inv)) * wet[9u * zi + 3u * yi + xi];
+                for (var k = 0u; k < S; k++) {
+                    handed_row[k] += round(frac * m[k]);
+                }
+            }
+            for (var k = 0u; k < S; k++) {
+                handed_plane[k] += handed_row[k];
+            }
+        }
+        for (var k = 0u; k < S; k++) {
+            handed[k] += handed_plane[k];
+        }
+    }
+    var left: array<f32, 4>;
+    for (var k = 0u; k < 4u; k++) {
+        left[k] = m[k] - handed[k];
+    }
+    return left;
+}
+
 // Where the bookkeeping keeps substance k's deficit of cell i: after the scale where the scale is stored
 // (with obstacles), else from the start.
 fn deficit_at(k: u32, i: u32, cells: u32) -> u32 {

@@ -1,4 +1,5 @@
-//! Stages "density", "forces" and "advance", fused into one kernel (`forces.wgsl`).
+//! Stages "density", "forces" and "advance", fused into one kernel (`forces.wgsl`), with the
+//! bookkeeping away from obstacles.
 
 use super::Buffers;
 use crate::device::{dispatch, Gpu, GpuError};
@@ -23,10 +24,19 @@ impl Forces {
             prelude,
             include_str!("forces.wgsl"),
         )?;
+        // Away from obstacles the kernel also writes the bookkeeping (next to them the binding is there,
+        // unused).
         let bind = std::array::from_fn(|cur| {
             gpu.bind(
                 &pipeline,
-                &[&b.params, &b.motion, &b.mass[cur], &b.advanced, &b.partials],
+                &[
+                    &b.params,
+                    &b.motion,
+                    &b.mass[cur],
+                    &b.advanced,
+                    &b.partials,
+                    &b.book,
+                ],
             )
         });
         Ok(Self {

@@ -2,16 +2,19 @@
 // itself and its 3^D neighbours from their masses, the SPH pressure and viscous accelerations (as the CPU
 // backend's `reint::kernels::sph_forces`), and advances its particle: V += Δt (a + g), speed-limited, then
 // X' = X + Δt V within the neighbourhood the gather visits. The advanced particle goes to `advanced`; the
-// state it read stays untouched for the neighbours.
+// state it read stays untouched for the neighbours. Away from obstacles it also does the bookkeeping of
+// the advanced particle (`deficits`), which it has at hand: one pass over memory less.
 //
 // Bindings: 0 params, 1 motion (positions then velocities, D arrays each), 2 mass (S arrays), 3 advanced
-// (as motion), 4 partials (per workgroup; this kernel writes the clamp count).
+// (as motion), 4 partials (per workgroup; this kernel writes the clamp count), 5 book (the deficits; only
+// away from obstacles, where `normalise` does not run).
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> motion: array<f32>;
 @group(0) @binding(2) var<storage, read> mass: array<f32>;
 @group(0) @binding(3) var<storage, read_write> advanced: array<f32>;
 @group(0) @binding(4) var<storage, read_write> partials: array<u32>;
+@group(0) @binding(5) var<storage, read_write> book: array<f32>;
 
 var<workgroup> clamped: atomic<u32>;
 
@@ -65,8 +68,10 @@ fn main(
             vi[a] = motion[(D + a) * cells + i];
         }
         var present_mass = false;
+        var m: array<f32, 4>;
         for (var k = 0u; k < S; k++) {
-            present_mass = present_mass || mass[k * cells + i] > 0.0;
+            m[k] = mass[k * cells + i];
+            present_mass = present_mass || m[k] > 0.0;
         }
         var acc = vec3<f32>(0.0);
         if p.forces != 0u && present_mass {
@@ -128,6 +133,7 @@ fn main(
         }
         let g = vec3<f32>(p.gx, p.gy, p.gz);
         var held = 0u;
+        var x = vec3<f32>(0.0);
         for (var a = 0u; a < D; a++) {
             var u: f32;
             if p.forces != 0u {
@@ -140,7 +146,25 @@ fn main(
             }
             let v = clamp(u, -p.vmax, p.vmax);
             advanced[(D + a) * cells + i] = v;
-            advanced[a * cells + i] = clamp(xi[a] + p.dt * v, -p.reach, p.reach);
+            x[a] = clamp(xi[a] + p.dt * v, -p.reach, p.reach);
+            advanced[a * cells + i] = x[a];
+        }
+        if !STORED_SCALE {
+            var left: array<f32, 4>;
+            if present_mass {
+                var lens: array<vec3<f32>, 3>;
+                for (var a = 0u; a < D; a++) {
+                    lens[a] = overlaps(x[a], p.r);
+                }
+                var open: array<f32, 27>;
+                for (var k = 0u; k < 27u; k++) {
+                    open[k] = 1.0;
+                }
+                left = deficits(lens, open_scale(x, p.r), m, open);
+            }
+            for (var k = 0u; k < S; k++) {
+                book[deficit_at(k, i, cells)] = select(0.0, left[k], present_mass);
+            }
         }
         if held > 0u {
             atomicAdd(&clamped, held);

@@ -1,10 +1,11 @@
 //! Reintegration tracking on the GPU: the method of [`eddies::reint`], step for step, in WGSL.
 //!
 //! A scene is built and filled on the host as a [`ReintSim`] (its checks, obstacles, emitters and sinks are
-//! the library's); [`ReintGpu::new`] takes it over. A step is one submission of six kernels, one file each:
-//! [`emit`] (sources and sinks), [`forces`] (density, SPH forces and the advance, fused), [`obstacles`],
-//! [`normalise`] (the bookkeeping that makes mass exact), [`gather`] (the reintegration) and [`reduce`] (the
-//! step's diagnostics into a log on the device). Nothing is read back per step: the log and the state come
+//! the library's); [`ReintGpu::new`] takes it over. A step is one submission of up to six kernels, one file
+//! each: [`emit`] (sources and sinks), [`forces`] (density, SPH forces and the advance, fused; away from
+//! obstacles also the bookkeeping that makes mass exact), [`obstacles`] and [`normalise`] (that bookkeeping
+//! next to obstacles), [`gather`] (the reintegration) and [`reduce`] (the step's diagnostics into a log on
+//! the device). Nothing is read back per step: the log and the state come
 //! back once per frame, in [`Simulation::complete_records`].
 //!
 //! GPU memory per cell: the state twice over (positions and velocities, then masses, D + D + S values each,
@@ -164,7 +165,8 @@ pub struct ReintGpu<const D: usize> {
     current: usize,
     forces: forces::Forces,
     obstacles: Option<obstacles::Obstacles>,
-    normalise: normalise::Normalise,
+    /// The bookkeeping pass, next to obstacles only.
+    normalise: Option<normalise::Normalise>,
     gather: gather::Gather,
     reduce: reduce::Reduce,
     emit: emit::Emit<D>,
@@ -248,30 +250,37 @@ impl<const D: usize> ReintGpu<D> {
         })?;
         let prelude = prelude(D, substances, stored_scale);
         let variant = format!("{D}d{substances}{}", if stored_scale { "s" } else { "" });
-        let forces = forces::Forces::new(&gpu, &prelude, &variant, &buffers, grid)?;
-        let obstacles = (!scene.near_solid.is_empty())
-            .then(|| {
-                obstacles::Obstacles::new(
+        let (forces, obstacles, normalise, gather, reduce, emit, impulse) =
+            gpu.validating("the kernels", || {
+                let forces = forces::Forces::new(&gpu, &prelude, &variant, &buffers, grid)?;
+                let obstacles = (!scene.near_solid.is_empty())
+                    .then(|| {
+                        obstacles::Obstacles::new(
+                            &gpu,
+                            &prelude,
+                            &variant,
+                            &buffers,
+                            scene.near_solid.len() as u32,
+                        )
+                    })
+                    .transpose()?;
+                // Away from obstacles the bookkeeping is done by `forces`.
+                let normalise = stored_scale
+                    .then(|| normalise::Normalise::new(&gpu, &prelude, &variant, &buffers, grid))
+                    .transpose()?;
+                let gather = gather::Gather::new(&gpu, &prelude, &variant, &buffers, grid)?;
+                let reduce = reduce::Reduce::new(&gpu, &prelude, &variant, &buffers)?;
+                let emit = emit::Emit::new(
                     &gpu,
                     &prelude,
                     &variant,
                     &buffers,
-                    scene.near_solid.len() as u32,
-                )
-            })
-            .transpose()?;
-        let normalise = normalise::Normalise::new(&gpu, &prelude, &variant, &buffers, grid)?;
-        let gather = gather::Gather::new(&gpu, &prelude, &variant, &buffers, grid)?;
-        let reduce = reduce::Reduce::new(&gpu, &prelude, &variant, &buffers)?;
-        let emit = emit::Emit::new(
-            &gpu,
-            &prelude,
-            &variant,
-            &buffers,
-            &scene.emitters,
-            &scene.sinks,
-        )?;
-        let impulse = impulse::Impulse::new(&gpu, &prelude, &variant, &buffers, grid)?;
+                    &scene.emitters,
+                    &scene.sinks,
+                )?;
+                let impulse = impulse::Impulse::new(&gpu, &prelude, &variant, &buffers, grid)?;
+                Ok((forces, obstacles, normalise, gather, reduce, emit, impulse))
+            })?;
         gpu.finish()?;
         Ok(Self {
             constants: scene.constants,
@@ -445,7 +454,9 @@ impl<const D: usize> ReintGpu<D> {
         if let Some(o) = &self.obstacles {
             o.encode(&mut encoder, cur, ts(1));
         }
-        self.normalise.encode(&mut encoder, cur, ts(2));
+        if let Some(n) = &self.normalise {
+            n.encode(&mut encoder, cur, ts(2));
+        }
         self.gather.encode(&mut encoder, cur, ts(3));
         self.reduce.encode(&mut encoder, ts(4));
         if let Some(t) = timer {
@@ -497,7 +508,11 @@ impl<const D: usize> ReintGpu<D> {
             PASSES
                 .iter()
                 .zip(ms)
-                .filter(|(name, _)| **name != "obstacles" || self.obstacles.is_some())
+                .filter(|(name, _)| match **name {
+                    "obstacles" => self.obstacles.is_some(),
+                    "normalise" => self.normalise.is_some(),
+                    _ => true,
+                })
                 .map(|(name, ms)| (*name, ms))
                 .collect(),
         ))

@@ -1,8 +1,9 @@
-// The bookkeeping pass before the gather (as the CPU backend's `reint::kernels::normalise`), per source
-// particle: the scale 1/Σ frac over the fluid cells its box overlaps, and per substance the deficit
-// m − Σ round(frac · scale · m) over those cells, the parts computed exactly as the gather computes them.
-// The gather hands the deficit to the cell that holds the box centre, so every particle's parts add up to
-// its mass in whole quanta: mass is conserved exactly, in integer arithmetic.
+// The bookkeeping pass before the gather, next to obstacles (away from them `forces` does it while it has
+// the advanced particle at hand), per source particle: the scale 1/Σ frac over the fluid cells its box
+// overlaps, and per substance the deficit m − Σ round(frac · scale · m) over those cells (`deficits`), the
+// parts computed exactly as the gather computes them. The gather hands the deficit to the cell that holds
+// the box centre, so every particle's parts add up to its mass in whole quanta: mass is conserved exactly,
+// in integer arithmetic.
 //
 // Bindings: 0 params, 1 advanced (positions then velocities), 2 mass, 3 book (with obstacles the scale,
 // then S deficits; without, the deficits only: the gather computes the scale itself), 4 fluid (1 fluid, 0
@@ -83,44 +84,21 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
         }
         inv = select(0.0, 1.0 / total, total > 0.0);
     }
-    // The parts, with the gather's arithmetic: x-overlap times (overlaps across x times the scale).
-    var handed: array<f32, 4>;
-    var handed_plane: array<f32, 4>;
-    var handed_row: array<f32, 4>;
-    for (var k = 0u; k < S; k++) {
-        handed[k] = 0.0;
-    }
+    // The parts, with the gather's arithmetic; a part that lands on a solid cell is not handed out (the
+    // fluid cells' parts cover it through the scale).
+    var wets: array<f32, 27>;
     for (var zi = 0u; zi < planes(); zi++) {
-        for (var k = 0u; k < S; k++) {
-            handed_plane[k] = 0.0;
-        }
         for (var yi = 0u; yi < 3u; yi++) {
-            for (var k = 0u; k < S; k++) {
-                handed_row[k] = 0.0;
-            }
             for (var xi = 0u; xi < 3u; xi++) {
-                let o = offset_of(zi, yi, xi);
-                var across = 1.0;
-                for (var a = 1u; a < D; a++) {
-                    across *= lens[a][o[a] + 1];
-                }
-                let frac = (lens[0][o.x + 1] * (across * inv)) * wet(c, o);
-                for (var k = 0u; k < S; k++) {
-                    handed_row[k] += round(frac * m[k]);
-                }
+                wets[9u * zi + 3u * yi + xi] = wet(c, offset_of(zi, yi, xi));
             }
-            for (var k = 0u; k < S; k++) {
-                handed_plane[k] += handed_row[k];
-            }
-        }
-        for (var k = 0u; k < S; k++) {
-            handed[k] += handed_plane[k];
         }
     }
+    let left = deficits(lens, inv, m, wets);
     if STORED_SCALE {
         book[i] = inv;
     }
     for (var k = 0u; k < S; k++) {
-        book[deficit_at(k, i, cells)] = m[k] - handed[k];
+        book[deficit_at(k, i, cells)] = left[k];
     }
 }
