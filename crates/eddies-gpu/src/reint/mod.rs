@@ -28,7 +28,7 @@ mod reduce;
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
-use eddies::diag::{Clamp, Quantity, StageTimer, StepRecord};
+use eddies::diag::{Quantity, StageTimer, StepRecord};
 use eddies::reint::{DeviceScene, Eos, InteriorState, ReintSim, StepConstants};
 use eddies::{Advance, Description, Field, SimError, Simulation};
 
@@ -183,7 +183,8 @@ pub struct ReintGpu<const D: usize> {
 }
 
 impl<const D: usize> ReintGpu<D> {
-    /// Takes over `host`, a simulation built and filled on the host, and uploads it to `gpu`.
+    /// Takes over `host`, a simulation built and filled on the host (or run there for a while: the device
+    /// goes on from its time and step count), and uploads it to `gpu`.
     pub fn new(gpu: Arc<Gpu>, host: ReintSim<D>) -> Result<Self, GpuError> {
         let scene: DeviceScene<D> = host.device_scene();
         let substances = scene.state.mass.len();
@@ -193,9 +194,10 @@ impl<const D: usize> ReintGpu<D> {
         let f = 4u64;
         let motion_bytes = 2 * D as u64 * cells as u64 * f;
         gpu.check_binding("the particle state", motion_bytes)?;
+        // The bookkeeping holds at most one array more than the masses.
         gpu.check_binding(
-            "the masses",
-            (substances as u64 * cells as u64 * f).max((1 + substances as u64) * cells as u64 * f),
+            "the bookkeeping",
+            (1 + substances as u64) * cells as u64 * f,
         )?;
         let wg = workgroup(D);
         let grid = groups(n, wg);
@@ -282,11 +284,12 @@ impl<const D: usize> ReintGpu<D> {
                 Ok((forces, obstacles, normalise, gather, reduce, emit, impulse))
             })?;
         gpu.finish()?;
+        let (time, steps) = (host.time(), host.steps());
         Ok(Self {
             constants: scene.constants,
             max_speed: scene.max_speed,
             host: Mutex::new(host),
-            synced: Mutex::new(Some(0)),
+            synced: Mutex::new(Some(steps)),
             n,
             cells: cells as u32,
             current: 0,
@@ -298,8 +301,8 @@ impl<const D: usize> ReintGpu<D> {
             emit,
             impulse,
             partials,
-            time: 0.0,
-            steps: 0,
+            time,
+            steps,
             pending: VecDeque::new(),
             read: VecDeque::new(),
             probe: probe::SpeedProbe::new(&gpu),
@@ -323,7 +326,7 @@ impl<const D: usize> ReintGpu<D> {
             dt,
             r,
             reach: 1.5 - r,
-            vmax: (1.5 - r + 0.5) / dt,
+            vmax: eddies::reint::speed_limit(dt, r),
             c2: c.c2,
             gamma: c.gamma,
             tension: c.tension as u32,
@@ -578,7 +581,6 @@ impl<const D: usize> Simulation for ReintGpu<D> {
         let h = self.cell_size();
         let unit = self.constants.unit.clone();
         let s = unit.len();
-        let vmax_of = |dt: f64| (2.0 - self.constants.diffusion_radius as f64) / dt * h;
         for rec in records.iter_mut() {
             // Entries of steps before these records (taken outside a frame's records) are dropped.
             while self.read.front().is_some_and(|(p, _)| p.step < rec.step) {
@@ -612,15 +614,12 @@ impl<const D: usize> Simulation for ReintGpu<D> {
                 ("max_speed", Quantity::Scalar(max_speed * h)),
                 ("cfl", Quantity::Scalar(max_speed * p.dt)),
             ];
-            if e.clamps > 0 {
-                rec.clamps = vec![Clamp {
-                    name: "speed",
-                    count: e.clamps as u64,
-                    limit: vmax_of(p.dt),
-                    unit: "m/s",
-                    remedy: "a box may move at most 2 − r cells per step: take smaller steps (time.cfl, --steps-per-frame)",
-                }];
-            }
+            rec.clamps = eddies::reint::speed_clamps(
+                e.clamps as u64,
+                p.dt,
+                self.constants.diffusion_radius,
+                h,
+            );
         }
         self.read.clear();
         Ok(())

@@ -832,6 +832,27 @@ impl<const D: usize> ReintSim<D> {
     }
 }
 
+/// The step record's clamps for `count` velocity components held at the speed limit in a step of `dt`
+/// seconds with boxes of half-size `r` cells of `h` metres: none when `count` is 0.
+pub fn speed_clamps(count: u64, dt: f64, r: f32, h: f64) -> Vec<Clamp> {
+    if count == 0 {
+        return Vec::new();
+    }
+    vec![Clamp {
+        name: "speed",
+        count,
+        limit: kernels::speed_limit(dt as f32, r) as f64 * h,
+        unit: "m/s",
+        remedy: "a box may move at most 2 − r cells per step: take smaller steps (time.cfl, --steps-per-frame)",
+    }]
+}
+
+/// The largest speed (cells per second) that one step of `dt` seconds can carry with boxes of half-size
+/// `r` cells: past it a particle's box would land beyond the neighbourhood that the gather visits.
+pub fn speed_limit(dt: f32, r: f32) -> f32 {
+    kernels::speed_limit(dt, r)
+}
+
 /// Stages of a step, in order ([`Description::stages`]).
 pub const STAGES: &[&str] = &[
     "emit",
@@ -951,17 +972,7 @@ impl<const D: usize> Simulation for ReintSim<D> {
                 ("max_speed", Quantity::Scalar(speed_si)),
                 ("cfl", Quantity::Scalar(max_speed.max(0.0) * dt)),
             ],
-            clamps: if limited > 0 {
-                vec![Clamp {
-                    name: "speed",
-                    count: limited,
-                    limit: kernels::speed_limit(dt as f32, r) as f64 * h,
-                    unit: "m/s",
-                    remedy: "a box may move at most 2 − r cells per step: take smaller steps (time.cfl, --steps-per-frame)",
-                }]
-            } else {
-                Vec::new()
-            },
+            clamps: speed_clamps(limited, dt, r, h),
         })
     }
 
