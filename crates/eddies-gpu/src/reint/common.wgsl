@@ -31,6 +31,7 @@ const P_MOMENTUM: u32 = 9u;
 const P_SPEED2: u32 = 12u;
 const P_CLAMPS: u32 = 13u;
 const P_WORDS: u32 = 16u;
+const SUM_WORDS: u32 = 14u;
 const LOG_WORDS: u32 = 32u;
 
 fn grid_n(p: Params) -> vec3<i32> {
@@ -184,4 +185,40 @@ fn add64(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> {
     let lo = a.x + b.x;
     let carry = select(0u, 1u, lo < a.x);
     return vec2<u32>(lo, a.y + b.y + carry);
+}
+
+// A sum of diagnostics, in the words of a partial (the P_ constants above).
+alias Sum = array<u32, 14>;
+
+// Adds two sums: quanta as 64-bit integers, energy and momentum as f32, the larger squared speed, counts.
+fn sum_add(a: Sum, b: Sum) -> Sum {
+    var c: Sum;
+    for (var k = 0u; k < 4u; k++) {
+        let q = add64(vec2<u32>(a[2u * k], a[2u * k + 1u]), vec2<u32>(b[2u * k], b[2u * k + 1u]));
+        c[2u * k] = q.x;
+        c[2u * k + 1u] = q.y;
+    }
+    for (var k = P_KINETIC; k < P_SPEED2; k++) {
+        c[k] = bitcast<u32>(bitcast<f32>(a[k]) + bitcast<f32>(b[k]));
+    }
+    c[P_SPEED2] = bitcast<u32>(max(bitcast<f32>(a[P_SPEED2]), bitcast<f32>(b[P_SPEED2])));
+    c[P_CLAMPS] = a[P_CLAMPS] + b[P_CLAMPS];
+    return c;
+}
+
+const WG: u32 = WG_X * WG_Y * WG_Z;
+var<workgroup> workgroup_sums: array<Sum, WG>;
+
+// The sum of every invocation's `mine` over the workgroup, added in a fixed tree order: the same bits on
+// every run, whatever the scheduling. Every invocation must call it; the result is invocation 0's.
+fn workgroup_sum(lid: u32, mine: Sum) -> Sum {
+    workgroup_sums[lid] = mine;
+    workgroupBarrier();
+    for (var stride = WG / 2u; stride > 0u; stride /= 2u) {
+        if lid < stride {
+            workgroup_sums[lid] = sum_add(workgroup_sums[lid], workgroup_sums[lid + stride]);
+        }
+        workgroupBarrier();
+    }
+    return workgroup_sums[0];
 }

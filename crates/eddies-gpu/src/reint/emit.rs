@@ -5,6 +5,9 @@ use eddies::reint::{EmitterCells, SinkCells};
 use super::Buffers;
 use crate::device::{dispatch, Gpu, GpuError};
 
+/// The kernel's WGSL, after the prelude and `common.wgsl`.
+pub(super) const SOURCE: &str = include_str!("emit.wgsl");
+
 /// One source's constants (`Source` in `emit.wgsl`).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, bytemuck::Pod, bytemuck::Zeroable)]
@@ -84,11 +87,7 @@ impl<const D: usize> Emit<D> {
                 sources: Vec::new(),
             });
         }
-        let pipeline = gpu.pipeline(
-            &format!("reint emit {variant}"),
-            prelude,
-            include_str!("emit.wgsl"),
-        )?;
+        let pipeline = gpu.pipeline(&format!("reint emit {variant}"), prelude, SOURCE)?;
         let cell_buffer = gpu.buffer_with("source cells", &cells);
         let sources = listed
             .into_iter()
@@ -155,7 +154,7 @@ impl<const D: usize> Emit<D> {
                     );
                 }
             }
-            let groups = [s.constants.count.div_ceil(64), 1, 1];
+            let groups = [s.constants.count.div_ceil(super::LIST_WORKGROUP), 1, 1];
             dispatch(encoder, "emit", pipeline, &s.bind[cur], groups, None);
         }
     }

@@ -45,7 +45,7 @@ fn round_half_up(x: f32) -> f32 {
     return select(t, t + 1.0, x - t >= 0.5);
 }
 
-@compute @workgroup_size(64)
+@compute @workgroup_size(WG_LIST)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     let e = gid.x;
     if e >= src.count {

@@ -4,6 +4,9 @@
 use super::Buffers;
 use crate::device::{dispatch, Gpu, GpuError};
 
+/// The kernel's WGSL, after the prelude and `common.wgsl`.
+pub(super) const SOURCE: &str = include_str!("forces.wgsl");
+
 /// The fused force-and-advance kernel, bound to each of the two mass buffers.
 pub(super) struct Forces {
     pipeline: std::sync::Arc<wgpu::ComputePipeline>,
@@ -19,11 +22,7 @@ impl Forces {
         b: &Buffers,
         grid: [u32; 3],
     ) -> Result<Self, GpuError> {
-        let pipeline = gpu.pipeline(
-            &format!("reint forces {variant}"),
-            prelude,
-            include_str!("forces.wgsl"),
-        )?;
+        let pipeline = gpu.pipeline(&format!("reint forces {variant}"), prelude, SOURCE)?;
         // Away from obstacles the kernel also writes the bookkeeping (next to them the binding is there,
         // unused).
         let bind = std::array::from_fn(|cur| {

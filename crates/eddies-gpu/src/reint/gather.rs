@@ -3,6 +3,9 @@
 use super::Buffers;
 use crate::device::{dispatch, Gpu, GpuError};
 
+/// The kernel's WGSL, after the prelude and `common.wgsl`.
+pub(super) const SOURCE: &str = include_str!("gather.wgsl");
+
 /// The gather kernel, bound to each of the two mass buffers (reading one, writing the other).
 pub(super) struct Gather {
     pipeline: std::sync::Arc<wgpu::ComputePipeline>,
@@ -18,11 +21,7 @@ impl Gather {
         b: &Buffers,
         grid: [u32; 3],
     ) -> Result<Self, GpuError> {
-        let pipeline = gpu.pipeline(
-            &format!("reint gather {variant}"),
-            prelude,
-            include_str!("gather.wgsl"),
-        )?;
+        let pipeline = gpu.pipeline(&format!("reint gather {variant}"), prelude, SOURCE)?;
         let bind = std::array::from_fn(|cur| {
             gpu.bind(
                 &pipeline,

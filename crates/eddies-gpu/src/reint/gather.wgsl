@@ -16,12 +16,6 @@
 @group(0) @binding(6) var<storage, read_write> next_mass: array<f32>;
 @group(0) @binding(7) var<storage, read_write> partials: array<u32>;
 
-const WG: u32 = WG_X * WG_Y * WG_Z;
-// Per invocation: quanta (low words, high words) per substance; kinetic energy, momentum, squared speed.
-var<workgroup> red_q: array<array<vec2<u32>, 4>, WG>;
-var<workgroup> red_f: array<vec4<f32>, WG>;
-var<workgroup> red_max: array<f32, WG>;
-
 @compute @workgroup_size(WG_X, WG_Y, WG_Z)
 fn main(
     @builtin(global_invocation_id) gid: vec3<u32>,
@@ -142,34 +136,25 @@ fn main(
             speed2 += v * v;
         }
     }
-    // The workgroup's sums, in a fixed tree order.
+    // This cell's terms of the diagnostics, summed over the workgroup (the clamp count is the force
+    // kernel's: not written here).
+    var mine: Sum;
     for (var k = 0u; k < 4u; k++) {
-        red_q[lid][k] = vec2<u32>(u32(q_out[k]), 0u);
+        mine[2u * k] = u32(q_out[k]);
+        mine[2u * k + 1u] = 0u;
     }
-    red_f[lid] = vec4<f32>(0.5 * cell_mass * speed2, cell_mass * vel.x, cell_mass * vel.y, cell_mass * vel.z);
+    mine[P_KINETIC] = bitcast<u32>(0.5 * cell_mass * speed2);
+    for (var a = 0u; a < 3u; a++) {
+        mine[P_MOMENTUM + a] = bitcast<u32>(cell_mass * vel[a]);
+    }
     // Specks (under 1% of a cell at rest density) do not set the time step.
-    red_max[lid] = select(0.0, speed2, quanta >= 0.01 / p.inv_qpr);
-    workgroupBarrier();
-    for (var stride = WG / 2u; stride > 0u; stride /= 2u) {
-        if lid < stride {
-            for (var k = 0u; k < S; k++) {
-                red_q[lid][k] = add64(red_q[lid][k], red_q[lid + stride][k]);
-            }
-            red_f[lid] = red_f[lid] + red_f[lid + stride];
-            red_max[lid] = max(red_max[lid], red_max[lid + stride]);
-        }
-        workgroupBarrier();
-    }
+    mine[P_SPEED2] = bitcast<u32>(select(0.0, speed2, quanta >= 0.01 / p.inv_qpr));
+    mine[P_CLAMPS] = 0u;
+    let total = workgroup_sum(lid, mine);
     if lid == 0u {
         let w = (wid.x + nwg.x * (wid.y + nwg.y * wid.z)) * P_WORDS;
-        for (var k = 0u; k < 4u; k++) {
-            partials[w + 2u * k] = red_q[0][k].x;
-            partials[w + 2u * k + 1u] = red_q[0][k].y;
+        for (var k = 0u; k < P_CLAMPS; k++) {
+            partials[w + k] = total[k];
         }
-        partials[w + P_KINETIC] = bitcast<u32>(red_f[0].x);
-        partials[w + P_MOMENTUM] = bitcast<u32>(red_f[0].y);
-        partials[w + P_MOMENTUM + 1u] = bitcast<u32>(red_f[0].z);
-        partials[w + P_MOMENTUM + 2u] = bitcast<u32>(red_f[0].w);
-        partials[w + P_SPEED2] = bitcast<u32>(red_max[0]);
     }
 }

@@ -3,6 +3,9 @@
 use super::Buffers;
 use crate::device::{dispatch, Gpu, GpuError};
 
+/// The kernel's WGSL, after the prelude and `common.wgsl`.
+pub(super) const SOURCE: &str = include_str!("impulse.wgsl");
+
 /// The push's constants (`Push` in `impulse.wgsl`).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, bytemuck::Pod, bytemuck::Zeroable)]
@@ -29,11 +32,7 @@ impl Impulse {
         b: &Buffers,
         grid: [u32; 3],
     ) -> Result<Self, GpuError> {
-        let pipeline = gpu.pipeline(
-            &format!("reint impulse {variant}"),
-            prelude,
-            include_str!("impulse.wgsl"),
-        )?;
+        let pipeline = gpu.pipeline(&format!("reint impulse {variant}"), prelude, SOURCE)?;
         let push = gpu.uniform::<Push>("push");
         let bind = gpu.bind(&pipeline, &[&b.params, &push, &b.motion]);
         Ok(Self {

@@ -76,12 +76,17 @@ struct Params {
     pad: u32,
 }
 
-/// The WGSL constants of a variant: dimension, substances and the workgroup's shape.
+/// Invocations per workgroup of the kernels that run over a list (emitter cells, cells next to obstacles).
+const LIST_WORKGROUP: u32 = 64;
+
+/// The WGSL constants of a variant, then `common.wgsl`: dimension, substances, whether the scale is stored,
+/// and the workgroups' shapes (written here once, for both sides).
 fn prelude(dim: usize, substances: usize, stored_scale: bool) -> String {
     let [x, y, z] = workgroup(dim);
     format!(
         "const D: u32 = {dim}u;\nconst S: u32 = {substances}u;\nconst STORED_SCALE: bool = {stored_scale};\n\
-         const WG_X: u32 = {x}u;\nconst WG_Y: u32 = {y}u;\nconst WG_Z: u32 = {z}u;\n{COMMON}"
+         const WG_X: u32 = {x}u;\nconst WG_Y: u32 = {y}u;\nconst WG_Z: u32 = {z}u;\n\
+         const WG_LIST: u32 = {LIST_WORKGROUP}u;\n{COMMON}"
     )
 }
 
@@ -666,4 +671,46 @@ impl<const D: usize> Simulation for ReintGpu<D> {
 /// and with obstacles, not counting the per-workgroup sums and the log (see the module documentation).
 pub fn bytes_per_cell(dim: usize, substances: usize, obstacles: bool) -> usize {
     4 * (2 * (2 * dim + substances) + substances + 2 * obstacles as usize)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use wgpu::naga;
+
+    /// Every kernel of every variant (2D and 3D, one to four substances, with and without obstacles) parses
+    /// and validates, without a GPU: the shader translator's own checks, as wgpu runs them on a device.
+    #[test]
+    fn every_kernel_compiles_without_a_gpu() {
+        let kernels = [
+            ("emit", emit::SOURCE),
+            ("forces", forces::SOURCE),
+            ("obstacles", obstacles::SOURCE),
+            ("normalise", normalise::SOURCE),
+            ("gather", gather::SOURCE),
+            ("reduce", reduce::SOURCE),
+            ("impulse", impulse::SOURCE),
+        ];
+        for dim in [2, 3] {
+            for substances in 1..=4 {
+                for stored_scale in [false, true] {
+                    let prelude = prelude(dim, substances, stored_scale);
+                    for (name, source) in kernels {
+                        let code = format!("{prelude}\n{source}");
+                        let what = format!(
+                            "{name}, {dim}D, {substances} substances, stored scale {stored_scale}"
+                        );
+                        let module = naga::front::wgsl::parse_str(&code)
+                            .unwrap_or_else(|e| panic!("{what}: {}", e.emit_to_string(&code)));
+                        naga::valid::Validator::new(
+                            naga::valid::ValidationFlags::all(),
+                            naga::valid::Capabilities::default(),
+                        )
+                        .validate(&module)
+                        .unwrap_or_else(|e| panic!("{what}: {}", e.emit_to_string(&code)));
+                    }
+                }
+            }
+        }
+    }
 }

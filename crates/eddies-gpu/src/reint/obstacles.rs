@@ -3,6 +3,9 @@
 use super::Buffers;
 use crate::device::{dispatch, Gpu, GpuError};
 
+/// The kernel's WGSL, after the prelude and `common.wgsl`.
+pub(super) const SOURCE: &str = include_str!("obstacles.wgsl");
+
 /// The obstacle kernel over the fluid cells next to an obstacle, bound to each of the two mass buffers.
 pub(super) struct Obstacles {
     pipeline: std::sync::Arc<wgpu::ComputePipeline>,
@@ -19,11 +22,7 @@ impl Obstacles {
         b: &Buffers,
         count: u32,
     ) -> Result<Self, GpuError> {
-        let pipeline = gpu.pipeline(
-            &format!("reint obstacles {variant}"),
-            prelude,
-            include_str!("obstacles.wgsl"),
-        )?;
+        let pipeline = gpu.pipeline(&format!("reint obstacles {variant}"), prelude, SOURCE)?;
         let bind = std::array::from_fn(|cur| {
             gpu.bind(
                 &pipeline,
@@ -43,7 +42,7 @@ impl Obstacles {
         cur: usize,
         timestamps: Option<wgpu::ComputePassTimestampWrites<'_>>,
     ) {
-        let groups = [self.count.div_ceil(64), 1, 1];
+        let groups = [self.count.div_ceil(super::LIST_WORKGROUP), 1, 1];
         dispatch(
             encoder,
             "obstacles",

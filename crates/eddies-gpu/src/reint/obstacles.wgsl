@@ -17,7 +17,7 @@ fn solid_at(c: vec3<i32>, o: vec3<i32>) -> bool {
     return t.valid && fluid[t.index] == 0u;
 }
 
-@compute @workgroup_size(64)
+@compute @workgroup_size(WG_LIST)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     let e = gid.x;
     if e >= p.near_count {

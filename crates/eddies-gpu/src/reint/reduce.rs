@@ -4,6 +4,9 @@
 use super::Buffers;
 use crate::device::{dispatch, Gpu, GpuError};
 
+/// The kernel's WGSL, after the prelude and `common.wgsl`.
+pub(super) const SOURCE: &str = include_str!("reduce.wgsl");
+
 /// The reduction kernel: one workgroup.
 pub(super) struct Reduce {
     pipeline: std::sync::Arc<wgpu::ComputePipeline>,
@@ -12,11 +15,7 @@ pub(super) struct Reduce {
 
 impl Reduce {
     pub fn new(gpu: &Gpu, prelude: &str, variant: &str, b: &Buffers) -> Result<Self, GpuError> {
-        let pipeline = gpu.pipeline(
-            &format!("reint reduce {variant}"),
-            prelude,
-            include_str!("reduce.wgsl"),
-        )?;
+        let pipeline = gpu.pipeline(&format!("reint reduce {variant}"), prelude, SOURCE)?;
         let bind = gpu.bind(&pipeline, &[&b.params, &b.partials, &b.log, &b.exchange]);
         Ok(Self { pipeline, bind })
     }
