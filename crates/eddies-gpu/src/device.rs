@@ -488,6 +488,55 @@ impl PassTimer {
     }
 }
 
+/// A compute kernel with its pipeline and a bind group for each of the two alternating states (a step reads
+/// one set of buffers and writes the other; `cur` picks which).
+pub(crate) struct Kernel {
+    label: &'static str,
+    pipeline: Arc<wgpu::ComputePipeline>,
+    bind: [wgpu::BindGroup; 2],
+    groups: [u32; 3],
+}
+
+impl Kernel {
+    /// The kernel `label` of `variant` from `source` after `prelude`, run over `groups` workgroups, bound
+    /// for state `cur` to `bindings(cur)` at bindings 0, 1, 2, …
+    pub fn new<'a>(
+        gpu: &Gpu,
+        label: &'static str,
+        variant: &str,
+        prelude: &str,
+        source: &str,
+        groups: [u32; 3],
+        bindings: impl Fn(usize) -> Vec<&'a wgpu::Buffer>,
+    ) -> Result<Self, GpuError> {
+        let pipeline = gpu.pipeline(&format!("{label} {variant}"), prelude, source)?;
+        let bind = std::array::from_fn(|cur| gpu.bind(&pipeline, &bindings(cur)));
+        Ok(Self {
+            label,
+            pipeline,
+            bind,
+            groups,
+        })
+    }
+
+    /// Records the kernel's pass for state `cur`, timed by `timestamps` when given.
+    pub fn encode(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        cur: usize,
+        timestamps: Option<wgpu::ComputePassTimestampWrites<'_>>,
+    ) {
+        dispatch(
+            encoder,
+            self.label,
+            &self.pipeline,
+            &self.bind[cur],
+            self.groups,
+            timestamps,
+        );
+    }
+}
+
 /// Records one compute pass of `pipeline` over `groups` workgroups, timed by `timestamps` when given.
 pub(crate) fn dispatch(
     encoder: &mut wgpu::CommandEncoder,

@@ -32,7 +32,7 @@ use eddies::diag::{Quantity, StageTimer, StepRecord};
 use eddies::reint::{DeviceScene, Eos, InteriorState, ReintSim, StepConstants};
 use eddies::{Advance, Description, Field, SimError, Simulation};
 
-use crate::device::{groups, Gpu, GpuError, PassTimer};
+use crate::device::{groups, Gpu, GpuError, Kernel, PassTimer};
 
 /// The WGSL every kernel starts with, after the prelude.
 const COMMON: &str = include_str!("common.wgsl");
@@ -168,12 +168,13 @@ pub struct ReintGpu<const D: usize> {
     buffers: Buffers,
     /// Which of the two mass buffers holds the state.
     current: usize,
-    forces: forces::Forces,
-    obstacles: Option<obstacles::Obstacles>,
+    forces: Kernel,
+    /// The obstacle pass and its cell count, with obstacles only.
+    obstacles: Option<(Kernel, u32)>,
     /// The bookkeeping pass, next to obstacles only.
-    normalise: Option<normalise::Normalise>,
-    gather: gather::Gather,
-    reduce: reduce::Reduce,
+    normalise: Option<Kernel>,
+    gather: Kernel,
+    reduce: Kernel,
     emit: emit::Emit<D>,
     impulse: impulse::Impulse,
     partials: u32,
@@ -259,24 +260,25 @@ impl<const D: usize> ReintGpu<D> {
         let variant = format!("{D}d{substances}{}", if stored_scale { "s" } else { "" });
         let (forces, obstacles, normalise, gather, reduce, emit, impulse) =
             gpu.validating("the kernels", || {
-                let forces = forces::Forces::new(&gpu, &prelude, &variant, &buffers, grid)?;
+                let forces = forces::kernel(&gpu, &prelude, &variant, &buffers, grid)?;
                 let obstacles = (!scene.near_solid.is_empty())
                     .then(|| {
-                        obstacles::Obstacles::new(
+                        obstacles::kernel(
                             &gpu,
                             &prelude,
                             &variant,
                             &buffers,
                             scene.near_solid.len() as u32,
                         )
+                        .map(|k| (k, scene.near_solid.len() as u32))
                     })
                     .transpose()?;
                 // Away from obstacles the bookkeeping is done by `forces`.
                 let normalise = stored_scale
-                    .then(|| normalise::Normalise::new(&gpu, &prelude, &variant, &buffers, grid))
+                    .then(|| normalise::kernel(&gpu, &prelude, &variant, &buffers, grid))
                     .transpose()?;
-                let gather = gather::Gather::new(&gpu, &prelude, &variant, &buffers, grid)?;
-                let reduce = reduce::Reduce::new(&gpu, &prelude, &variant, &buffers)?;
+                let gather = gather::kernel(&gpu, &prelude, &variant, &buffers, grid)?;
+                let reduce = reduce::kernel(&gpu, &prelude, &variant, &buffers)?;
                 let emit = emit::Emit::new(
                     &gpu,
                     &prelude,
@@ -352,7 +354,7 @@ impl<const D: usize> ReintGpu<D> {
             forces: c.forces as u32,
             unit: std::array::from_fn(|k| c.unit.get(k).map_or(0.0, |&u| u as f32)),
             slot,
-            near_count: self.obstacles.as_ref().map_or(0, |o| o.count),
+            near_count: self.obstacles.as_ref().map_or(0, |o| o.1),
             partials: self.partials,
             pad: 0,
         }
@@ -459,14 +461,14 @@ impl<const D: usize> ReintGpu<D> {
         self.emit
             .encode(&self.gpu, &mut encoder, cur, self.time, dt);
         self.forces.encode(&mut encoder, cur, ts(0));
-        if let Some(o) = &self.obstacles {
+        if let Some((o, _)) = &self.obstacles {
             o.encode(&mut encoder, cur, ts(1));
         }
         if let Some(n) = &self.normalise {
             n.encode(&mut encoder, cur, ts(2));
         }
         self.gather.encode(&mut encoder, cur, ts(3));
-        self.reduce.encode(&mut encoder, ts(4));
+        self.reduce.encode(&mut encoder, 0, ts(4));
         if let Some(t) = timer {
             t.resolve(&mut encoder);
         }
