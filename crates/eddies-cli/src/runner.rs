@@ -233,7 +233,7 @@ pub fn run(opts: &RunOptions) -> Result<RunSummary, CliError> {
         };
         check_first_step(&src, &scene, sim.as_ref())?;
         if !opts.quiet {
-            eprintln!("{}", describe(&src, &scene, bytes, &out));
+            eprintln!("{}", describe(&src, &scene, bytes, sim.as_ref(), &out));
             for w in &warnings {
                 eprintln!("warning: {w}");
             }
@@ -280,11 +280,26 @@ fn check_first_step(
 const MIN_STEP_PER_FRAME: f64 = 1e-7;
 
 /// One line about the run, printed before it starts.
-fn describe(src: &SceneSource, scene: &Scene, bytes: f64, out: &Path) -> String {
+fn describe(
+    src: &SceneSource,
+    scene: &Scene,
+    bytes: f64,
+    sim: &dyn Simulation,
+    out: &Path,
+) -> String {
     let res: Vec<String> = scene.resolution().iter().map(|n| n.to_string()).collect();
     let subs = scene.substances().len();
+    // On the GPU: the adapter and the device memory the simulation holds.
+    let device = match (scene.backend, setup::gpu()) {
+        (Backend::Gpu, Ok(gpu)) => format!(
+            "; GPU {}, {}",
+            gpu.adapter().name,
+            setup::format_bytes(sim.memory_bytes() as f64)
+        ),
+        _ => String::new(),
+    };
     format!(
-        "eddies: {}: {} {}D, {} cells, {} substance{}, {} frames at {} fps ({:.2} s); about {}; {} threads -> {}",
+        "eddies: {}: {} {}D, {} cells, {} substance{}, {} frames at {} fps ({:.2} s); about {}; {} threads{device} -> {}",
         src.name,
         scene.method.name(),
         scene.dim(),
