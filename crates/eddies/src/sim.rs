@@ -190,7 +190,6 @@ pub trait Simulation: Send {
             clamps,
         })
     }
-    /// Names of the grid fields [`Simulation::field`] can return.
     /// Fills in the quantities and clamps of steps whose diagnostics a device computes and reads back later:
     /// the GPU backend returns them empty from [`Simulation::step`] and reads them, with the state, once per
     /// output frame. `records` are the steps since the last call, in order. A divergence found in them is
@@ -200,6 +199,7 @@ pub trait Simulation: Send {
         Ok(())
     }
 
+    /// Names of the grid fields [`Simulation::field`] can return.
     fn field_names(&self) -> Vec<&'static str> {
         self.describe().fields
     }

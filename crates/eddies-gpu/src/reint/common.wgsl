@@ -10,7 +10,7 @@ struct Params {
     dt: f32, r: f32, reach: f32, vmax: f32,
     c2: f32, gamma: f32, tension: u32, law: u32,
     rho_min: f32, inv_vol: f32, inv_qpr: f32, kh: f32,
-    kp: f32, kv: f32, closed: u32, has_fluid: u32,
+    kp: f32, kv: f32, closed: u32, pad0: u32,
     gx: f32, gy: f32, gz: f32, forces: u32,
     unit0: f32, unit1: f32, unit2: f32, unit3: f32,
     slot: u32, near_count: u32, partials: u32, pad: u32,
@@ -22,17 +22,8 @@ fn order(i: u32) -> i32 {
     return select(select(0, 1, i == 1u), -1, i == 0u);
 }
 
-// Fields of a workgroup's partial sums and of a step's log entry (u32 words): quanta of substance k as a
-// 64-bit pair at 2k (low) and 2k + 1 (high), then f32 bits of kinetic energy, momentum, largest squared
-// speed, and the count of speed-limited velocity components. A log entry adds, from word 16, the quanta
-// emitters have put in so far (pairs per substance) and from word 24 those sinks have taken out.
-const P_KINETIC: u32 = 8u;
-const P_MOMENTUM: u32 = 9u;
-const P_SPEED2: u32 = 12u;
-const P_CLAMPS: u32 = 13u;
-const P_WORDS: u32 = 16u;
-const SUM_WORDS: u32 = 14u;
-const LOG_WORDS: u32 = 32u;
+// The word layout of a workgroup's partial sums and of a step's log entry (P_*, SUM_WORDS, LOG_*,
+// EXCHANGE_REMOVED) is set by the prelude: see `words` in mod.rs.
 
 fn grid_n(p: Params) -> vec3<i32> {
     return vec3<i32>(i32(p.nx), i32(p.ny), i32(p.nz));
@@ -172,7 +163,7 @@ fn deficits(lens: array<vec3<f32>, 3>, inv: f32, m: array<f32, 4>, wet: array<f3
 // Where the bookkeeping keeps substance k's deficit of cell i: after the scale where the scale is stored
 // (with obstacles), else from the start.
 fn deficit_at(k: u32, i: u32, cells: u32) -> u32 {
-    return (k + select(0u, 1u, STORED_SCALE)) * cells + i;
+    return (k + select(0u, 1u, OBSTACLES)) * cells + i;
 }
 
 // Whether a box centred at x (one axis, in a cell's frame) has its centre in the cell: half-open.
@@ -188,7 +179,7 @@ fn add64(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> {
 }
 
 // A sum of diagnostics, in the words of a partial (the P_ constants above).
-alias Sum = array<u32, 14>;
+alias Sum = array<u32, SUM_WORDS>;
 
 // Adds two sums: quanta as 64-bit integers, energy and momentum as f32, the larger squared speed, counts.
 fn sum_add(a: Sum, b: Sum) -> Sum {

@@ -23,21 +23,24 @@ struct Source {
     velocity: [f32; 4],
 }
 
+/// What a source is, as the library describes it (its cell list is on the device).
+enum Role<const D: usize> {
+    Emitter(EmitterCells<D>),
+    Sink(SinkCells),
+}
+
 /// A source with its uniform and bind groups.
-struct Bound {
+struct Bound<const D: usize> {
     constants: Source,
     uniform: wgpu::Buffer,
     bind: [wgpu::BindGroup; 2],
-    /// The emitter's active times, or `None` for a sink.
-    active: Option<(f64, f64)>,
-    /// A sink's rate (1/s).
-    rate: f32,
+    role: Role<D>,
 }
 
 /// The emit kernel and the scene's sources.
 pub(super) struct Emit<const D: usize> {
     pipeline: Option<std::sync::Arc<wgpu::ComputePipeline>>,
-    sources: Vec<Bound>,
+    sources: Vec<Bound<D>>,
 }
 
 impl<const D: usize> Emit<D> {
@@ -62,8 +65,10 @@ impl<const D: usize> Emit<D> {
                     velocity,
                     ..Default::default()
                 },
-                Some(e.active),
-                0.0,
+                Role::Emitter(EmitterCells {
+                    cells: Vec::new(),
+                    ..e.clone()
+                }),
             ));
             cells.extend(&e.cells);
         }
@@ -75,12 +80,14 @@ impl<const D: usize> Emit<D> {
                     sink: 1,
                     ..Default::default()
                 },
-                None,
-                s.rate,
+                Role::Sink(SinkCells {
+                    cells: Vec::new(),
+                    ..s.clone()
+                }),
             ));
             cells.extend(&s.cells);
         }
-        listed.retain(|(s, _, _)| s.count > 0);
+        listed.retain(|(s, _)| s.count > 0);
         if listed.is_empty() {
             return Ok(Self {
                 pipeline: None,
@@ -91,7 +98,7 @@ impl<const D: usize> Emit<D> {
         let cell_buffer = gpu.buffer_with("source cells", &cells);
         let sources = listed
             .into_iter()
-            .map(|(constants, active, rate)| {
+            .map(|(constants, role)| {
                 let uniform = gpu.uniform::<Source>("source");
                 gpu.write(&uniform, &[constants]);
                 let bind = std::array::from_fn(|cur| {
@@ -111,8 +118,7 @@ impl<const D: usize> Emit<D> {
                     constants,
                     uniform,
                     bind,
-                    active,
-                    rate,
+                    role,
                 }
             })
             .collect();
@@ -135,24 +141,17 @@ impl<const D: usize> Emit<D> {
             return;
         };
         for s in &self.sources {
-            match s.active {
-                Some((from, until)) if time < from || time >= until => continue,
-                Some(_) => {}
-                None => {
-                    // The keep factor depends on the step: as the CPU backend computes it.
-                    let keep = SinkCells {
-                        rate: s.rate,
-                        cells: Vec::new(),
-                    }
-                    .keep(dt);
-                    gpu.write(
-                        &s.uniform,
-                        &[Source {
-                            keep,
-                            ..s.constants
-                        }],
-                    );
-                }
+            match &s.role {
+                Role::Emitter(e) if !e.active_at(time) => continue,
+                Role::Emitter(_) => {}
+                // The keep factor depends on the step.
+                Role::Sink(sink) => gpu.write(
+                    &s.uniform,
+                    &[Source {
+                        keep: sink.keep(dt),
+                        ..s.constants
+                    }],
+                ),
             }
             let groups = [s.constants.count.div_ceil(super::LIST_WORKGROUP), 1, 1];
             dispatch(encoder, "emit", pipeline, &s.bind[cur], groups, None);

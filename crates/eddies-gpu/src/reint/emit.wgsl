@@ -1,7 +1,7 @@
 // Stage "emit", one source per dispatch, in the order the scene lists them (as the CPU backend's
 // `ReintSim::emit`): an emitter fills each of its cells up to its target quanta with its substance and sets
 // their velocity; a sink keeps round(keep · m) of each substance. The quanta exchanged add to running 64-bit
-// totals per substance (injected from word 0, removed from word 8) with integer atomics: whole numbers,
+// totals per substance (injected from word 0, removed from word EXCHANGE_REMOVED) with integer atomics: whole numbers,
 // so the totals do not depend on the order of the additions.
 //
 // Bindings: 0 params, 1 source, 2 cells (all sources' cell lists), 3 motion, 4 mass, 5 exchange.
@@ -70,7 +70,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
             let m = mass[k * n + i];
             let kept = round_half_up(m * src.keep);
             mass[k * n + i] = kept;
-            count_up(8u + 2u * k, m - kept);
+            count_up(EXCHANGE_REMOVED + 2u * k, m - kept);
         }
     }
 }

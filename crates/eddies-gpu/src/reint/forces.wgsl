@@ -149,7 +149,7 @@ fn main(
             x[a] = clamp(xi[a] + p.dt * v, -p.reach, p.reach);
             advanced[a * cells + i] = x[a];
         }
-        if !STORED_SCALE {
+        if !OBSTACLES {
             var left: array<f32, 4>;
             if present_mass {
                 var lens: array<vec3<f32>, 3>;

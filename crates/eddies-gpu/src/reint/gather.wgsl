@@ -70,7 +70,7 @@ fn main(
                         xj[a] = nb.sign[a] * advanced[a * cells + j];
                     }
                     var scale: f32;
-                    if STORED_SCALE {
+                    if OBSTACLES {
                         scale = book[j];
                     } else {
                         scale = open_scale(xj, p.r);
@@ -119,7 +119,7 @@ fn main(
             momentum += momentum_plane;
         }
         // Solid cells keep nothing: what the parts brought them was paid for by the fluid cells' parts.
-        let keep = p.has_fluid == 0u || fluid[i] != 0u;
+        let keep = !OBSTACLES || fluid[i] != 0u;
         let inv = select(0.0, 1.0 / total, total > 0.0 && keep);
         for (var k = 0u; k < S; k++) {
             let q = select(0.0, m_total[k], keep);

@@ -37,9 +37,25 @@ use crate::device::{groups, Gpu, GpuError, Kernel, PassTimer};
 /// The WGSL every kernel starts with, after the prelude.
 const COMMON: &str = include_str!("common.wgsl");
 
-/// Words of a workgroup's partial sums and of a log entry (see `common.wgsl`).
-const PARTIAL_WORDS: u64 = 16;
-const LOG_WORDS: usize = 32;
+/// The word layout (u32 words) of a workgroup's partial sums and of a step's log entry, written into the
+/// kernels' prelude so that both sides read it from here: the quanta of substance k as a 64-bit pair at 2k
+/// (low) and 2k + 1 (high), then the f32 bits of kinetic energy, momentum and largest squared speed, and the
+/// count of speed-limited velocity components. A log entry adds, from `LOG_EXCHANGE`, the running totals of
+/// the quanta emitters have put in (pairs per substance) and, `EXCHANGE_REMOVED` words on, those sinks have
+/// taken out.
+mod words {
+    pub const KINETIC: usize = 8;
+    pub const MOMENTUM: usize = 9;
+    pub const SPEED2: usize = 12;
+    pub const CLAMPS: usize = 13;
+    /// Words that are summed.
+    pub const SUM: usize = 14;
+    /// Words per workgroup.
+    pub const PARTIAL: usize = 16;
+    pub const LOG: usize = 32;
+    pub const LOG_EXCHANGE: usize = 16;
+    pub const EXCHANGE_REMOVED: usize = 8;
+}
 
 /// Steps the device log holds: when it is full the host reads it, so this bounds how far apart read-backs
 /// may be.
@@ -66,7 +82,7 @@ struct Params {
     kp: f32,
     kv: f32,
     closed: u32,
-    has_fluid: u32,
+    pad0: u32,
     gravity: [f32; 3],
     forces: u32,
     unit: [f32; 4],
@@ -79,14 +95,28 @@ struct Params {
 /// Invocations per workgroup of the kernels that run over a list (emitter cells, cells next to obstacles).
 const LIST_WORKGROUP: u32 = 64;
 
-/// The WGSL constants of a variant, then `common.wgsl`: dimension, substances, whether the scale is stored,
-/// and the workgroups' shapes (written here once, for both sides).
-fn prelude(dim: usize, substances: usize, stored_scale: bool) -> String {
+/// The WGSL constants of a variant, then `common.wgsl`: dimension, substances, whether there are obstacles
+/// (then each box's scale and the fluid mask are stored), and the workgroups' shapes (written here once,
+/// for both sides).
+fn prelude(dim: usize, substances: usize, obstacles_present: bool) -> String {
     let [x, y, z] = workgroup(dim);
     format!(
-        "const D: u32 = {dim}u;\nconst S: u32 = {substances}u;\nconst STORED_SCALE: bool = {stored_scale};\n\
+        "const D: u32 = {dim}u;\nconst S: u32 = {substances}u;\nconst OBSTACLES: bool = {obstacles_present};\n\
          const WG_X: u32 = {x}u;\nconst WG_Y: u32 = {y}u;\nconst WG_Z: u32 = {z}u;\n\
-         const WG_LIST: u32 = {LIST_WORKGROUP}u;\n{COMMON}"
+         const WG_LIST: u32 = {LIST_WORKGROUP}u;\n\
+         const P_KINETIC: u32 = {}u;\nconst P_MOMENTUM: u32 = {}u;\nconst P_SPEED2: u32 = {}u;\n\
+         const P_CLAMPS: u32 = {}u;\nconst SUM_WORDS: u32 = {}u;\nconst P_WORDS: u32 = {}u;\n\
+         const LOG_WORDS: u32 = {}u;\nconst LOG_EXCHANGE: u32 = {}u;\nconst EXCHANGE_REMOVED: u32 = {}u;\n\
+         {COMMON}",
+        words::KINETIC,
+        words::MOMENTUM,
+        words::SPEED2,
+        words::CLAMPS,
+        words::SUM,
+        words::PARTIAL,
+        words::LOG,
+        words::LOG_EXCHANGE,
+        words::EXCHANGE_REMOVED,
     )
 }
 
@@ -108,7 +138,7 @@ struct Buffers {
     advanced: wgpu::Buffer,
     /// Masses, S arrays each: the state's and the next step's, alternating.
     mass: [wgpu::Buffer; 2],
-    /// Scale, then S deficits.
+    /// The bookkeeping: with obstacles each box's scale, then S deficits; without, the deficits alone.
     book: wgpu::Buffer,
     fluid: wgpu::Buffer,
     near: wgpu::Buffer,
@@ -131,17 +161,18 @@ struct LogEntry {
 }
 
 impl LogEntry {
-    fn parse(words: &[u32]) -> Self {
-        let pair = |at: usize| words[at] as u64 | (words[at + 1] as u64) << 32;
-        let f = |at: usize| f32::from_bits(words[at]);
+    fn parse(entry: &[u32]) -> Self {
+        let pair = |at: usize| entry[at] as u64 | (entry[at + 1] as u64) << 32;
+        let f = |at: usize| f32::from_bits(entry[at]);
+        let exchange = words::LOG_EXCHANGE;
         Self {
             quanta: std::array::from_fn(|k| pair(2 * k)),
-            kinetic: f(8),
-            momentum: [f(9), f(10), f(11)],
-            speed2: f(12),
-            clamps: words[13],
-            injected: std::array::from_fn(|k| pair(16 + 2 * k)),
-            removed: std::array::from_fn(|k| pair(24 + 2 * k)),
+            kinetic: f(words::KINETIC),
+            momentum: std::array::from_fn(|a| f(words::MOMENTUM + a)),
+            speed2: f(words::SPEED2),
+            clamps: entry[words::CLAMPS],
+            injected: std::array::from_fn(|k| pair(exchange + 2 * k)),
+            removed: std::array::from_fn(|k| pair(exchange + words::EXCHANGE_REMOVED + 2 * k)),
         }
     }
 }
@@ -180,7 +211,7 @@ pub struct ReintGpu<const D: usize> {
     partials: u32,
     time: f64,
     steps: u64,
-    /// Largest particle speed of the last step read back (cells/s).
+    /// Largest particle speed of the latest step whose speed came back (cells/s), for the time step.
     max_speed: f32,
     pending: VecDeque<Pending>,
     /// Entries read back whose records have not been completed yet.
@@ -234,7 +265,7 @@ impl<const D: usize> ReintGpu<D> {
             .collect();
         // Away from obstacles the gather recomputes each box's scale (a product of per-axis sums) rather
         // than read it: 4 bytes per cell less.
-        let stored_scale = scene.fluid.is_some();
+        let obstacles_present = scene.fluid.is_some();
         let buffers = gpu.allocating("the simulation's buffers", || Buffers {
             params: gpu.uniform::<Params>("params"),
             advanced: gpu.buffer("advanced", motion_bytes),
@@ -245,19 +276,22 @@ impl<const D: usize> ReintGpu<D> {
             ],
             book: gpu.buffer(
                 "book",
-                (stored_scale as u64 + substances as u64) * cells as u64 * f,
+                (obstacles_present as u64 + substances as u64) * cells as u64 * f,
             ),
             fluid: match &scene.fluid {
                 Some(fl) => gpu.buffer_with("fluid", fl),
                 None => gpu.buffer("fluid", 4),
             },
             near: gpu.buffer_with("near solid", &near),
-            partials: gpu.buffer("partials", partials as u64 * PARTIAL_WORDS * 4),
-            log: gpu.buffer("log", (LOG_STEPS * LOG_WORDS * 4) as u64),
-            exchange: gpu.buffer("exchange", 16 * 4),
+            partials: gpu.buffer("partials", (partials as usize * words::PARTIAL * 4) as u64),
+            log: gpu.buffer("log", (LOG_STEPS * words::LOG * 4) as u64),
+            exchange: gpu.buffer("exchange", (2 * words::EXCHANGE_REMOVED * 4) as u64),
         })?;
-        let prelude = prelude(D, substances, stored_scale);
-        let variant = format!("{D}d{substances}{}", if stored_scale { "s" } else { "" });
+        let prelude = prelude(D, substances, obstacles_present);
+        let variant = format!(
+            "{D}d{substances}{}",
+            if obstacles_present { "o" } else { "" }
+        );
         let (forces, obstacles, normalise, gather, reduce, emit, impulse) =
             gpu.validating("the kernels", || {
                 let forces = forces::kernel(&gpu, &prelude, &variant, &buffers, grid)?;
@@ -274,7 +308,7 @@ impl<const D: usize> ReintGpu<D> {
                     })
                     .transpose()?;
                 // Away from obstacles the bookkeeping is done by `forces`.
-                let normalise = stored_scale
+                let normalise = obstacles_present
                     .then(|| normalise::kernel(&gpu, &prelude, &variant, &buffers, grid))
                     .transpose()?;
                 let gather = gather::kernel(&gpu, &prelude, &variant, &buffers, grid)?;
@@ -292,7 +326,7 @@ impl<const D: usize> ReintGpu<D> {
             })?;
         gpu.finish()?;
         let (time, steps) = (host.time(), host.steps());
-        Ok(Self {
+        let sim = Self {
             constants: scene.constants,
             max_speed: scene.max_speed,
             host: Mutex::new(host),
@@ -315,7 +349,11 @@ impl<const D: usize> ReintGpu<D> {
             probe: probe::SpeedProbe::new(&gpu),
             buffers,
             gpu,
-        })
+        };
+        // The grid's size for kernels run between steps (`apply_impulse`); each step rewrites the rest.
+        sim.gpu
+            .write(&sim.buffers.params, &[sim.params(sim.max_dt(0.5), 0)]);
+        Ok(sim)
     }
 
     /// The device this simulation runs on.
@@ -349,7 +387,7 @@ impl<const D: usize> ReintGpu<D> {
             kp: c.k_pressure,
             kv: c.k_viscosity,
             closed: c.closed as u32,
-            has_fluid: self.obstacles.is_some() as u32,
+            pad0: 0,
             gravity: std::array::from_fn(|a| if a < D { c.gravity[a] } else { 0.0 }),
             forces: c.forces as u32,
             unit: std::array::from_fn(|k| c.unit.get(k).map_or(0.0, |&u| u as f32)),
@@ -372,13 +410,13 @@ impl<const D: usize> ReintGpu<D> {
         if self.pending.is_empty() {
             return Ok(());
         }
-        let bytes = self
-            .gpu
-            .read(&[(&self.buffers.log, 0, (LOG_STEPS * LOG_WORDS * 4) as u64)])?;
-        let words: &[u32] = bytemuck::cast_slice(&bytes[0]);
+        let bytes =
+            self.gpu
+                .read(&[(&self.buffers.log, 0, (LOG_STEPS * words::LOG * 4) as u64)])?;
+        let log: &[u32] = bytemuck::cast_slice(&bytes[0]);
         for p in self.pending.drain(..) {
-            let at = p.slot as usize * LOG_WORDS;
-            let entry = LogEntry::parse(&words[at..at + LOG_WORDS]);
+            let at = p.slot as usize * words::LOG;
+            let entry = LogEntry::parse(&log[at..at + words::LOG]);
             self.read.push_back((p, entry));
         }
         if let Some((p, e)) = self.read.back() {
@@ -441,7 +479,7 @@ impl<const D: usize> ReintGpu<D> {
         let centre: [f32; 3] =
             std::array::from_fn(|a| if a < D { (center[a] / h) as f32 } else { 0.0 });
         let v: [f32; 3] = std::array::from_fn(|a| if a < D { velocity[a] / h as f32 } else { 0.0 });
-        self.gpu.write(&self.buffers.params, &[self.params(1.0, 0)]);
+        // The kernel reads only the grid's size from the parameters, which every write holds.
         self.impulse.run(&self.gpu, centre, v, (radius / h) as f32);
         *self.synced.lock().unwrap() = None;
     }
@@ -695,12 +733,12 @@ mod tests {
         ];
         for dim in [2, 3] {
             for substances in 1..=4 {
-                for stored_scale in [false, true] {
-                    let prelude = prelude(dim, substances, stored_scale);
+                for obstacles_present in [false, true] {
+                    let prelude = prelude(dim, substances, obstacles_present);
                     for (name, source) in kernels {
                         let code = format!("{prelude}\n{source}");
                         let what = format!(
-                            "{name}, {dim}D, {substances} substances, stored scale {stored_scale}"
+                            "{name}, {dim}D, {substances} substances, obstacles {obstacles_present}"
                         );
                         let module = naga::front::wgsl::parse_str(&code)
                             .unwrap_or_else(|e| panic!("{what}: {}", e.emit_to_string(&code)));

@@ -17,7 +17,7 @@
 
 // Whether the target at offset −o from c (the cell that sees this source at offset o) is fluid, as 1 or 0.
 fn wet(c: vec3<i32>, o: vec3<i32>) -> f32 {
-    if !STORED_SCALE {
+    if !OBSTACLES {
         return 1.0;
     }
     let t = neighbour(c, -o, p);
@@ -44,7 +44,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     }
     if !any {
         // No mass to hand out: nothing to scale, no rounding remainder.
-        if STORED_SCALE {
+        if OBSTACLES {
             book[i] = 0.0;
         }
         for (var k = 0u; k < S; k++) {
@@ -62,7 +62,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     }
     // Σ frac over the fluid targets, in the mirror-symmetric order.
     var inv: f32;
-    if !STORED_SCALE {
+    if !OBSTACLES {
         inv = open_scale(x, p.r);
     } else {
         var total = 0.0;
@@ -95,7 +95,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
         }
     }
     let left = deficits(lens, inv, m, wets);
-    if STORED_SCALE {
+    if OBSTACLES {
         book[i] = inv;
     }
     for (var k = 0u; k < S; k++) {

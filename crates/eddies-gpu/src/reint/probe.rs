@@ -10,9 +10,6 @@ use crate::device::Gpu;
 /// Probes in the ring: the steps the device may run ahead with a probe each.
 const PROBES: usize = 4;
 
-/// Byte offset of the largest squared speed in a log entry (word 12, see `common.wgsl`).
-const SPEED2_OFFSET: u64 = 12 * 4;
-
 const FREE: u8 = 0;
 const IN_FLIGHT: u8 = 1;
 const READY: u8 = 2;
@@ -60,7 +57,7 @@ impl SpeedProbe {
             .probes
             .iter()
             .position(|p| p.state.load(Ordering::Acquire) == FREE)?;
-        let at = slot as u64 * super::LOG_WORDS as u64 * 4 + SPEED2_OFFSET;
+        let at = ((slot as usize * super::words::LOG + super::words::SPEED2) * 4) as u64;
         encoder.copy_buffer_to_buffer(log, at, &self.probes[k].buffer, 0, 4);
         self.probes[k].step = step;
         Some(k)

@@ -28,8 +28,8 @@ fn main(@builtin(local_invocation_index) lid: u32) {
         for (var k = 0u; k < SUM_WORDS; k++) {
             log[b + k] = total[k];
         }
-        for (var k = 0u; k < 16u; k++) {
-            log[b + 16u + k] = exchange[k];
+        for (var k = 0u; k < 2u * EXCHANGE_REMOVED; k++) {
+            log[b + LOG_EXCHANGE + k] = exchange[k];
         }
     }
 }

@@ -43,9 +43,9 @@ pub struct EmitterCells<const D: usize> {
 }
 
 impl<const D: usize> EmitterCells<D> {
-    /// Whether the emitter runs in a step that starts at `time`.
+    /// Whether the emitter runs in a step that starts at `time` (as [`super::Emitter::active_at`]).
     pub fn active_at(&self, time: f64) -> bool {
-        time >= self.active.0 && time < self.active.1
+        super::params::runs_at(self.active, time)
     }
 }
 
@@ -58,9 +58,9 @@ pub struct SinkCells {
 }
 
 impl SinkCells {
-    /// The factor a sink's cells keep of their mass over a step of `dt` seconds (then rounded to quanta).
+    /// The factor a sink's cells keep of their mass over a step of `dt` seconds ([`super::sink_keep`]).
     pub fn keep(&self, dt: f64) -> f32 {
-        (1.0 - self.rate as f64 * dt).max(0.0) as f32
+        super::sink_keep(self.rate, dt)
     }
 }
 

@@ -31,7 +31,8 @@ pub use device::{
     max_dt, DeviceScene, EmitterCells, InteriorState, NearSolidCell, SinkCells, StepConstants,
 };
 pub use eos::Eos;
-pub use params::{Boundary, Emitter, ReintConfig, ReintParams, Sink, Substance};
+pub use kernels::speed_limit;
+pub use params::{sink_keep, Boundary, Emitter, ReintConfig, ReintParams, Sink, Substance};
 
 use crate::diag::{Clamp, Quantity, StageTimer};
 use crate::par;
@@ -561,7 +562,7 @@ impl<const D: usize> ReintSim<D> {
     fn emit(&mut self, dt: f64) {
         let h = self.cfg.cell_size as f32;
         for (e, cells) in &self.emitters {
-            if self.time < e.active.0 || self.time >= e.active.1 {
+            if !e.active_at(self.time) {
                 continue;
             }
             // Fill up to the target compression s (the rest-relative mass of the cell's mix).
@@ -578,8 +579,7 @@ impl<const D: usize> ReintSim<D> {
             }
         }
         for (s, cells) in &self.sinks {
-            // Reint's state and parameters are f32: the rate is taken at that precision.
-            let keep = (1.0 - s.rate as f32 as f64 * dt).max(0.0) as f32;
+            let keep = sink_keep(s.rate as f32, dt);
             for &i in cells {
                 for (k, m) in self.cur.mass.iter_mut().enumerate() {
                     let kept = (m[i] * keep).round();
@@ -845,12 +845,6 @@ pub fn speed_clamps(count: u64, dt: f64, r: f32, h: f64) -> Vec<Clamp> {
         unit: "m/s",
         remedy: "a box may move at most 2 − r cells per step: take smaller steps (time.cfl, --steps-per-frame)",
     }]
-}
-
-/// The largest speed (cells per second) that one step of `dt` seconds can carry with boxes of half-size
-/// `r` cells: past it a particle's box would land beyond the neighbourhood that the gather visits.
-pub fn speed_limit(dt: f32, r: f32) -> f32 {
-    kernels::speed_limit(dt, r)
 }
 
 /// Stages of a step, in order ([`Description::stages`]).

@@ -128,3 +128,21 @@ pub struct Emitter<const D: usize> {
     /// Simulated times (s) between which the emitter runs.
     pub active: (f64, f64),
 }
+
+impl<const D: usize> Emitter<D> {
+    /// Whether the emitter runs in a step that starts at `time` (s).
+    pub fn active_at(&self, time: f64) -> bool {
+        runs_at(self.active, time)
+    }
+}
+
+/// Whether a source active between `active.0` (inclusive) and `active.1` (exclusive) runs at `time`.
+pub(super) fn runs_at(active: (f64, f64), time: f64) -> bool {
+    time >= active.0 && time < active.1
+}
+
+/// The fraction of its mass a sink's cell keeps over a step of `dt` seconds at `rate` per second (then
+/// rounded to whole quanta). Reint's state and parameters are f32: the rate is taken at that precision.
+pub fn sink_keep(rate: f32, dt: f64) -> f32 {
+    (1.0 - rate as f64 * dt).max(0.0) as f32
+}

@@ -55,7 +55,7 @@ pub(crate) fn advance<const D: usize>(
 
 /// The largest speed (cells per second) that one step of `dt` seconds can carry with boxes of half-size
 /// `r`: past it a particle's box would land beyond the neighbourhood that the gather visits.
-pub(crate) fn speed_limit(dt: f32, r: f32) -> f32 {
+pub fn speed_limit(dt: f32, r: f32) -> f32 {
     (1.5 - r + 0.5) / dt
 }
 

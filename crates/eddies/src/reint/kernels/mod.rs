@@ -17,7 +17,8 @@ mod density;
 mod forces;
 mod gather;
 
-pub(crate) use advance::{advance, speed_limit};
+pub(crate) use advance::advance;
+pub use advance::speed_limit;
 pub(crate) use density::density;
 pub(crate) use forces::{sph_forces, ForceConsts};
 pub(crate) use gather::{normalise, reintegrate, Totals};
