@@ -36,6 +36,7 @@
 //! ```
 
 pub mod check;
+pub mod checkpoint;
 pub mod diag;
 pub mod flip;
 pub mod grid;
@@ -49,6 +50,7 @@ pub mod validation;
 pub mod vpm;
 
 pub use check::Invalid;
+pub use checkpoint::{Checkpoint, SavedState};
 pub use diag::{Clamp, Quantity, StageTimer, StepRecord};
 pub use shape::Shape;
 pub use sim::{Advance, Boundary, Description, Field, FrameSource, SimError, Simulation, Sink};

@@ -7,6 +7,7 @@
 use std::time::Instant;
 
 use crate::check::Invalid;
+use crate::checkpoint::SavedState;
 use crate::diag::{Clamp, Quantity, StageTimer, StepRecord};
 use crate::linsolve::SolveError;
 use crate::shape::Shape;
@@ -224,4 +225,24 @@ pub trait Simulation: Send {
     }
     /// Memory held by the state and scratch buffers (bytes).
     fn memory_bytes(&self) -> usize;
+
+    /// The evolving state (see [`crate::checkpoint`]): everything a simulation built from the same scene
+    /// needs, after [`Simulation::restore_state`], to continue bit-identically to this one. Methods that
+    /// cannot save their state say so.
+    fn save_state(&self) -> Result<SavedState, SimError> {
+        Err(SimError::InvalidInput(format!(
+            "{} cannot save its state",
+            self.describe().method
+        )))
+    }
+    /// Continues from `state`, saved by [`Simulation::save_state`] of a simulation built from the same
+    /// scene. A state that does not fit (another method, grid or particle layout) is an
+    /// [`SimError::InvalidInput`] naming the array, and leaves the simulation as it was.
+    fn restore_state(&mut self, state: &SavedState) -> Result<(), SimError> {
+        let _ = state;
+        Err(SimError::InvalidInput(format!(
+            "{} cannot restore a saved state",
+            self.describe().method
+        )))
+    }
 }
