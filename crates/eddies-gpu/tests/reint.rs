@@ -297,6 +297,68 @@ fn runs_repeat_bit_for_bit() {
     assert_eq!(run(), run());
 }
 
+/// A checkpoint resumes on the device bit for bit: a run saved at step 30 and rebuilt from its scene takes
+/// the next 30 steps to the same state and the same emitter and sink totals as the run that went on.
+#[test]
+fn a_resumed_run_repeats_the_original_bit_for_bit() {
+    let Some(gpu) = gpu() else { return };
+    let mut original = ReintGpu::new(gpu.clone(), busy_dam(40)).unwrap();
+    for _ in 0..30 {
+        original.step(8e-4).unwrap();
+    }
+    let saved = original.save_state().unwrap();
+    for _ in 0..30 {
+        original.step(8e-4).unwrap();
+    }
+    let mut resumed = ReintGpu::new(gpu, busy_dam(40)).unwrap();
+    resumed.restore_state(&saved).unwrap();
+    for _ in 0..30 {
+        resumed.step(8e-4).unwrap();
+    }
+    assert_eq!(resumed.checksum().unwrap(), original.checksum().unwrap());
+    assert_eq!(resumed.time().to_bits(), original.time().to_bits());
+    let totals = |sim: &ReintGpu<2>| {
+        let state = sim.save_state().unwrap();
+        (
+            state.f64s("mass_injected", 2).unwrap().to_vec(),
+            state.f64s("mass_removed", 2).unwrap().to_vec(),
+        )
+    };
+    let (injected, removed) = totals(&original);
+    assert!(
+        injected[1] > 0.0 && removed[0] > 0.0,
+        "the emitter and the sink acted"
+    );
+    assert_eq!(totals(&resumed), (injected, removed));
+}
+
+/// A checkpoint of the CPU backend resumes on the GPU (and the GPU's on the CPU): the same arrays in the
+/// same units; the runs then agree as the backends always do.
+#[test]
+fn checkpoints_move_between_the_backends() {
+    let Some(gpu) = gpu() else { return };
+    let mut cpu = busy_dam(40);
+    for _ in 0..20 {
+        cpu.step(8e-4).unwrap();
+    }
+    let mut dev = ReintGpu::new(gpu, busy_dam(40)).unwrap();
+    dev.restore_state(&cpu.save_state().unwrap()).unwrap();
+    assert_eq!(dev.checksum().unwrap(), cpu.checksum());
+    run_both(&mut cpu, &mut dev, 10, 8e-4);
+    assert_agree(&cpu, &dev, "ten steps after the CPU's checkpoint");
+    let mut back = busy_dam(40);
+    back.restore_state(&dev.save_state().unwrap()).unwrap();
+    assert_eq!(back.checksum(), dev.checksum().unwrap());
+    // The CPU sums kilograms step by step, the device whole quanta: the same totals to f64 rounding.
+    let (a, b) = (back.mass_exchanged().0, cpu.mass_exchanged().0);
+    assert!(
+        a.iter()
+            .zip(&b)
+            .all(|(x, y)| (x - y).abs() <= 1e-12 * y.abs()),
+        "injected {a:?} vs {b:?}"
+    );
+}
+
 /// A scene symmetric about the vertical mid-line stays exactly symmetric: the sums run in mirror-symmetric
 /// order, so a cell and its mirror image add the same numbers in the same pairs.
 #[test]

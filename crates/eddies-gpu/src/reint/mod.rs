@@ -24,13 +24,14 @@ mod normalise;
 mod obstacles;
 mod probe;
 mod reduce;
+mod saved;
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
 use eddies::diag::{Quantity, StageTimer, StepRecord};
-use eddies::reint::{DeviceScene, Eos, InteriorState, ReintSim, StepConstants};
-use eddies::{Advance, Description, Field, SimError, Simulation};
+use eddies::reint::{DeviceScene, Eos, InteriorState, ReintSaved, ReintSim, StepConstants};
+use eddies::{Advance, Description, Field, SavedState, SimError, Simulation};
 
 use crate::device::{groups, Gpu, GpuError, Kernel, PassTimer};
 
@@ -617,6 +618,17 @@ impl<const D: usize> Simulation for ReintGpu<D> {
             quantities: Vec::new(),
             clamps: Vec::new(),
         })
+    }
+
+    /// Reads the state back (waiting for the device), with the emitters' and sinks' totals.
+    fn save_state(&self) -> Result<SavedState, SimError> {
+        let saved = self.saved().map_err(|e| self.device_error(e))?;
+        Ok(saved.to_state())
+    }
+
+    fn restore_state(&mut self, state: &SavedState) -> Result<(), SimError> {
+        let saved = ReintSaved::from_state(state, self.cells as usize, self.constants.unit.len())?;
+        self.resume(&saved)
     }
 
     /// Reads the log of the steps since the last call and the state, with one wait: the per-frame read-back.

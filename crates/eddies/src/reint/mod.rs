@@ -25,6 +25,7 @@ mod device;
 mod eos;
 mod kernels;
 mod params;
+mod saved;
 mod state;
 
 pub use device::{
@@ -33,7 +34,9 @@ pub use device::{
 pub use eos::Eos;
 pub use kernels::speed_limit;
 pub use params::{sink_keep, Boundary, Emitter, ReintConfig, ReintParams, Sink, Substance};
+pub use saved::ReintSaved;
 
+use crate::checkpoint::SavedState;
 use crate::diag::{Clamp, Quantity, StageTimer};
 use crate::par;
 use crate::shape::Shape;
@@ -526,8 +529,10 @@ impl<const D: usize> ReintSim<D> {
         (self.injected[..s].to_vec(), self.removed[..s].to_vec())
     }
 
-    /// A 64-bit FNV-1a hash of the exact bits of the whole state: equal hashes mean (with overwhelming
-    /// probability) bit-identical states, for replays, lock-step networking and determinism checks.
+    /// A 64-bit FNV-1a hash of the exact bits of the whole state (the particles of the interior cells; the
+    /// halo holds nothing a step reads): equal hashes mean (with overwhelming probability) bit-identical
+    /// states, for replays, lock-step networking and determinism checks, on either backend and after a
+    /// resume.
     pub fn checksum(&self) -> u64 {
         let mut h: u64 = 0xcbf2_9ce4_8422_2325;
         let arrays = self
@@ -537,10 +542,10 @@ impl<const D: usize> ReintSim<D> {
             .chain(self.cur.vel.iter())
             .chain(self.cur.mass.iter());
         for a in arrays {
-            for x in a {
-                h ^= x.to_bits() as u64;
+            self.layout.for_each_cell(|i, _| {
+                h ^= a[i].to_bits() as u64;
                 h = h.wrapping_mul(0x0000_0100_0000_01b3);
-            }
+            });
         }
         h
     }
@@ -1046,6 +1051,16 @@ impl<const D: usize> Simulation for ReintSim<D> {
 
     fn substance_colors(&self) -> Vec<[f32; 3]> {
         self.cfg.substances.iter().map(|s| s.color).collect()
+    }
+
+    fn save_state(&self) -> Result<SavedState, SimError> {
+        Ok(self.saved().to_state())
+    }
+
+    fn restore_state(&mut self, state: &SavedState) -> Result<(), SimError> {
+        let saved = ReintSaved::from_state(state, self.layout.cells(), self.cfg.substances.len())?;
+        self.resume_from(&saved);
+        Ok(())
     }
 
     fn memory_bytes(&self) -> usize {
