@@ -2,8 +2,8 @@
 //! and leaf buffers, laid out as OpenVDB's `io::Archive::write` does for an uncompressed, seekable file.
 
 use super::tree::{
-    child_offset, node4_origin, node5_origin, Leaf, SparseTree, VoxelValue, LEAF_LOG2, NODE4_LOG2,
-    NODE5_LOG2, LEAF_VOXELS,
+    child_offset, node4_origin, node5_origin, Leaf, SparseTree, VoxelValue, LEAF_LOG2, LEAF_VOXELS,
+    NODE4_LOG2, NODE5_LOG2,
 };
 use super::{VdbGrid, VdbValues, VDB_FILE_VERSION};
 
@@ -40,8 +40,21 @@ pub(super) fn file_header(grid_count: usize) -> Vec<u8> {
 /// that follows it, so that equal contents give equal files.
 pub(super) fn stamp_uuid(out: &mut [u8]) {
     let digest = fnv1a_128(&out[UUID_RANGE.end..]);
-    let hex: Vec<u8> = (0..32).map(|i| b"0123456789ABCDEF"[((digest >> (124 - 4 * i)) & 0xf) as usize]).collect();
-    let text = [&hex[0..8], b"-", &hex[8..12], b"-", &hex[12..16], b"-", &hex[16..20], b"-", &hex[20..32]].concat();
+    let hex: Vec<u8> = (0..32)
+        .map(|i| b"0123456789ABCDEF"[((digest >> (124 - 4 * i)) & 0xf) as usize])
+        .collect();
+    let text = [
+        &hex[0..8],
+        b"-",
+        &hex[8..12],
+        b"-",
+        &hex[12..16],
+        b"-",
+        &hex[16..20],
+        b"-",
+        &hex[20..32],
+    ]
+    .concat();
     out[UUID_RANGE].copy_from_slice(&text);
 }
 
@@ -87,7 +100,10 @@ fn metadata<T: VoxelValue>(out: &mut Vec<u8>, grid: &VdbGrid, tree: &SparseTree<
     let (lo, hi) = tree.bbox.unwrap_or(([i32::MAX; 3], [i32::MIN; 3]));
     let mut items = vec![
         ("class", Meta::String(grid.class.as_str())),
-        ("creator", Meta::String(concat!("eddies ", env!("CARGO_PKG_VERSION")))),
+        (
+            "creator",
+            Meta::String(concat!("eddies ", env!("CARGO_PKG_VERSION"))),
+        ),
         ("file_bbox_max", Meta::Vec3i(hi)),
         ("file_bbox_min", Meta::Vec3i(lo)),
         ("file_mem_bytes", Meta::Int64(tree.mem_bytes())),
@@ -133,7 +149,14 @@ fn metadata<T: VoxelValue>(out: &mut Vec<u8>, grid: &VdbGrid, tree: &SparseTree<
 fn transform(out: &mut Vec<u8>, scale: f64, translation: [f64; 3]) {
     put_string(out, "UniformScaleTranslateMap");
     let inverse = 1.0 / scale;
-    for v in [translation, [scale; 3], [scale; 3], [inverse; 3], [inverse * inverse; 3], [0.5 * inverse; 3]] {
+    for v in [
+        translation,
+        [scale; 3],
+        [scale; 3],
+        [inverse; 3],
+        [inverse * inverse; 3],
+        [0.5 * inverse; 3],
+    ] {
         for c in v {
             out.extend_from_slice(&c.to_le_bytes());
         }
@@ -148,13 +171,22 @@ fn topology<T: VoxelValue>(out: &mut Vec<u8>, tree: &SparseTree<T>) {
     let (upper_count, _) = tree.internal_node_counts();
     put_u32(out, 0);
     put_u32(out, upper_count as u32);
-    for upper in tree.leaves.chunk_by(|a, b| node5_origin(a.origin) == node5_origin(b.origin)) {
+    for upper in tree
+        .leaves
+        .chunk_by(|a, b| node5_origin(a.origin) == node5_origin(b.origin))
+    {
         for c in node5_origin(upper[0].origin) {
             out.extend_from_slice(&c.to_le_bytes());
         }
-        let lowers: Vec<&[Leaf]> =
-            upper.chunk_by(|a, b| node4_origin(a.origin) == node4_origin(b.origin)).collect();
-        internal_node::<T>(out, NODE5_LOG2, NODE4_LOG2, lowers.iter().map(|l| l[0].origin));
+        let lowers: Vec<&[Leaf]> = upper
+            .chunk_by(|a, b| node4_origin(a.origin) == node4_origin(b.origin))
+            .collect();
+        internal_node::<T>(
+            out,
+            NODE5_LOG2,
+            NODE4_LOG2,
+            lowers.iter().map(|l| l[0].origin),
+        );
         for lower in lowers {
             internal_node::<T>(out, NODE4_LOG2, LEAF_LOG2, lower.iter().map(|l| l.origin));
             for leaf in lower {

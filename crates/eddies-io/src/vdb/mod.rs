@@ -160,7 +160,10 @@ pub enum VdbError {
 /// centre of cell (i, j, k), and the voxel's box `[i - ½, i + ½]` covers the cell exactly.
 pub fn index_to_world(voxel_size: f64, origin: [f64; 3]) -> (f64, [f64; 3]) {
     let half = 0.5 * voxel_size;
-    (voxel_size, [origin[0] + half, origin[1] + half, origin[2] + half])
+    (
+        voxel_size,
+        [origin[0] + half, origin[1] + half, origin[2] + half],
+    )
 }
 
 /// Encodes `grids`, dense arrays of shape `dims` = [nx, ny, nz] (x fastest, then y, then z) sampled at the
@@ -219,7 +222,9 @@ fn validate(
     }
     // Index coordinates are i32 and the last voxel's leaf must not wrap either.
     let fits = dims.iter().all(|&n| n <= i32::MAX as usize - 8);
-    let expected = dims[0].checked_mul(dims[1]).and_then(|n| n.checked_mul(dims[2]));
+    let expected = dims[0]
+        .checked_mul(dims[1])
+        .and_then(|n| n.checked_mul(dims[2]));
     let expected = match expected {
         Some(n) if fits => n,
         _ => return Err(VdbError::DimensionsTooLarge { dims }),
@@ -230,10 +235,14 @@ fn validate(
             return Err(VdbError::EmptyName { index });
         }
         if grid.name.chars().any(char::is_control) {
-            return Err(VdbError::ControlCharacterInName { name: grid.name.to_owned() });
+            return Err(VdbError::ControlCharacterInName {
+                name: grid.name.to_owned(),
+            });
         }
         if !names.insert(grid.name) {
-            return Err(VdbError::DuplicateName { name: grid.name.to_owned() });
+            return Err(VdbError::DuplicateName {
+                name: grid.name.to_owned(),
+            });
         }
         if grid.values.len() != expected {
             return Err(VdbError::LengthMismatch {

@@ -124,7 +124,12 @@ impl<T: VoxelValue> SparseTree<T> {
         }
         leaves.sort_unstable_by_key(|leaf| write_order_key(leaf.origin));
         let (bbox, active_voxels) = active_statistics(&leaves);
-        SparseTree { leaves, values, bbox, active_voxels }
+        SparseTree {
+            leaves,
+            values,
+            bbox,
+            active_voxels,
+        }
     }
 
     /// The memory OpenVDB would take to hold the tree, for the `file_mem_bytes` metadata, in bytes: its
@@ -143,8 +148,14 @@ impl<T: VoxelValue> SparseTree<T> {
 
     /// Numbers of upper (32³) and lower (16³) internal nodes holding the stored leaves.
     pub fn internal_node_counts(&self) -> (usize, usize) {
-        let n5 = self.leaves.chunk_by(|a, b| node5_origin(a.origin) == node5_origin(b.origin)).count();
-        let n4 = self.leaves.chunk_by(|a, b| node4_origin(a.origin) == node4_origin(b.origin)).count();
+        let n5 = self
+            .leaves
+            .chunk_by(|a, b| node5_origin(a.origin) == node5_origin(b.origin))
+            .count();
+        let n4 = self
+            .leaves
+            .chunk_by(|a, b| node4_origin(a.origin) == node4_origin(b.origin))
+            .count();
         (n5, n4)
     }
 }
