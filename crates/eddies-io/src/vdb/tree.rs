@@ -188,28 +188,43 @@ fn write_order_key(origin: [i32; 3]) -> ([i32; 3], usize, usize) {
     )
 }
 
-/// Inclusive bounds and count of the active voxels of `leaves`.
+/// Inclusive bounds and count of the active voxels of `leaves`, from the masks alone: word x of a leaf's mask
+/// holds the voxels of slice x, byte y of a word row y, bit z of a byte voxel z.
 fn active_statistics(leaves: &[Leaf]) -> (Option<([i32; 3], [i32; 3])>, u64) {
     let mut bbox: Option<([i32; 3], [i32; 3])> = None;
     let mut count = 0u64;
     for leaf in leaves {
-        for (w, &word) in leaf.mask.iter().enumerate() {
-            count += u64::from(word.count_ones());
-            let mut bits = word;
-            while bits != 0 {
-                let n = (w << 6) | bits.trailing_zeros() as usize;
-                bits &= bits - 1;
-                let local = [n >> 6, (n >> 3) & 7, n & 7];
-                let c: [i32; 3] = std::array::from_fn(|a| leaf.origin[a] + local[a] as i32);
-                bbox = Some(match bbox {
-                    None => (c, c),
-                    Some((lo, hi)) => (
-                        std::array::from_fn(|a| lo[a].min(c[a])),
-                        std::array::from_fn(|a| hi[a].max(c[a])),
-                    ),
-                });
-            }
-        }
+        count += leaf
+            .mask
+            .iter()
+            .map(|w| u64::from(w.count_ones()))
+            .sum::<u64>();
+        let x_bits = leaf
+            .mask
+            .iter()
+            .enumerate()
+            .fold(0u8, |acc, (x, &w)| acc | (u8::from(w != 0) << x));
+        let rows = leaf.mask.iter().fold(0u64, |acc, &w| acc | w);
+        let y_bits = (0..8).fold(0u8, |acc, y| {
+            acc | (u8::from((rows >> (8 * y)) & 0xff != 0) << y)
+        });
+        let z_bits = rows.to_le_bytes().iter().fold(0u8, |acc, &b| acc | b);
+        let span = |bits: u8| {
+            (
+                bits.trailing_zeros() as i32,
+                7 - bits.leading_zeros() as i32,
+            )
+        };
+        let spans = [span(x_bits), span(y_bits), span(z_bits)];
+        let lo: [i32; 3] = std::array::from_fn(|a| leaf.origin[a] + spans[a].0);
+        let hi: [i32; 3] = std::array::from_fn(|a| leaf.origin[a] + spans[a].1);
+        bbox = Some(match bbox {
+            None => (lo, hi),
+            Some((l, h)) => (
+                std::array::from_fn(|a| l[a].min(lo[a])),
+                std::array::from_fn(|a| h[a].max(hi[a])),
+            ),
+        });
     }
     (bbox, count)
 }
