@@ -36,8 +36,7 @@ impl VoxelValue for f32 {
     const BYTES: usize = 4;
     const BACKGROUND: Self = 0.0;
     fn is_active(self, tolerance: f32) -> bool {
-        // Written negated so that NaN is active.
-        !(self.abs() <= tolerance)
+        self.abs() > tolerance || self.is_nan()
     }
     fn put_le(self, out: &mut Vec<u8>) {
         out.extend_from_slice(&self.to_le_bytes());
@@ -51,7 +50,7 @@ impl VoxelValue for [f32; 3] {
     fn is_active(self, tolerance: f32) -> bool {
         // Compared squared to spare the root; in f64 so that neither side over- nor underflows.
         let length2: f64 = self.iter().map(|&c| f64::from(c) * f64::from(c)).sum();
-        !(length2 <= f64::from(tolerance) * f64::from(tolerance))
+        length2 > f64::from(tolerance) * f64::from(tolerance) || length2.is_nan()
     }
     fn put_le(self, out: &mut Vec<u8>) {
         for c in self {
@@ -59,6 +58,9 @@ impl VoxelValue for [f32; 3] {
         }
     }
 }
+
+/// Inclusive bounds (lowest, highest) of a set of voxels, in index coordinates.
+pub(super) type IndexBox = ([i32; 3], [i32; 3]);
 
 /// One stored 8³ leaf.
 #[derive(Clone, Copy, Debug)]
@@ -78,7 +80,7 @@ pub(super) struct SparseTree<T> {
     /// 512 values per leaf, z fastest within a leaf; inactive voxels hold the background.
     pub values: Vec<T>,
     /// Inclusive index bounds of the active voxels, `None` when there are none.
-    pub bbox: Option<([i32; 3], [i32; 3])>,
+    pub bbox: Option<IndexBox>,
     /// Number of active voxels.
     pub active_voxels: u64,
 }
@@ -190,8 +192,8 @@ fn write_order_key(origin: [i32; 3]) -> ([i32; 3], usize, usize) {
 
 /// Inclusive bounds and count of the active voxels of `leaves`, from the masks alone: word x of a leaf's mask
 /// holds the voxels of slice x, byte y of a word row y, bit z of a byte voxel z.
-fn active_statistics(leaves: &[Leaf]) -> (Option<([i32; 3], [i32; 3])>, u64) {
-    let mut bbox: Option<([i32; 3], [i32; 3])> = None;
+fn active_statistics(leaves: &[Leaf]) -> (Option<IndexBox>, u64) {
+    let mut bbox: Option<IndexBox> = None;
     let mut count = 0u64;
     for leaf in leaves {
         count += leaf
