@@ -5,9 +5,9 @@
 //! the format written, read off OpenVDB's own writer (`io/Archive.cc`, `tree/RootNode.h`, `InternalNode.h`,
 //! `LeafNode.h`, `io/Compression.h`, `math/Maps.h`):
 //!
-//! - **file format version 224** (`OPENVDB_FILE_VERSION_MULTIPASS_IO`), written by OpenVDB 3.3 to 12 and read by
-//!   every release since (225, OpenVDB 13's, only adds half-precision grid types), tagged
-//!   as library version 12.0; little-endian; seekable (grid offsets filled in); no file-level metadata;
+//! - **file format version 224** (`OPENVDB_FILE_VERSION_MULTIPASS_IO`), written by OpenVDB 3.3 to 12 and
+//!   read by every release since (225, OpenVDB 13's, only adds half-precision grid types), tagged as library
+//!   version 12.0; little-endian; seekable (grid offsets filled in); no file-level metadata;
 //! - the **standard tree** `5_4_3`: a root table of 4096³-voxel internal nodes (32³ children), each child an
 //!   internal node of 128³ voxels (16³ children), each of those a leaf of 8³ voxels. Only leaves holding at
 //!   least one voxel farther than `tolerance` from the background 0 are stored, with those voxels active;
