@@ -10,7 +10,7 @@ use clap::{Args, Parser, Subcommand};
 use crate::error::{CliError, EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK};
 use crate::runner::{self, RunOptions};
 use crate::scene::Backend;
-use crate::{bench, scenes, validate};
+use crate::{bench, plot, scenes, validate};
 
 /// Fluid simulation from scene files: reintegration tracking, PIC/FLIP/APIC liquids and vortex particles.
 /// Without a command, runs the showcase scene.
@@ -44,6 +44,8 @@ pub enum Command {
     /// Say what this build can run on: the version, the CPU threads and the GPU adapters found (the first
     /// is the one `--backend gpu` uses unless EDDIES_GPU_ADAPTER names another).
     Info,
+    /// Draw a run's stats.jsonl as SVG and PNG plots in DIR/plots
+    Plot(PlotArgs),
 }
 
 /// Arguments of `eddies run`.
@@ -73,6 +75,17 @@ pub struct RunArgs {
     /// Print nothing but errors
     #[arg(long, short)]
     pub quiet: bool,
+    /// Continue the run in DIR from its latest checkpoint (checkpoint_NNNNN.ckpt), with the scene it holds;
+    /// --frames N sets the frames in all
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["scene", "out", "set", "steps_per_frame"])]
+    pub resume: Option<PathBuf>,
+}
+
+/// `eddies plot DIR`.
+#[derive(Debug, Args)]
+pub struct PlotArgs {
+    /// The output folder of a run (it holds stats.jsonl)
+    pub dir: PathBuf,
 }
 
 /// Arguments of `eddies validate`.
@@ -162,6 +175,7 @@ fn dispatch(command: Command) -> Result<i32, CliError> {
                 steps_per_frame: a.steps_per_frame,
                 backend: a.backend,
                 quiet: a.quiet,
+                resume: a.resume,
             };
             let s = runner::run(&opts)?;
             if !opts.quiet {
@@ -177,6 +191,15 @@ fn dispatch(command: Command) -> Result<i32, CliError> {
                     s.wall.as_secs_f64()
                 );
             }
+            Ok(EXIT_OK)
+        }
+        Command::Plot(a) => {
+            let files = plot::plot_run(&a.dir)?;
+            println!(
+                "wrote {} plots to {}",
+                files.len(),
+                plot::plots_folder(&a.dir).display()
+            );
             Ok(EXIT_OK)
         }
         Command::Scenes => {

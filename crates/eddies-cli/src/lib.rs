@@ -12,6 +12,7 @@ pub mod keypath;
 pub mod load;
 pub mod output;
 pub mod panels;
+pub mod plot;
 pub mod render;
 pub mod runner;
 pub mod scene;

@@ -3,7 +3,7 @@
 
 use eddies::diag::{StageTimer, StepRecord};
 use eddies::sim::{Advance, Description, Field, SimError};
-use eddies::Simulation;
+use eddies::{SavedState, Simulation};
 
 use crate::load::{Override, SceneError};
 
@@ -158,5 +158,54 @@ impl Simulation for Panels {
 
     fn memory_bytes(&self) -> usize {
         self.sims.iter().map(|s| s.memory_bytes()).sum()
+    }
+
+    /// Each panel's arrays, their names prefixed with `panelK.`.
+    fn save_state(&self) -> Result<SavedState, SimError> {
+        let mut all = SavedState::default();
+        for (k, sim) in self.sims.iter().enumerate() {
+            for (name, array) in sim.save_state()?.arrays {
+                all.arrays.push((format!("panel{k}.{name}"), array));
+            }
+        }
+        Ok(all)
+    }
+
+    /// Checks every panel's part before any panel takes its own, so that a misfit changes nothing.
+    fn restore_state(&mut self, state: &SavedState) -> Result<(), SimError> {
+        let parts: Vec<SavedState> = (0..self.sims.len())
+            .map(|k| {
+                let prefix = format!("panel{k}.");
+                SavedState {
+                    arrays: state
+                        .arrays
+                        .iter()
+                        .filter_map(|(n, a)| {
+                            n.strip_prefix(&prefix).map(|n| (n.to_string(), a.clone()))
+                        })
+                        .collect(),
+                }
+            })
+            .collect();
+        if let Some(k) = parts.iter().position(|p| p.arrays.is_empty()) {
+            return Err(SimError::InvalidInput(format!(
+                "the checkpoint has no state for panel {k}: it was written for another scene"
+            )));
+        }
+        let before: Vec<SavedState> = self
+            .sims
+            .iter()
+            .map(|s| s.save_state())
+            .collect::<Result<_, _>>()?;
+        for (k, part) in parts.iter().enumerate() {
+            if let Err(e) = self.sims[k].restore_state(part) {
+                // Put back the panels that had taken theirs.
+                for (sim, b) in self.sims.iter_mut().zip(&before).take(k) {
+                    let _ = sim.restore_state(b);
+                }
+                return Err(e);
+            }
+        }
+        Ok(())
     }
 }

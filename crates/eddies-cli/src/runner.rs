@@ -4,6 +4,11 @@
 //! Time line: frame k (from 0) shows the state after (k + 1) / fps simulated seconds. Each frame is reached
 //! either by `steps_per_frame` equal steps, or adaptively by steps of `min(max_dt(cfl), time left)`; when the
 //! time left is less than two CFL steps it is split evenly, so that no step is a tiny remainder.
+//!
+//! Checkpoints (`output.checkpoint_every`, and on Ctrl-C or SIGTERM) hold the state with the frames done
+//! and the step at which the frame in progress began; `eddies run --resume DIR` rebuilds the simulation from
+//! the checkpoint's scene, gives it the state and goes on from there, so the time line, and with it every
+//! step, is the uninterrupted run's.
 
 use std::fs::{self, File};
 use std::io::{BufWriter, IsTerminal, Write};
@@ -18,6 +23,9 @@ use crate::error::{CliError, SetupError};
 use crate::interrupt::{Interrupt, Signal};
 use crate::keypath::KeyPath;
 use crate::load::{self, Loaded, Override, SceneError, SceneSource};
+use crate::output::checkpoint::{self as checkpoints, Progress};
+use crate::output::exports::Exports;
+use crate::output::lock::{self, LockError, OutputLock};
 use crate::output::{self, frame_name, npy};
 use crate::scene::{Backend, Scene};
 use crate::{panels, render, scenes, setup};
@@ -42,6 +50,8 @@ pub struct RunOptions {
     pub backend: Option<Backend>,
     /// No progress output.
     pub quiet: bool,
+    /// Continue the run in this folder from its latest checkpoint.
+    pub resume: Option<PathBuf>,
 }
 
 /// What a finished run did.
@@ -170,8 +180,11 @@ fn prepare(opts: &RunOptions) -> Result<Prepared, CliError> {
     })
 }
 
-/// Runs a scene; see the module documentation.
+/// Runs a scene, or resumes one ([`RunOptions::resume`]); see the module documentation.
 pub fn run(opts: &RunOptions) -> Result<RunSummary, CliError> {
+    if let Some(dir) = &opts.resume {
+        return resume(opts, dir);
+    }
     let Prepared {
         src,
         overrides: base,
@@ -183,54 +196,11 @@ pub fn run(opts: &RunOptions) -> Result<RunSummary, CliError> {
         .clone()
         .unwrap_or_else(|| Path::new("out").join(&src.name));
     let scene = loaded.scene;
-    // Each side-by-side panel is the scene with its own overrides, loaded and checked like the scene.
-    let panel_scenes = scene
-        .output
-        .panels
-        .iter()
-        .map(|entry| {
-            let ovs = panels::overrides(&base, entry)?;
-            Ok(load::load(&src, &ovs)?.scene)
-        })
-        .collect::<Result<Vec<Scene>, SceneError>>()?;
+    let panel_scenes = panel_scenes(&src, &base, &scene)?;
     let bytes = bytes * panel_scenes.len().max(1) as f64;
     output::check_output_folder(&out).map_err(|source| CliError::output_folder(&out, source))?;
     eddies::par::with_threads(opts.threads, || {
-        let build = |scene: &Scene| {
-            setup::build(scene).map_err(|e| match e {
-                SetupError::Sim(
-                    e @ (SimError::InvalidInput(_) | SimError::InvalidParameter(_)),
-                ) => CliError::input(
-                    format!("{}: the simulation cannot be set up: {e}", src.label),
-                    Vec::new(),
-                ),
-                // One line: what was looked for and how to run on the CPU, or the size allowed.
-                SetupError::Gpu(e @ (GpuError::NoAdapter { .. } | GpuError::Limit(_))) => {
-                    CliError::input(e.to_string(), Vec::new())
-                }
-                SetupError::Gpu(e) => CliError::other(format!("{}: {e}", src.label)),
-                SetupError::Sim(other) => CliError::other(other.to_string()),
-            })
-        };
-        let (sim, warnings) = if panel_scenes.is_empty() {
-            let built = build(&scene)?;
-            (built.sim, built.warnings)
-        } else {
-            let mut sims = Vec::new();
-            let mut warnings = Vec::new();
-            for panel in &panel_scenes {
-                let built = build(panel)?;
-                sims.push(built.sim);
-                // Panels share the scene's regions: say each warning once.
-                for w in built.warnings {
-                    if !warnings.contains(&w) {
-                        warnings.push(w);
-                    }
-                }
-            }
-            let sim: Box<dyn Simulation> = Box::new(panels::Panels::new(sims, scene.size()[0]));
-            (sim, warnings)
-        };
+        let (sim, warnings) = build_sim(&src, &scene, &panel_scenes)?;
         check_first_step(&src, &scene, sim.as_ref())?;
         if !opts.quiet {
             eprintln!("{}", describe(&src, &scene, bytes, sim.as_ref(), &out));
@@ -239,8 +209,143 @@ pub fn run(opts: &RunOptions) -> Result<RunSummary, CliError> {
             }
         }
         let interrupt = Interrupt::watch();
-        Runner::start(&src, &scene, sim, out, opts.quiet, &interrupt)?.run()
+        Runner::start(&src, &scene, sim, out, opts.quiet, &interrupt, Begin::Fresh)?.run()
     })
+}
+
+/// `eddies run --resume DIR`: locks the folder, reads its latest checkpoint, rebuilds the simulation from the
+/// checkpoint's scene (with `--frames` and `--backend` applied), gives it the saved state and goes on.
+fn resume(opts: &RunOptions, dir: &Path) -> Result<RunSummary, CliError> {
+    if opts.scene.is_some()
+        || opts.out.is_some()
+        || !opts.sets.is_empty()
+        || opts.steps_per_frame.is_some()
+    {
+        return Err(CliError::input(
+            "--resume continues the run in its folder with the scene its checkpoint holds",
+            vec!["  only --frames, --backend, --threads and --quiet combine with it".into()],
+        ));
+    }
+    if !dir.is_dir() {
+        return Err(CliError::input(
+            format!("--resume {}: no such folder", dir.display()),
+            vec!["  name the output folder of the run to continue".into()],
+        ));
+    }
+    let lock = OutputLock::acquire(dir).map_err(lock_error)?;
+    let point = checkpoints::latest(dir).map_err(|e| CliError::input(e.to_string(), Vec::new()))?;
+    let src = SceneSource {
+        label: format!("{} (its scene)", point.path.display()),
+        name: point.scene_name.clone(),
+        text: point.scene_text.clone(),
+    };
+    let base = overrides(opts)?;
+    let loaded = load::load(&src, &base)?;
+    let bytes = setup::check_memory(&loaded, setup::available_memory())?;
+    let scene = loaded.scene;
+    let done = point.progress.frames_done;
+    if scene.time.frames.max(0) as usize <= done {
+        return Err(CliError::input(
+            format!(
+                "{}: the run has {done} frames already, and time.frames is {}",
+                point.path.display(),
+                scene.time.frames
+            ),
+            vec!["  ask for more with --frames N (frames in all)".into()],
+        ));
+    }
+    let panel_scenes = panel_scenes(&src, &base, &scene)?;
+    let bytes = bytes * panel_scenes.len().max(1) as f64;
+    eddies::par::with_threads(opts.threads, || {
+        let (mut sim, _) = build_sim(&src, &scene, &panel_scenes)?;
+        sim.restore_state(&point.state).map_err(|e| {
+            CliError::input(
+                format!("{}: the checkpoint does not fit its scene: {e}", point.path.display()),
+                Vec::new(),
+            )
+        })?;
+        if !opts.quiet {
+            eprintln!("{}", describe(&src, &scene, bytes, sim.as_ref(), dir));
+            eprintln!(
+                "resuming at frame {done}, step {} (t = {:.4} s) from {}",
+                sim.steps(),
+                sim.time(),
+                point.path.display()
+            );
+        }
+        let interrupt = Interrupt::watch();
+        let begin = Begin::Resume {
+            progress: point.progress,
+            lock,
+        };
+        Runner::start(&src, &scene, sim, dir.to_path_buf(), opts.quiet, &interrupt, begin)?.run()
+    })
+}
+
+/// A folder in use by another run, or one that cannot be locked.
+fn lock_error(e: LockError) -> CliError {
+    match e {
+        LockError::InUse { .. } => CliError::input(
+            e.to_string(),
+            vec!["  wait for it to finish, or choose another folder with --out DIR".into()],
+        ),
+        LockError::Io { .. } => CliError::other(e.to_string()),
+    }
+}
+
+/// Each side-by-side panel is the scene with its own overrides, loaded and checked like the scene.
+fn panel_scenes(src: &SceneSource, base: &[Override], scene: &Scene) -> Result<Vec<Scene>, CliError> {
+    Ok(scene
+        .output
+        .panels
+        .iter()
+        .map(|entry| {
+            let ovs = panels::overrides(base, entry)?;
+            Ok(load::load(src, &ovs)?.scene)
+        })
+        .collect::<Result<Vec<Scene>, SceneError>>()?)
+}
+
+/// The simulation of `scene` (or of its panels side by side), with the warnings of its set-up.
+fn build_sim(
+    src: &SceneSource,
+    scene: &Scene,
+    panel_scenes: &[Scene],
+) -> Result<(Box<dyn Simulation>, Vec<String>), CliError> {
+    let build = |scene: &Scene| {
+        setup::build(scene).map_err(|e| match e {
+            SetupError::Sim(e @ (SimError::InvalidInput(_) | SimError::InvalidParameter(_))) => {
+                CliError::input(
+                    format!("{}: the simulation cannot be set up: {e}", src.label),
+                    Vec::new(),
+                )
+            }
+            // One line: what was looked for and how to run on the CPU, or the size allowed.
+            SetupError::Gpu(e @ (GpuError::NoAdapter { .. } | GpuError::Limit(_))) => {
+                CliError::input(e.to_string(), Vec::new())
+            }
+            SetupError::Gpu(e) => CliError::other(format!("{}: {e}", src.label)),
+            SetupError::Sim(other) => CliError::other(other.to_string()),
+        })
+    };
+    if panel_scenes.is_empty() {
+        let built = build(scene)?;
+        return Ok((built.sim, built.warnings));
+    }
+    let mut sims = Vec::new();
+    let mut warnings = Vec::new();
+    for panel in panel_scenes {
+        let built = build(panel)?;
+        sims.push(built.sim);
+        // Panels share the scene's regions: say each warning once.
+        for w in built.warnings {
+            if !warnings.contains(&w) {
+                warnings.push(w);
+            }
+        }
+    }
+    let sim: Box<dyn Simulation> = Box::new(panels::Panels::new(sims, scene.size()[0]));
+    Ok((sim, warnings))
 }
 
 /// Refuses, before anything is written, a scene whose initial motion needs time steps so short that a frame
@@ -279,6 +384,27 @@ fn check_first_step(
 /// up (or, at the start, a scene whose speeds are a mistake).
 const MIN_STEP_PER_FRAME: f64 = 1e-7;
 
+/// Keeps the lines of `stats.jsonl` up to step `last` (a run resumed from a checkpoint takes the later steps
+/// again), rewriting the file atomically; a missing file stays missing.
+fn keep_stats_until(path: &Path, last: u64) -> std::io::Result<()> {
+    let text = match fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(e),
+    };
+    let step = |line: &str| -> Option<u64> {
+        let digits = line.strip_prefix("{\"step\":")?;
+        let end = digits.find(|c: char| !c.is_ascii_digit())?;
+        digits[..end].parse().ok()
+    };
+    let kept: String = text
+        .lines()
+        .take_while(|l| step(l).is_some_and(|s| s <= last))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    output::write_atomic(path, kept.as_bytes())
+}
+
 /// One line about the run, printed before it starts.
 fn describe(
     src: &SceneSource,
@@ -315,8 +441,27 @@ fn describe(
     )
 }
 
+/// How a run starts: in an empty (or cleared) folder, or from a checkpoint in its folder, already locked.
+enum Begin {
+    Fresh,
+    Resume { progress: Progress, lock: OutputLock },
+}
+
 /// A run in progress: the simulation, the open stats file and the progress display.
 struct Runner<'a> {
+    /// The output folder's lock, held while the run writes.
+    _lock: OutputLock,
+    /// The scene's name and its resolved text, for checkpoints.
+    scene_name: String,
+    scene_text: String,
+    /// The first frame this process computes (0, or the frames a resumed run had done).
+    first_frame: usize,
+    /// The step count when the frame in progress began.
+    frame_start_step: u64,
+    /// The latest checkpoint written, if any.
+    last_checkpoint: Option<PathBuf>,
+    /// The files for other tools.
+    exports: Exports,
     scene: &'a Scene,
     interrupt: &'a Interrupt,
     clamps: ClampLog,
@@ -333,8 +478,8 @@ struct Runner<'a> {
 }
 
 impl<'a> Runner<'a> {
-    /// Creates the output folder, clears an earlier run's frames from it, writes `scene.toml` and opens
-    /// `stats.jsonl`.
+    /// Creates and locks the output folder, clears an earlier run's frames from it (or, resuming, the lines of
+    /// `stats.jsonl` past the checkpoint's step), writes `scene.toml` and opens `stats.jsonl`.
     fn start(
         src: &SceneSource,
         scene: &'a Scene,
@@ -342,14 +487,8 @@ impl<'a> Runner<'a> {
         out: PathBuf,
         quiet: bool,
         interrupt: &'a Interrupt,
+        begin: Begin,
     ) -> Result<Self, CliError> {
-        fs::create_dir_all(&out).map_err(|e| {
-            CliError::input(
-                format!("cannot create the output folder {}: {e}", out.display()),
-                vec!["  choose another folder with --out DIR".into()],
-            )
-        })?;
-        output::remove_stale_outputs(&out).map_err(|e| CliError::write(&out, e))?;
         let header = format!(
             "Resolved scene \"{}\" (from {}), written by eddies {}: every default filled in and every\n\
              command-line override applied. `eddies run` on this file repeats the run.",
@@ -358,13 +497,48 @@ impl<'a> Runner<'a> {
             env!("CARGO_PKG_VERSION")
         );
         let text = output::scene_toml(scene, &header)?;
+        let stats_path = out.join("stats.jsonl");
+        let (lock, progress) = match begin {
+            Begin::Fresh => {
+                let lock = lock::create_and_lock(&out).map_err(|e| match e {
+                    LockError::Io { source, .. } => CliError::input(
+                        format!("cannot create the output folder {}: {source}", out.display()),
+                        vec!["  choose another folder with --out DIR".into()],
+                    ),
+                    e => lock_error(e),
+                })?;
+                output::remove_stale_outputs(&out).map_err(|e| CliError::write(&out, e))?;
+                let progress = Progress {
+                    frames_done: 0,
+                    frame_start_step: 0,
+                };
+                (lock, progress)
+            }
+            Begin::Resume { progress, lock } => {
+                keep_stats_until(&stats_path, sim.steps())
+                    .map_err(|e| CliError::write(&stats_path, e))?;
+                (lock, progress)
+            }
+        };
         let scene_path = out.join("scene.toml");
         output::write_atomic(&scene_path, text.as_bytes())
             .map_err(|e| CliError::write(&scene_path, e))?;
-        let stats_path = out.join("stats.jsonl");
-        let stats = File::create(&stats_path).map_err(|e| CliError::write(&stats_path, e))?;
+        let stats = File::options()
+            .create(true)
+            .append(true)
+            .open(&stats_path)
+            .map_err(|e| CliError::write(&stats_path, e))?;
         let frames = scene.time.frames.max(0) as u64;
+        let mut progress_bar = Progress::new(frames, quiet);
+        progress_bar.skip_to(progress.frames_done as u64);
         Ok(Self {
+            _lock: lock,
+            scene_name: src.name.clone(),
+            scene_text: text,
+            first_frame: progress.frames_done,
+            frame_start_step: progress.frame_start_step,
+            last_checkpoint: None,
+            exports: Exports::new(scene, progress.frames_done),
             scene,
             interrupt,
             clamps: ClampLog::default(),
@@ -372,10 +546,10 @@ impl<'a> Runner<'a> {
             out,
             stats: BufWriter::new(stats),
             stats_path,
-            progress: Progress::new(frames, quiet),
+            progress: progress_bar,
             backdrop: render::Backdrop::new(scene),
             started: Instant::now(),
-            frames_written: 0,
+            frames_written: progress.frames_done,
             pending: Vec::new(),
         })
     }
@@ -383,23 +557,30 @@ impl<'a> Runner<'a> {
     fn run(mut self) -> Result<RunSummary, CliError> {
         let frames = self.scene.time.frames.max(0) as usize;
         let frame_dt = 1.0 / self.scene.time.fps;
-        for frame in 0..frames {
+        let every = self.scene.output.checkpoint_every as usize;
+        for frame in self.first_frame..frames {
             let t_end = (frame + 1) as f64 * frame_dt;
             let reached = self.advance_to(t_end, frame_dt);
             // The frame's records, completed by the simulation (a device backend reads its diagnostics
             // back once per frame, here), then written.
             let flushed = self.flush_records();
             if let Err(e) = reached.and(flushed) {
-                // Keep what was written: the stats up to the failing step and the frames before it.
+                // Keep what was written: the stats up to the failing step and the frames before it; an
+                // interrupted run also its state, to resume from.
                 let _ = self.stats.flush();
                 self.progress.abandon();
                 self.clamps.summarise(self.sim.steps(), &self.progress);
-                return Err(self.failure(e));
+                let saved = matches!(e, StepFailure::Interrupted(_)).then(|| self.checkpoint(frame));
+                return Err(self.failure(e, saved));
             }
             self.write_frame(frame)?;
+            self.frame_start_step = self.sim.steps();
             self.stats
                 .flush()
                 .map_err(|e| CliError::write(&self.stats_path, e))?;
+            if every > 0 && (frame + 1) % every == 0 {
+                self.checkpoint(frame + 1)?;
+            }
             self.progress.frame_done(
                 frame + 1,
                 self.sim.time(),
@@ -409,6 +590,9 @@ impl<'a> Runner<'a> {
         }
         self.progress.finish();
         self.clamps.summarise(self.sim.steps(), &self.progress);
+        if self.scene.output.plots {
+            crate::plot::plot_run(&self.out)?;
+        }
         Ok(RunSummary {
             out: self.out,
             frames: self.frames_written,
@@ -418,12 +602,31 @@ impl<'a> Runner<'a> {
         })
     }
 
+    /// Writes checkpoint `frames_done` (the frames written; a run interrupted mid-frame saves the frame in
+    /// progress under the number of the frames before it) and removes those beyond `output.checkpoint_keep`.
+    fn checkpoint(&mut self, frames_done: usize) -> Result<PathBuf, CliError> {
+        let state = self.sim.save_state().map_err(|e| {
+            CliError::other(format!("cannot save the state for a checkpoint: {e}"))
+        })?;
+        let progress = Progress {
+            frames_done,
+            frame_start_step: self.frame_start_step,
+        };
+        let path = checkpoints::write(&self.out, &self.scene_name, &self.scene_text, progress, state)
+            .map_err(|e| CliError::write(&self.out, e))?;
+        checkpoints::prune(&self.out, self.scene.output.checkpoint_keep as usize)
+            .map_err(|e| CliError::write(&self.out, e))?;
+        self.last_checkpoint = Some(path.clone());
+        Ok(path)
+    }
+
     /// Steps until the simulated time reaches `t_end`.
     fn advance_to(&mut self, t_end: f64, frame_dt: f64) -> Result<(), StepFailure> {
         let spf = self.scene.time.steps_per_frame.max(0) as u64;
         if spf > 0 {
+            // Counted from the frame's first step, so that a run resumed mid-frame takes the rest of it.
             let dt = frame_dt / spf as f64;
-            for _ in 0..spf {
+            while self.sim.steps() < self.frame_start_step + spf {
                 self.step(dt)?;
             }
             return Ok(());
@@ -489,6 +692,8 @@ impl<'a> Runner<'a> {
 
     /// Writes frame `frame`: the PNG, and with `output.npy` the particle and mass arrays.
     fn write_frame(&mut self, frame: usize) -> Result<(), CliError> {
+        self.exports
+            .write(self.sim.as_ref(), frame, &self.out)?;
         let picture = render::render(self.sim.as_ref(), self.scene, &self.backdrop)?;
         let png = picture.to_png()?;
         let path = self.out.join(frame_name(frame));
@@ -517,7 +722,8 @@ impl<'a> Runner<'a> {
         Ok(())
     }
 
-    fn failure(&self, e: StepFailure) -> CliError {
+    /// The error a run ends in, with what was kept (and, interrupted, the checkpoint written or why not).
+    fn failure(&self, e: StepFailure, saved: Option<Result<PathBuf, CliError>>) -> CliError {
         let kept = if self.frames_written == 0 {
             format!(
                 "  no frames were written; {} has the steps taken",
@@ -540,6 +746,13 @@ impl<'a> Runner<'a> {
                 source,
                 context: vec![
                     kept,
+                    match &self.last_checkpoint {
+                        Some(p) => format!(
+                            "  the last checkpoint, {}, is kept (`eddies run --resume` continues from it)",
+                            p.display()
+                        ),
+                        None => "  no checkpoint was written (output.checkpoint_every)".into(),
+                    },
                     format!(
                         "  try a smaller time.cfl or more --steps-per-frame, and check the [{}] parameters",
                         self.scene.method.name()
@@ -564,7 +777,18 @@ impl<'a> Runner<'a> {
                     self.sim.steps(),
                     self.sim.time()
                 ),
-                context: vec![kept],
+                context: vec![
+                    kept,
+                    match saved {
+                        Some(Ok(path)) => format!(
+                            "  {} holds the state: `eddies run --resume {}` continues the run",
+                            path.display(),
+                            self.out.display()
+                        ),
+                        Some(Err(e)) => format!("  no checkpoint: {}", e.report().trim_end()),
+                        None => "  no checkpoint".into(),
+                    },
+                ],
             },
         }
     }
@@ -654,6 +878,13 @@ impl Progress {
             plain: !quiet && !terminal,
             frames,
             last_update: Instant::now(),
+        }
+    }
+
+    /// Starts the bar at `frames` done (a resumed run).
+    fn skip_to(&mut self, frames: u64) {
+        if let Some(bar) = &self.bar {
+            bar.set_position(frames);
         }
     }
 
@@ -780,7 +1011,8 @@ mod tests {
             fail_at: 6,
         });
         let out = dir.path().join("out");
-        let runner = Runner::start(&src, &scene, sim, out.clone(), true, &interrupt).unwrap();
+        let runner =
+            Runner::start(&src, &scene, sim, out.clone(), true, &interrupt, Begin::Fresh).unwrap();
         let err = runner.run().unwrap_err();
         assert_eq!(err.exit_code(), crate::error::EXIT_FAILURE);
         let report = err.report();

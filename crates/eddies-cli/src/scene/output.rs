@@ -1,4 +1,4 @@
-//! `[output]`: what frames show and which arrays are written.
+//! `[output]`: what frames show, which files are written for other tools (docs/OUTPUTS.md), and checkpoints.
 
 use serde::{Deserialize, Serialize};
 
@@ -28,7 +28,20 @@ pub enum View {
     Slice,
 }
 
-/// `[output]`: frames and arrays.
+/// The liquid surface's file format (`output.mesh`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum MeshFormat {
+    /// No surface.
+    #[default]
+    None,
+    /// Binary little-endian PLY with vertex normals.
+    Ply,
+    /// Wavefront OBJ with vertex normals.
+    Obj,
+}
+
+/// `[output]`: frames, arrays, files for other tools, checkpoints.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Output {
@@ -48,6 +61,33 @@ pub struct Output {
     /// diagnostics. Up to 4. Default none.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub panels: Vec<String>,
+    /// VTK XML for ParaView: `grid_NNNNN.vti` (every grid field as cell data), `particles_NNNNN.vtp` (and
+    /// `tracers_NNNNN.vtp`) with the particles' attributes, and `series.pvd` with each frame's time.
+    /// Default false.
+    pub vtk: bool,
+    /// Binary PLY point clouds: `particles_NNNNN.ply` (and `tracers_NNNNN.ply`) with the particles'
+    /// attributes. Default false.
+    pub ply: bool,
+    /// The liquid surface per frame (3D flip and reint), closed against the walls, with vertex normals:
+    /// "none", "ply" or "obj" (`surface_NNNNN.ply` / `.obj`). Default "none".
+    pub mesh: MeshFormat,
+    /// Reint's surface: where the density crosses this fraction of the first substance's rest density
+    /// (0 < level < 4). Default 0.5.
+    pub mesh_level: f64,
+    /// Taubin smoothing passes over the surface mesh (0–100); they keep its volume. Default 0.
+    pub mesh_smoothing: u32,
+    /// OpenVDB volumes (3D): `volume_NNNNN.vdb` with `density`, `temperature` (vpm) and `velocity` grids.
+    /// Default false.
+    pub vdb: bool,
+    /// Plots of `stats.jsonl` (SVG and PNG, in `plots/`) when the run ends, as `eddies plot DIR`.
+    /// Default false.
+    pub plots: bool,
+    /// Write a checkpoint (`checkpoint_NNNNN.ckpt`, NNNNN frames done) every this many frames; 0 for none.
+    /// A run interrupted by Ctrl-C or SIGTERM writes one in any case. `eddies run --resume DIR` continues
+    /// from the latest. Default 0.
+    pub checkpoint_every: u64,
+    /// How many of the latest checkpoints to keep (at least 1). Default 2.
+    pub checkpoint_keep: u64,
 }
 
 impl Default for Output {
@@ -58,6 +98,15 @@ impl Default for Output {
             colormap: Colormap::Auto,
             view: View::Projection,
             panels: Vec::new(),
+            vtk: false,
+            ply: false,
+            mesh: MeshFormat::None,
+            mesh_level: 0.5,
+            mesh_smoothing: 0,
+            vdb: false,
+            plots: false,
+            checkpoint_every: 0,
+            checkpoint_keep: 2,
         }
     }
 }

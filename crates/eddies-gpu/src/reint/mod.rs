@@ -694,6 +694,11 @@ impl<const D: usize> Simulation for ReintGpu<D> {
         }
     }
 
+    fn particle_values(&self, name: &str) -> Option<Vec<f32>> {
+        self.sync_host().ok()?;
+        self.host.lock().unwrap().particle_values(name)
+    }
+
     fn substance_colors(&self) -> Vec<[f32; 3]> {
         self.host.lock().unwrap().substance_colors()
     }

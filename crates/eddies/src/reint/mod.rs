@@ -880,7 +880,11 @@ pub fn describe(dim: usize, substances: usize) -> Description {
     Description {
         method: "reint",
         fields,
-        particle_values: Vec::new(),
+        particle_values: if dim == 3 {
+            vec!["velocity_x", "velocity_y", "velocity_z", "mass", "substance"]
+        } else {
+            vec!["velocity_x", "velocity_y", "mass", "substance"]
+        },
         stages: STAGES,
         array_fields: &["mass"],
         picture: FrameSource::Grid,
@@ -1034,6 +1038,37 @@ impl<const D: usize> Simulation for ReintSim<D> {
                 }))
             }
         }
+    }
+
+    /// Per particle (each non-empty cell's, in [`Simulation::particle_positions`]' order): `velocity_x`,
+    /// `velocity_y` (, `velocity_z`) in m/s, `mass` in kg, and `substance`, the index of the substance with
+    /// the most mass in it.
+    fn particle_values(&self, name: &str) -> Option<Vec<f32>> {
+        let h = self.cfg.cell_size as f32;
+        let s = &self.cur;
+        let value: Box<dyn Fn(usize) -> f32 + '_> = match name {
+            "velocity_x" => Box::new(|i| s.vel[0][i] * h),
+            "velocity_y" => Box::new(|i| s.vel[1][i] * h),
+            "velocity_z" if D == 3 => Box::new(|i| s.vel[D - 1][i] * h),
+            "mass" => Box::new(|i| self.cell_mass_kg(i)),
+            "substance" => Box::new(|i| {
+                let mut best = 0;
+                for (k, m) in s.mass.iter().enumerate() {
+                    if m[i] > s.mass[best][i] {
+                        best = k;
+                    }
+                }
+                best as f32
+            }),
+            _ => return None,
+        };
+        let mut out = Vec::new();
+        self.layout.for_each_cell(|i, _| {
+            if s.total_mass(i) > 0.0 {
+                out.push(value(i));
+            }
+        });
+        Some(out)
     }
 
     fn particle_positions(&self) -> Vec<f32> {
