@@ -77,7 +77,8 @@ pub fn extract(
     let grid = Padded {
         values,
         n: dims,
-        stride: [1, dims[0] + 2],
+        px: dims[0] + 2,
+        py: dims[1] + 2,
         h: cell_size,
         origin,
         params,
@@ -98,19 +99,74 @@ pub fn extract(
 struct Padded<'a> {
     values: &'a [f32],
     n: [usize; 3],
-    /// Strides of the padded layer arrays: 1 in x, `nx + 2` in y.
-    stride: [usize; 2],
+    /// Samples per padded row (`nx + 2`) and rows per padded layer (`ny + 2`).
+    px: usize,
+    py: usize,
     h: f64,
     origin: [f64; 3],
     params: &'a IsoSurface,
 }
 
-/// One worker's arrays over a padded layer, reused from slab to slab. They are never cleared: a slab reads
-/// only the entries of crossed edges, which it has written itself.
+/// The liquid flags of one padded layer as bits, `words` 64-bit words per row, with one more row of zeros
+/// past the last. Bits past a row's end are zero too, so every sample beyond the padding also reads as
+/// outside, and the scans below need no bounds tests: an edge or cube that reaches past the padding is
+/// between outside samples only.
+struct Bits {
+    words: usize,
+    rows: Vec<u64>,
+}
+
+impl Bits {
+    fn new(px: usize, py: usize) -> Self {
+        let words = px.div_ceil(64);
+        Self {
+            words,
+            rows: vec![0; words * (py + 1)],
+        }
+    }
+
+    #[inline]
+    fn row(&self, j: usize) -> &[u64] {
+        &self.rows[j * self.words..][..self.words]
+    }
+
+    #[inline]
+    fn get(&self, i: usize, j: usize) -> bool {
+        (self.row(j)[i >> 6] >> (i & 63)) & 1 != 0
+    }
+}
+
+/// Word `w` of a row shifted down by one sample: bit `i` of the result is sample `i + 1`.
+#[inline]
+fn shr1(row: &[u64], w: usize) -> u64 {
+    (row[w] >> 1) | row.get(w + 1).map_or(0, |&next| next << 63)
+}
+
+/// Calls `f(i, w_bits)` for each set bit `i` of the union of a row's masks, in increasing `i`, with the bits
+/// of each mask at `i`. `masks(w)` gives the masks' word `w`.
+#[inline]
+fn for_each_bit<const M: usize>(
+    words: usize,
+    masks: impl Fn(usize) -> [u64; M],
+    mut f: impl FnMut(usize, [bool; M]),
+) {
+    for w in 0..words {
+        let m = masks(w);
+        let mut any = m.iter().fold(0, |acc, &x| acc | x);
+        while any != 0 {
+            let bit = any.trailing_zeros();
+            any &= any - 1;
+            f(64 * w + bit as usize, m.map(|x| (x >> bit) & 1 != 0));
+        }
+    }
+}
+
+/// One worker's arrays over a padded layer, reused from slab to slab. The vertex maps are never cleared: a
+/// slab reads only the entries of crossed edges, which it has written itself.
 struct Scratch {
     /// Liquid flags of the slab's lower and upper layers.
-    lower: Vec<bool>,
-    upper: Vec<bool>,
+    lower: Bits,
+    upper: Bits,
     /// Vertex of each in-plane edge of the lower layer (3 per sample), of each cross edge (4 per sample) and of
     /// each in-plane edge of the upper layer (3 per sample, flagged [`NEXT`]).
     plane_lo: Vec<u32>,
@@ -120,13 +176,28 @@ struct Scratch {
 
 impl Scratch {
     fn new(grid: &Padded) -> Self {
-        let len = (grid.n[0] + 2) * (grid.n[1] + 2);
+        let len = grid.px * grid.py;
         Self {
-            lower: vec![false; len],
-            upper: vec![false; len],
+            lower: Bits::new(grid.px, grid.py),
+            upper: Bits::new(grid.px, grid.py),
             plane_lo: vec![0; 3 * len],
             cross: vec![0; 4 * len],
             plane_hi: vec![0; 3 * len],
+        }
+    }
+
+    /// The vertex reference of the edge between cube corners `lo` and `hi` (`lo`'s bits a subset of `hi`'s) of
+    /// the cube whose lowest corner is layer sample `p`.
+    #[inline]
+    fn edge_vertex(&self, p: usize, px: usize, lo: u8, hi: u8) -> u32 {
+        let base = p + usize::from(lo & 1) + usize::from((lo >> 1) & 1) * px;
+        let d = usize::from(lo ^ hi);
+        if d & 4 != 0 {
+            self.cross[4 * base + (d & 3)]
+        } else if lo & 4 == 0 {
+            self.plane_lo[3 * base + d - 1]
+        } else {
+            self.plane_hi[3 * base + d - 1]
         }
     }
 }
@@ -146,18 +217,19 @@ impl Padded<'_> {
         real.then(|| self.values[(p[0] - 1) + self.n[0] * ((p[1] - 1) + self.n[1] * (p[2] - 1))])
     }
 
-    /// Fills `flags` with the liquid flags of padded layer `k`.
-    fn classify(&self, k: usize, flags: &mut [bool]) {
-        flags.fill(false);
+    /// Sets `bits` to the liquid flags of padded layer `k`.
+    fn classify(&self, k: usize, bits: &mut Bits) {
+        bits.rows.fill(0);
         if k == 0 || k > self.n[2] {
             return;
         }
         let [nx, ny, _] = self.n;
         for j in 0..ny {
             let row = &self.values[nx * (j + ny * (k - 1))..][..nx];
-            let out = &mut flags[(j + 1) * self.stride[1] + 1..][..nx];
-            for (f, &v) in out.iter_mut().zip(row) {
-                *f = self.params.is_inside(v);
+            let out = &mut bits.rows[(j + 1) * bits.words..][..bits.words];
+            for (i, &v) in row.iter().enumerate() {
+                let b = i + 1;
+                out[b >> 6] |= u64::from(self.params.is_inside(v)) << (b & 63);
             }
         }
     }
@@ -185,30 +257,24 @@ impl Padded<'_> {
         })
     }
 
-    /// Numbers the crossed in-plane edges of layer `k` (flags `flags`) in scan order into `ids`, starting at
-    /// `first` and or-ing `flag`; pushes their vertices to `positions` if given.
+    /// Numbers the crossed in-plane edges (x, y, xy) of layer `k` (flags `bits`) in scan order into `ids`,
+    /// from 0 and or-ing `flag`; pushes their vertices to `positions` if given. Returns their number.
     fn number_plane(
         &self,
         k: usize,
-        flags: &[bool],
+        bits: &Bits,
         ids: &mut [u32],
-        first: u32,
         flag: u32,
         mut positions: Option<&mut Vec<[f32; 3]>>,
     ) -> u32 {
-        let mut next = first;
-        if k == 0 || k > self.n[2] {
-            return next;
-        }
-        let (px, py) = (self.n[0] + 2, self.n[1] + 2);
-        for j in 0..py {
-            for i in 0..px {
-                let p = j * px + i;
+        let mut next = 0;
+        for j in 0..self.py {
+            let (a, b) = (bits.row(j), bits.row(j + 1));
+            let masks = |w| [a[w] ^ shr1(a, w), a[w] ^ b[w], a[w] ^ shr1(b, w)];
+            for_each_bit(bits.words, masks, |i, crossed: [bool; 3]| {
+                let p = j * self.px + i;
                 for (dir, &[dx, dy]) in PLANE_DIRS.iter().enumerate() {
-                    if i + dx >= px || j + dy >= py {
-                        continue;
-                    }
-                    if flags[p] != flags[p + dx + dy * px] {
+                    if crossed[dir] {
                         ids[3 * p + dir] = next | flag;
                         next += 1;
                         if let Some(out) = positions.as_deref_mut() {
@@ -216,78 +282,76 @@ impl Padded<'_> {
                         }
                     }
                 }
-            }
+            });
         }
         next
     }
 
     /// The vertices and triangles of slab `k`.
     fn slab(&self, k: usize, s: &mut Scratch) -> Slab {
-        let (px, py) = (self.n[0] + 2, self.n[1] + 2);
+        let px = self.px;
         self.classify(k, &mut s.lower);
         self.classify(k + 1, &mut s.upper);
         let mut positions = Vec::new();
-        let mut next = self.number_plane(k, &s.lower, &mut s.plane_lo, 0, 0, Some(&mut positions));
-        for j in 0..py {
-            for i in 0..px {
+        let mut next = self.number_plane(k, &s.lower, &mut s.plane_lo, 0, Some(&mut positions));
+        let words = s.lower.words;
+        for j in 0..self.py {
+            let (lo, hi, hi1) = (s.lower.row(j), s.upper.row(j), s.upper.row(j + 1));
+            // Cross edges to the upper layer by direction dx + 2·dy: z, xz, yz, xyz.
+            let masks = |w| {
+                [
+                    lo[w] ^ hi[w],
+                    lo[w] ^ shr1(hi, w),
+                    lo[w] ^ hi1[w],
+                    lo[w] ^ shr1(hi1, w),
+                ]
+            };
+            for_each_bit(words, masks, |i, crossed: [bool; 4]| {
                 let p = j * px + i;
-                for d in 0..4 {
-                    let (dx, dy) = (d & 1, d >> 1);
-                    if i + dx >= px || j + dy >= py {
-                        continue;
-                    }
-                    if s.lower[p] != s.upper[p + dx + dy * px] {
-                        s.cross[4 * p + d] = next;
-                        next += 1;
-                        positions.push(self.vertex([i, j, k], [dx, dy, 1]));
-                    }
+                for (d, _) in crossed.iter().enumerate().filter(|(_, &c)| c) {
+                    s.cross[4 * p + d] = next;
+                    next += 1;
+                    positions.push(self.vertex([i, j, k], [d & 1, d >> 1, 1]));
                 }
-            }
+            });
         }
-        self.number_plane(k + 1, &s.upper, &mut s.plane_hi, 0, NEXT, None);
+        self.number_plane(k + 1, &s.upper, &mut s.plane_hi, NEXT, None);
 
         let mut triangles = Vec::new();
-        for j in 0..py - 1 {
-            for i in 0..px - 1 {
-                let p = j * px + i;
+        for j in 0..self.py {
+            let rows = [
+                s.lower.row(j),
+                s.lower.row(j + 1),
+                s.upper.row(j),
+                s.upper.row(j + 1),
+            ];
+            // Bit i of `differs`: some corner row differs from the first at sample i. A cube is mixed if its
+            // first row changes between its two samples or another row differs from it at either.
+            let differs = |w: usize| rows[1..].iter().fold(0, |acc, r| acc | (r[w] ^ rows[0][w]));
+            let mixed = |w: usize| {
+                let next_differs = if w + 1 < words {
+                    differs(w + 1) << 63
+                } else {
+                    0
+                };
+                let d = differs(w);
+                [d | (d >> 1) | next_differs | (rows[0][w] ^ shr1(rows[0], w))]
+            };
+            for_each_bit(words, mixed, |i, _| {
                 let corners: [bool; 8] = std::array::from_fn(|c| {
-                    let q = p + (c & 1) + ((c >> 1) & 1) * px;
-                    if c & 4 == 0 {
-                        s.lower[q]
-                    } else {
-                        s.upper[q]
-                    }
+                    let layer = if c & 4 == 0 { &s.lower } else { &s.upper };
+                    layer.get(i + (c & 1), j + ((c >> 1) & 1))
                 });
-                let n_in = corners.iter().filter(|&&c| c).count();
-                if n_in == 0 || n_in == 8 {
-                    continue;
-                }
+                let p = j * px + i;
                 let edge = |a: u8, b: u8| s.edge_vertex(p, px, a.min(b), a.max(b));
                 for tet in &TETS {
                     march_tet(tet, &corners, &edge, &mut triangles);
                 }
-            }
+            });
         }
         Slab {
             positions,
             triangles,
-        }
-    }
-}
-
-impl Scratch {
-    /// The vertex reference of the edge between cube corners `lo` and `hi` (`lo`'s bits a subset of `hi`'s) of
-    /// the cube whose lowest corner is layer sample `p`.
-    #[inline]
-    fn edge_vertex(&self, p: usize, px: usize, lo: u8, hi: u8) -> u32 {
-        let base = p + usize::from(lo & 1) + usize::from((lo >> 1) & 1) * px;
-        let d = usize::from(lo ^ hi);
-        if d & 4 != 0 {
-            self.cross[4 * base + (d & 3)]
-        } else if lo & 4 == 0 {
-            self.plane_lo[3 * base + d - 1]
-        } else {
-            self.plane_hi[3 * base + d - 1]
         }
     }
 }
