@@ -184,7 +184,7 @@ pub fn points<const D: usize>(
         }
         at += width;
     };
-    for c in 0..3 {
+    for c in [0, 1, 2] {
         column(4, &mut |i, b| {
             let x = if c < D { positions[i][c] } else { 0.0 };
             b.copy_from_slice(&x.to_le_bytes());
@@ -266,9 +266,12 @@ pub(crate) fn check_mesh(n: usize, normals: usize, triangles: &[[u32; 3]]) -> Re
     Ok(())
 }
 
+/// An element of a header: its name, count and properties as `(name, type)`.
+type ElementSpec<'a> = (&'a str, usize, &'a [(String, &'a str)]);
+
 /// The header text, each element with its count and its properties as `(name, type)`; a type is a scalar
 /// type name or `list COUNT ITEM`.
-fn header(elements: &[(&str, usize, &[(String, &str)])]) -> Vec<u8> {
+fn header(elements: &[ElementSpec]) -> Vec<u8> {
     let mut h = format!("ply\nformat binary_little_endian 1.0\ncomment {COMMENT}\n");
     for (name, count, properties) in elements {
         h.push_str(&format!("element {name} {count}\n"));

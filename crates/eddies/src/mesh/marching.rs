@@ -435,26 +435,23 @@ fn assemble(slabs: &[Slab]) -> Result<TriMesh, MeshError> {
         return Err(MeshError::TooManyVertices);
     }
     let offsets: Vec<u32> = offsets.into_iter().map(|o| o as u32).collect();
+    // Serial copies: they run at memory speed, where rayon's collection of a flattened iterator would
+    // allocate and link a list of pieces.
     let mut positions = Vec::with_capacity(total as usize);
-    for slab in slabs {
+    let mut triangles = Vec::with_capacity(slabs.iter().map(|s| s.triangles.len()).sum());
+    for (k, slab) in slabs.iter().enumerate() {
         positions.extend_from_slice(&slab.positions);
-    }
-    let triangles: Vec<[u32; 3]> = slabs
-        .par_iter()
-        .enumerate()
-        .flat_map_iter(|(k, slab)| {
-            let (own, next) = (offsets[k], offsets[k + 1]);
-            slab.triangles.iter().map(move |t| {
-                t.map(|r| {
-                    if r & NEXT != 0 {
-                        next + (r & !NEXT)
-                    } else {
-                        own + r
-                    }
-                })
+        let (own, next) = (offsets[k], offsets[k + 1]);
+        triangles.extend(slab.triangles.iter().map(|t| {
+            t.map(|r| {
+                if r & NEXT != 0 {
+                    next + (r & !NEXT)
+                } else {
+                    own + r
+                }
             })
-        })
-        .collect();
+        }));
+    }
     Ok(TriMesh {
         positions,
         normals: Vec::new(),
