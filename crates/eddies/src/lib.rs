@@ -10,9 +10,10 @@
 //!
 //! Foundations shared by the methods: [`grid`] (cell-centred and staggered grids, stencils, sampling), [`par`]
 //! (deterministic parallel loops), [`rng`] (the seeded generator), [`shape`] (signed-distance shapes),
-//! [`check`] (value checks that name their key), [`diag`] (per-step records and timers) and [`sim`]: the
-//! [`Simulation`] trait through which drivers run any method, its step template around each method's
-//! `advance`, and the [`Description`] each method gives of itself. Each method's parameter type
+//! [`check`] (value checks that name their key), [`mesh`] (closed triangle meshes of the liquid surface),
+//! [`diag`] (per-step records and timers) and [`sim`]: the [`Simulation`] trait through which drivers run any
+//! method, its step template around each method's `advance`, and the [`Description`] each method gives of
+//! itself. Each method's parameter type
 //! ([`reint::ReintParams`], [`flip::FlipParams`], [`vpm::VpmParams`]) is its section of a scene file, with
 //! its defaults and `validate()`. [`validation`] sits above the methods: the cases `eddies validate` runs.
 //!
@@ -41,6 +42,7 @@ pub mod diag;
 pub mod flip;
 pub mod grid;
 pub mod linsolve;
+pub mod mesh;
 pub mod par;
 pub mod reint;
 pub mod rng;
