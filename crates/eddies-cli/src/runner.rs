@@ -23,7 +23,7 @@ use crate::error::{CliError, SetupError};
 use crate::interrupt::{Interrupt, Signal};
 use crate::keypath::KeyPath;
 use crate::load::{self, Loaded, Override, SceneError, SceneSource};
-use crate::output::checkpoint::{self as checkpoints, Progress};
+use crate::output::checkpoint::{self as checkpoints, Position};
 use crate::output::exports::Exports;
 use crate::output::lock::{self, LockError, OutputLock};
 use crate::output::{self, frame_name, npy};
@@ -444,7 +444,7 @@ fn describe(
 /// How a run starts: in an empty (or cleared) folder, or from a checkpoint in its folder, already locked.
 enum Begin {
     Fresh,
-    Resume { progress: Progress, lock: OutputLock },
+    Resume { progress: Position, lock: OutputLock },
 }
 
 /// A run in progress: the simulation, the open stats file and the progress display.
@@ -508,7 +508,7 @@ impl<'a> Runner<'a> {
                     e => lock_error(e),
                 })?;
                 output::remove_stale_outputs(&out).map_err(|e| CliError::write(&out, e))?;
-                let progress = Progress {
+                let progress = Position {
                     frames_done: 0,
                     frame_start_step: 0,
                 };
@@ -608,7 +608,7 @@ impl<'a> Runner<'a> {
         let state = self.sim.save_state().map_err(|e| {
             CliError::other(format!("cannot save the state for a checkpoint: {e}"))
         })?;
-        let progress = Progress {
+        let progress = Position {
             frames_done,
             frame_start_step: self.frame_start_step,
         };

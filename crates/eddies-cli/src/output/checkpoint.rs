@@ -15,7 +15,7 @@ use super::write_atomic;
 
 /// Where a run stands in its time line when a checkpoint is written.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Progress {
+pub struct Position {
     /// Frames written.
     pub frames_done: usize,
     /// The step count when the frame in progress began (at a frame's end: the steps taken).
@@ -32,7 +32,7 @@ pub struct ResumePoint {
     /// The resolved scene, as `scene.toml` holds it.
     pub scene_text: String,
     /// Where the run stood.
-    pub progress: Progress,
+    pub progress: Position,
     /// The simulation's state.
     pub state: SavedState,
 }
@@ -75,7 +75,7 @@ pub fn write(
     dir: &Path,
     scene_name: &str,
     scene_text: &str,
-    progress: Progress,
+    progress: Position,
     state: SavedState,
 ) -> io::Result<PathBuf> {
     let checkpoint = Checkpoint {
@@ -155,7 +155,7 @@ pub fn read(path: &Path) -> Result<ResumePoint, ReadError> {
             key,
         })
     };
-    let progress = Progress {
+    let progress = Position {
         frames_done: number("frames_done")? as usize,
         frame_start_step: number("frame_start_step")?,
     };
@@ -182,7 +182,7 @@ mod tests {
     fn the_latest_checkpoint_is_read_back_and_old_ones_pruned() {
         let dir = tempfile::tempdir().unwrap();
         for frames in [2, 4, 6] {
-            let progress = Progress {
+            let progress = Position {
                 frames_done: frames,
                 frame_start_step: 10 * frames as u64,
             };
@@ -206,7 +206,7 @@ mod tests {
     fn missing_truncated_and_foreign_checkpoints_say_what_is_wrong() {
         let dir = tempfile::tempdir().unwrap();
         assert!(matches!(latest(dir.path()), Err(ReadError::None(_))));
-        let progress = Progress {
+        let progress = Position {
             frames_done: 1,
             frame_start_step: 3,
         };
