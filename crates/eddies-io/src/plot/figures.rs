@@ -19,18 +19,23 @@ const CONSERVED: [(&str, &str, &str); 3] = [
     ("circulation", "|circulation|", "m²/s"),
 ];
 
+/// A plot: the figure of a run, or `None` when the run did not write its keys.
+type PlotFn = fn(&StepColumns, &str) -> Option<Figure>;
+
+/// The plots in the order they are written, each with its file stem.
+const PLOTS: [(&str, PlotFn); 7] = [
+    ("conservation", plot_conservation),
+    ("energy", plot_energy),
+    ("max_speed", plot_max_speed),
+    ("dt", plot_dt),
+    ("solver", plot_solver),
+    ("jerk", plot_jerk),
+    ("stages", plot_stages),
+];
+
 /// Every plot whose keys the run wrote, each with the file stem it is written under.
 pub fn all_figures(stats: &StepColumns, title: &str) -> Vec<(&'static str, Figure)> {
-    let plots: [(&'static str, fn(&StepColumns, &str) -> Option<Figure>); 7] = [
-        ("conservation", plot_conservation),
-        ("energy", plot_energy),
-        ("max_speed", plot_max_speed),
-        ("dt", plot_dt),
-        ("solver", plot_solver),
-        ("jerk", plot_jerk),
-        ("stages", plot_stages),
-    ];
-    plots
+    PLOTS
         .into_iter()
         .filter_map(|(stem, plot)| Some((stem, plot(stats, title)?)))
         .collect()

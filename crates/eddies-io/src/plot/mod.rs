@@ -1,15 +1,17 @@
 //! Plots of a run's `stats.jsonl` (one JSON object per step), each written as SVG and PNG.
 //!
-//! [`plot_stats`] reads the steps into columns ([`StepColumns`]) and draws the plots whose keys the run wrote:
-//! the drift of the method's conserved quantity, kinetic energy, maximum speed, the time step, the pressure
-//! solve, the vortex particles' mean jerk and the wall time per solver stage (the list is in [`figures`]).
+//! [`plot_stats`] reads the steps into columns and draws the plots whose keys the run wrote, each under its
+//! file stem: `conservation` (the drift of the method's conserved quantity: mass, fluid volume or the length
+//! of the circulation), `energy` (kinetic energy), `max_speed`, `dt` (logarithmic), `solver` (pressure
+//! iterations and residual), `jerk` (the vortex particles' mean jerk) and `stages` (wall time per solver
+//! stage, stacked).
 //! `null` (a non-finite number) is a gap in a line, never a zero. Long runs stay fast and readable: lines are
 //! thinned to about 2000 points by keeping each bin's extremes, so spikes survive, and stage times are
 //! averaged over bins of steps.
 
 mod draw;
-pub mod figures;
-pub mod reduce;
+mod figures;
+mod reduce;
 mod stats;
 
 use std::fs;
@@ -17,7 +19,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 pub use self::draw::SIZE;
-pub use self::stats::StepColumns;
+use self::stats::StepColumns;
 
 /// Why the plots of a run could not be made.
 #[derive(Debug, thiserror::Error)]

@@ -15,7 +15,7 @@ const STAGE_KEY: &str = "stage_ms";
 /// The steps of one run as columns. Every column holds one entry per step; `None` where the step lacks the
 /// key or wrote `null` (a non-finite number), so that a plot leaves a gap there rather than a zero.
 #[derive(Debug, Default)]
-pub struct StepColumns {
+pub(crate) struct StepColumns {
     steps: usize,
     columns: HashMap<String, Vec<Option<f64>>>,
     stages: Vec<(String, Vec<Option<f64>>)>,
