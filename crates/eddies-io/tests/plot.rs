@@ -57,11 +57,21 @@ fn expected(stems: &[&str]) -> Vec<String> {
     names
 }
 
-/// Checks that the PNG decodes to the figure size.
+/// Checks that the PNG decodes, whole, to an RGB image of the figure size.
 fn assert_png(path: &Path) {
     let bytes = std::fs::read(path).expect("png written");
-    let image = image::load_from_memory(&bytes).expect("png decodes");
-    assert_eq!((image.width(), image.height()), SIZE, "{}", path.display());
+    let mut reader = png::Decoder::new(std::io::Cursor::new(bytes))
+        .read_info()
+        .expect("png header");
+    let mut pixels = vec![0; reader.output_buffer_size().expect("buffer size")];
+    let frame = reader.next_frame(&mut pixels).expect("png decodes");
+    assert_eq!((frame.width, frame.height), SIZE, "{}", path.display());
+    assert_eq!(frame.color_type, png::ColorType::Rgb);
+    assert!(
+        pixels.iter().any(|&v| v != 255),
+        "{} is not blank",
+        path.display()
+    );
 }
 
 /// Reads the SVG and checks that it is one closed `<svg>` element holding each of `texts`.

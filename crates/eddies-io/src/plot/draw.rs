@@ -4,8 +4,6 @@
 
 use std::sync::OnceLock;
 
-use image::codecs::png::PngEncoder;
-use image::{ExtendedColorType, ImageEncoder};
 use plotters::coord::types::RangedCoordf64;
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -145,9 +143,14 @@ pub fn render_png(figure: &Figure) -> Result<Vec<u8>, String> {
         root.present().map_err(|e| e.to_string())?;
     }
     let mut png = Vec::new();
-    PngEncoder::new(&mut png)
-        .write_image(&pixels, width, height, ExtendedColorType::Rgb8)
+    let mut encoder = png::Encoder::new(&mut png, width, height);
+    encoder.set_color(png::ColorType::Rgb);
+    encoder.set_depth(png::BitDepth::Eight);
+    let mut writer = encoder.write_header().map_err(|e| e.to_string())?;
+    writer
+        .write_image_data(&pixels)
         .map_err(|e| e.to_string())?;
+    writer.finish().map_err(|e| e.to_string())?;
     Ok(png)
 }
 
