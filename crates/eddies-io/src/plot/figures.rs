@@ -11,13 +11,16 @@ const LINE_POINTS: usize = 2000;
 /// Bins of the stage-time figure: few enough that each band reads as an area, not as noise.
 const STAGE_BINS: usize = 400;
 
-/// The conserved quantity of each method, by key, with its name and unit: mass for the reinitialised level
-/// set (`reint`), fluid volume for FLIP, the length of the total circulation for vortex particles (`vpm`).
+/// The conserved quantity of each method, by key, with its name and unit: mass for reintegration tracking
+/// (`reint`), fluid volume for FLIP, the length of the total circulation for vortex particles (`vpm`).
 const CONSERVED: [(&str, &str, &str); 3] = [
     ("mass", "mass", "kg"),
     ("fluid_volume", "fluid volume", "m³"),
     ("circulation", "|circulation|", "m²/s"),
 ];
+
+/// The running totals of mass that emitters added and sinks took away (reint, kg).
+const MASS_SOURCES: (&str, &str) = ("mass_injected", "mass_removed");
 
 /// A plot: the figure of a run, or `None` when the run did not write its keys.
 type PlotFn = fn(&StepColumns, &str) -> Option<Figure>;
@@ -44,12 +47,10 @@ pub fn all_figures(stats: &StepColumns, title: &str) -> Vec<(&'static str, Figur
 /// The drift of the method's conserved quantity against time, in percent of its first value; as the change
 /// in its unit when that first value is zero (a relative drift is then undefined).
 pub fn plot_conservation(stats: &StepColumns, title: &str) -> Option<Figure> {
-    let (values, name, unit) = CONSERVED
-        .iter()
-        .find_map(|&(key, name, unit)| Some((stats.column(key)?, name, unit)))?;
-    let (drift, y_desc) = match relative_drift_percent(values) {
+    let (values, name, unit) = conserved(stats)?;
+    let (drift, y_desc) = match relative_drift_percent(&values) {
         Some(drift) => (drift, format!("{name} drift (%)")),
-        None => (absolute_change(values), format!("{name} change ({unit})")),
+        None => (absolute_change(&values), format!("{name} change ({unit})")),
     };
     Some(time_figure(
         stats,
@@ -57,6 +58,28 @@ pub fn plot_conservation(stats: &StepColumns, title: &str) -> Option<Figure> {
         &format!("{name} conservation"),
         vec![panel(stats, y_desc, &drift, false)],
     ))
+}
+
+/// The method's conserved quantity per step, with its name and unit: the first of [`CONSERVED`] the run
+/// wrote. Where emitters or sinks changed the mass, what is conserved is the balance
+/// `mass − mass_injected + mass_removed`; a step lacking one of its terms is a gap.
+fn conserved(stats: &StepColumns) -> Option<(Vec<Option<f64>>, &'static str, &'static str)> {
+    let (key, name, unit) = CONSERVED
+        .into_iter()
+        .find(|(key, _, _)| stats.column(key).is_some())?;
+    let values = stats.column(key)?;
+    let (injected, removed) = (stats.column(MASS_SOURCES.0), stats.column(MASS_SOURCES.1));
+    let changes = |column: Option<&[Option<f64>]>| {
+        column.is_some_and(|c| c.iter().flatten().any(|v| *v != 0.0))
+    };
+    if key != "mass" || !(changes(injected) || changes(removed)) {
+        return Some((values.to_vec(), name, unit));
+    }
+    let term = |column: Option<&[Option<f64>]>, i: usize| column.map_or(Some(0.0), |c| c[i]);
+    let balance = (0..values.len())
+        .map(|i| Some(values[i]? - term(injected, i)? + term(removed, i)?))
+        .collect();
+    Some((balance, "mass balance", unit))
 }
 
 /// Kinetic energy against time.
@@ -212,4 +235,40 @@ fn step_axis(stats: &StepColumns) -> (Vec<f64>, &'static str) {
         .map(|i| written.and_then(|s| s[i]).unwrap_or(i as f64))
         .collect();
     (steps, "step")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mass_with_emitters_and_sinks_is_conserved_as_a_balance() {
+        let stats = StepColumns::parse(
+            "{\"mass\":2.0,\"mass_injected\":0.0,\"mass_removed\":0.0}\n\
+             {\"mass\":2.5,\"mass_injected\":0.6,\"mass_removed\":0.1}\n\
+             {\"mass\":2.6,\"mass_injected\":null,\"mass_removed\":0.1}",
+        )
+        .expect("valid stats");
+        let (balance, name, _) = conserved(&stats).expect("mass");
+        assert_eq!(name, "mass balance");
+        assert_eq!(balance, [Some(2.0), Some(2.0), None]);
+        let closed =
+            StepColumns::parse("{\"mass\":2.0,\"mass_injected\":0.0,\"mass_removed\":0.0}")
+                .expect("valid stats");
+        assert_eq!(conserved(&closed).map(|c| c.1), Some("mass"));
+    }
+
+    #[test]
+    fn each_method_conserves_its_own_quantity() {
+        let flip =
+            StepColumns::parse("{\"fluid_volume\":0.5,\"kinetic_energy\":1.0}").expect("flip");
+        assert_eq!(conserved(&flip).map(|c| c.1), Some("fluid volume"));
+        let vpm = StepColumns::parse("{\"circulation\":[0.0,3.0,4.0]}").expect("vpm");
+        assert_eq!(
+            conserved(&vpm).map(|c| (c.0, c.1)),
+            Some((vec![Some(5.0)], "|circulation|"))
+        );
+        let none = StepColumns::parse("{\"kinetic_energy\":1.0}").expect("no conserved quantity");
+        assert!(conserved(&none).is_none());
+    }
 }

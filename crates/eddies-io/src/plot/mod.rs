@@ -1,8 +1,8 @@
 //! Plots of a run's `stats.jsonl` (one JSON object per step), each written as SVG and PNG.
 //!
 //! [`plot_stats`] reads the steps into columns and draws the plots whose keys the run wrote, each under its
-//! file stem: `conservation` (the drift of the method's conserved quantity: mass, fluid volume or the length
-//! of the circulation), `energy` (kinetic energy), `max_speed`, `dt` (logarithmic), `solver` (pressure
+//! file stem: `conservation` (the drift of the method's conserved quantity: mass, or the mass balance where
+//! emitters and sinks change it, fluid volume, or the length of the total circulation), `energy` (kinetic energy), `max_speed`, `dt` (logarithmic), `solver` (pressure
 //! iterations and residual), `jerk` (the vortex particles' mean jerk) and `stages` (wall time per solver
 //! stage, stacked).
 //! `null` (a non-finite number) is a gap in a line, never a zero. Long runs stay fast and readable: lines are
@@ -98,6 +98,11 @@ fn write_atomic(path: &Path, bytes: &[u8]) -> Result<PathBuf, PlotError> {
         move |source| PlotError::Io { path, source }
     };
     fs::write(&temporary, bytes).map_err(io_error(&temporary))?;
-    fs::rename(&temporary, path).map_err(io_error(path))?;
+    if let Err(source) = fs::rename(&temporary, path) {
+        // The rename's error is the one to report; a temporary file that cannot be removed either is
+        // left for the user, whose folder it is.
+        let _ = fs::remove_file(&temporary);
+        return Err(io_error(path)(source));
+    }
     Ok(path.to_path_buf())
 }
