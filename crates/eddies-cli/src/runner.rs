@@ -260,7 +260,10 @@ fn resume(opts: &RunOptions, dir: &Path) -> Result<RunSummary, CliError> {
         let (mut sim, _) = build_sim(&src, &scene, &panel_scenes)?;
         sim.restore_state(&point.state).map_err(|e| {
             CliError::input(
-                format!("{}: the checkpoint does not fit its scene: {e}", point.path.display()),
+                format!(
+                    "{}: the checkpoint does not fit its scene: {e}",
+                    point.path.display()
+                ),
                 Vec::new(),
             )
         })?;
@@ -278,7 +281,16 @@ fn resume(opts: &RunOptions, dir: &Path) -> Result<RunSummary, CliError> {
             progress: point.progress,
             lock,
         };
-        Runner::start(&src, &scene, sim, dir.to_path_buf(), opts.quiet, &interrupt, begin)?.run()
+        Runner::start(
+            &src,
+            &scene,
+            sim,
+            dir.to_path_buf(),
+            opts.quiet,
+            &interrupt,
+            begin,
+        )?
+        .run()
     })
 }
 
@@ -294,7 +306,11 @@ fn lock_error(e: LockError) -> CliError {
 }
 
 /// Each side-by-side panel is the scene with its own overrides, loaded and checked like the scene.
-fn panel_scenes(src: &SceneSource, base: &[Override], scene: &Scene) -> Result<Vec<Scene>, CliError> {
+fn panel_scenes(
+    src: &SceneSource,
+    base: &[Override],
+    scene: &Scene,
+) -> Result<Vec<Scene>, CliError> {
     Ok(scene
         .output
         .panels
@@ -444,7 +460,10 @@ fn describe(
 /// How a run starts: in an empty (or cleared) folder, or from a checkpoint in its folder, already locked.
 enum Begin {
     Fresh,
-    Resume { progress: Position, lock: OutputLock },
+    Resume {
+        progress: Position,
+        lock: OutputLock,
+    },
 }
 
 /// A run in progress: the simulation, the open stats file and the progress display.
@@ -502,7 +521,10 @@ impl<'a> Runner<'a> {
             Begin::Fresh => {
                 let lock = lock::create_and_lock(&out).map_err(|e| match e {
                     LockError::Io { source, .. } => CliError::input(
-                        format!("cannot create the output folder {}: {source}", out.display()),
+                        format!(
+                            "cannot create the output folder {}: {source}",
+                            out.display()
+                        ),
                         vec!["  choose another folder with --out DIR".into()],
                     ),
                     e => lock_error(e),
@@ -570,7 +592,8 @@ impl<'a> Runner<'a> {
                 let _ = self.stats.flush();
                 self.progress.abandon();
                 self.clamps.summarise(self.sim.steps(), &self.progress);
-                let saved = matches!(e, StepFailure::Interrupted(_)).then(|| self.checkpoint(frame));
+                let saved =
+                    matches!(e, StepFailure::Interrupted(_)).then(|| self.checkpoint(frame));
                 return Err(self.failure(e, saved));
             }
             self.write_frame(frame)?;
@@ -605,15 +628,22 @@ impl<'a> Runner<'a> {
     /// Writes checkpoint `frames_done` (the frames written; a run interrupted mid-frame saves the frame in
     /// progress under the number of the frames before it) and removes those beyond `output.checkpoint_keep`.
     fn checkpoint(&mut self, frames_done: usize) -> Result<PathBuf, CliError> {
-        let state = self.sim.save_state().map_err(|e| {
-            CliError::other(format!("cannot save the state for a checkpoint: {e}"))
-        })?;
+        let state = self
+            .sim
+            .save_state()
+            .map_err(|e| CliError::other(format!("cannot save the state for a checkpoint: {e}")))?;
         let progress = Position {
             frames_done,
             frame_start_step: self.frame_start_step,
         };
-        let path = checkpoints::write(&self.out, &self.scene_name, &self.scene_text, progress, state)
-            .map_err(|e| CliError::write(&self.out, e))?;
+        let path = checkpoints::write(
+            &self.out,
+            &self.scene_name,
+            &self.scene_text,
+            progress,
+            state,
+        )
+        .map_err(|e| CliError::write(&self.out, e))?;
         checkpoints::prune(&self.out, self.scene.output.checkpoint_keep as usize)
             .map_err(|e| CliError::write(&self.out, e))?;
         self.last_checkpoint = Some(path.clone());
@@ -692,8 +722,7 @@ impl<'a> Runner<'a> {
 
     /// Writes frame `frame`: the PNG, and with `output.npy` the particle and mass arrays.
     fn write_frame(&mut self, frame: usize) -> Result<(), CliError> {
-        self.exports
-            .write(self.sim.as_ref(), frame, &self.out)?;
+        self.exports.write(self.sim.as_ref(), frame, &self.out)?;
         let picture = render::render(self.sim.as_ref(), self.scene, &self.backdrop)?;
         let png = picture.to_png()?;
         let path = self.out.join(frame_name(frame));
@@ -1011,8 +1040,16 @@ mod tests {
             fail_at: 6,
         });
         let out = dir.path().join("out");
-        let runner =
-            Runner::start(&src, &scene, sim, out.clone(), true, &interrupt, Begin::Fresh).unwrap();
+        let runner = Runner::start(
+            &src,
+            &scene,
+            sim,
+            out.clone(),
+            true,
+            &interrupt,
+            Begin::Fresh,
+        )
+        .unwrap();
         let err = runner.run().unwrap_err();
         assert_eq!(err.exit_code(), crate::error::EXIT_FAILURE);
         let report = err.report();

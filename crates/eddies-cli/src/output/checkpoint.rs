@@ -186,7 +186,14 @@ mod tests {
                 frames_done: frames,
                 frame_start_step: 10 * frames as u64,
             };
-            write(dir.path(), "dam", "method = \"reint\"\n", progress, state(frames as f32)).unwrap();
+            write(
+                dir.path(),
+                "dam",
+                "method = \"reint\"\n",
+                progress,
+                state(frames as f32),
+            )
+            .unwrap();
             prune(dir.path(), 2).unwrap();
         }
         let names: Vec<String> = checkpoints(dir.path())
@@ -198,7 +205,10 @@ mod tests {
         let point = latest(dir.path()).unwrap();
         assert_eq!(point.progress.frames_done, 6);
         assert_eq!(point.progress.frame_start_step, 60);
-        assert_eq!((point.scene_name.as_str(), point.scene_text.as_str()), ("dam", "method = \"reint\"\n"));
+        assert_eq!(
+            (point.scene_name.as_str(), point.scene_text.as_str()),
+            ("dam", "method = \"reint\"\n")
+        );
         assert_eq!(point.state, state(6.0));
     }
 
@@ -214,7 +224,10 @@ mod tests {
         let bytes = fs::read(&path).unwrap();
         fs::write(&path, &bytes[..bytes.len() / 2]).unwrap();
         let err = latest(dir.path()).unwrap_err().to_string();
-        assert!(err.contains("checkpoint_00001.ckpt") && err.contains("truncated"), "{err}");
+        assert!(
+            err.contains("checkpoint_00001.ckpt") && err.contains("truncated"),
+            "{err}"
+        );
         fs::write(&path, b"GIF89a").unwrap();
         let err = latest(dir.path()).unwrap_err().to_string();
         assert!(err.contains("not an eddies checkpoint"), "{err}");

@@ -49,8 +49,15 @@ fn group_components(names: &[&str], mut get: impl FnMut(&str) -> Option<Vec<f32>
             let y = format!("{stem}_y");
             if names.contains(&y.as_str()) {
                 let z = format!("{stem}_z");
-                let parts = [Some(name.to_string()), Some(y), names.contains(&z.as_str()).then_some(z)];
-                let arrays: Vec<Option<Vec<f32>>> = parts.iter().map(|p| p.as_deref().and_then(&mut get)).collect();
+                let parts = [
+                    Some(name.to_string()),
+                    Some(y),
+                    names.contains(&z.as_str()).then_some(z),
+                ];
+                let arrays: Vec<Option<Vec<f32>>> = parts
+                    .iter()
+                    .map(|p| p.as_deref().and_then(&mut get))
+                    .collect();
                 let n = arrays[0].as_ref().map_or(0, Vec::len);
                 let mut values = vec![0.0; 3 * n];
                 for (c, a) in arrays.iter().enumerate() {
@@ -154,7 +161,12 @@ impl Exports {
     }
 
     /// Writes frame `frame`'s files into `out`.
-    pub fn write(&mut self, sim: &dyn Simulation, frame: usize, out: &Path) -> Result<(), CliError> {
+    pub fn write(
+        &mut self,
+        sim: &dyn Simulation,
+        frame: usize,
+        out: &Path,
+    ) -> Result<(), CliError> {
         let save = |name: String, bytes: &[u8]| {
             let path = out.join(name);
             write_atomic(&path, bytes).map_err(|e| CliError::write(&path, e))
@@ -167,7 +179,10 @@ impl Exports {
             let tracers = sim.tracer_positions();
             let has_tracers = !tracers.is_empty() || sim.describe().method == "vpm";
             if self.vtk {
-                save(numbered_name("grid", frame, "vti"), &grid_vti(sim).map_err(|e| encoding("the grid", &e))?)?;
+                save(
+                    numbered_name("grid", frame, "vti"),
+                    &grid_vti(sim).map_err(|e| encoding("the grid", &e))?,
+                )?;
                 let vtp = |p: &[[f32; 3]], attrs: &[Named]| {
                     let arrays: Vec<VtkArray> = attrs
                         .iter()
@@ -185,10 +200,16 @@ impl Exports {
                 )?;
                 if has_tracers {
                     let t = points3(&tracers, sim.dim());
-                    save(numbered_name("tracers", frame, "vtp"), &vtp(&t, &[]).map_err(|e| encoding("the tracers", &e))?)?;
+                    save(
+                        numbered_name("tracers", frame, "vtp"),
+                        &vtp(&t, &[]).map_err(|e| encoding("the tracers", &e))?,
+                    )?;
                 }
                 self.list_in_series(frame, has_tracers);
-                save(SERIES_NAME.to_string(), vtk::collection(&self.series).as_bytes())?;
+                save(
+                    SERIES_NAME.to_string(),
+                    vtk::collection(&self.series).as_bytes(),
+                )?;
             }
             if self.ply {
                 let ply_points = |p: &[[f32; 3]], attrs: &[Named]| {
@@ -196,7 +217,10 @@ impl Exports {
                         .iter()
                         .map(|a| {
                             if a.components == 3 {
-                                a.values.chunks_exact(3).map(|c| [c[0], c[1], c[2]]).collect()
+                                a.values
+                                    .chunks_exact(3)
+                                    .map(|c| [c[0], c[1], c[2]])
+                                    .collect()
                             } else {
                                 Vec::new()
                             }
@@ -218,11 +242,15 @@ impl Exports {
                 };
                 save(
                     numbered_name("particles", frame, "ply"),
-                    &ply_points(&particles.0, &particles.1).map_err(|e| encoding("the particles", &e))?,
+                    &ply_points(&particles.0, &particles.1)
+                        .map_err(|e| encoding("the particles", &e))?,
                 )?;
                 if has_tracers {
                     let t = points3(&tracers, sim.dim());
-                    save(numbered_name("tracers", frame, "ply"), &ply_points(&t, &[]).map_err(|e| encoding("the tracers", &e))?)?;
+                    save(
+                        numbered_name("tracers", frame, "ply"),
+                        &ply_points(&t, &[]).map_err(|e| encoding("the tracers", &e))?,
+                    )?;
                 }
             }
         }
@@ -244,14 +272,21 @@ impl Exports {
             }
         }
         if self.vdb {
-            save(numbered_name("volume", frame, "vdb"), &volume_vdb(sim).map_err(|e| encoding("the volume", &e))?)?;
+            save(
+                numbered_name("volume", frame, "vdb"),
+                &volume_vdb(sim).map_err(|e| encoding("the volume", &e))?,
+            )?;
         }
         Ok(())
     }
 
     /// The liquid surface: FLIP's level set at 0, reint's density at the scene's level.
     pub fn surface(&self, sim: &dyn Simulation) -> Result<TriMesh, String> {
-        let name = if sim.describe().method == "flip" { "surface" } else { "density" };
+        let name = if sim.describe().method == "flip" {
+            "surface"
+        } else {
+            "density"
+        };
         let field = sim
             .field(name)
             .ok_or_else(|| format!("the simulation has no {name} field"))?;
@@ -310,19 +345,33 @@ fn volume_vdb(sim: &dyn Simulation) -> Result<Vec<u8>, String> {
     let plain = ["density_deviation", "temperature"];
     let mut shape = Vec::new();
     let mut scalars: Vec<(&str, GridClass, Vec<f32>)> = Vec::new();
-    for &name in names.iter().filter(|n| fog.contains(n) || plain.contains(n)) {
+    for &name in names
+        .iter()
+        .filter(|n| fog.contains(n) || plain.contains(n))
+    {
         if let Some(f) = sim.field(name) {
             shape = f.shape;
-            let class = if fog.contains(&name) { GridClass::FogVolume } else { GridClass::Unknown };
+            let class = if fog.contains(&name) {
+                GridClass::FogVolume
+            } else {
+                GridClass::Unknown
+            };
             scalars.push((name, class, f.data));
         }
     }
     let velocity: Vec<[f32; 3]> = group_components(&names, |n| {
-        n.starts_with("velocity_").then(|| sim.field(n).map(|f| f.data)).flatten()
+        n.starts_with("velocity_")
+            .then(|| sim.field(n).map(|f| f.data))
+            .flatten()
     })
     .into_iter()
     .find(|a| a.name == "velocity")
-    .map(|a| a.values.chunks_exact(3).map(|c| [c[0], c[1], c[2]]).collect())
+    .map(|a| {
+        a.values
+            .chunks_exact(3)
+            .map(|c| [c[0], c[1], c[2]])
+            .collect()
+    })
     .unwrap_or_default();
     let largest = scalars
         .iter()
@@ -343,6 +392,12 @@ fn volume_vdb(sim: &dyn Simulation) -> Result<Vec<u8>, String> {
             values: VdbValues::Vec3(&velocity),
         });
     }
-    vdb::write_vdb(&grids, cells_of(&shape), sim.cell_size(), sim.grid_origin(), largest * 1e-6)
-        .map_err(|e| e.to_string())
+    vdb::write_vdb(
+        &grids,
+        cells_of(&shape),
+        sim.cell_size(),
+        sim.grid_origin(),
+        largest * 1e-6,
+    )
+    .map_err(|e| e.to_string())
 }

@@ -116,7 +116,10 @@ mod tests {
 
     #[test]
     fn checkpoint_numbers_are_read_from_names() {
-        assert_eq!(checkpoint_number(&numbered_name("checkpoint", 12, "ckpt")), Some(12));
+        assert_eq!(
+            checkpoint_number(&numbered_name("checkpoint", 12, "ckpt")),
+            Some(12)
+        );
         assert_eq!(checkpoint_number("checkpoint_123456.ckpt"), Some(123456));
         assert_eq!(checkpoint_number("checkpoint_0012.ckpt"), None);
         assert_eq!(checkpoint_number("checkpoint_00012.vdb"), None);

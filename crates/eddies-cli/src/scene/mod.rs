@@ -637,8 +637,19 @@ impl Scene {
                     "\"none\", or \"ply\" / \"obj\" with dim = 3 and method = \"flip\" or \"reint\"",
                 ));
             }
-            range(&out.key("mesh_level"), self.output.mesh_level, 0.0, 4.0, true)?;
-            int_range(&out.key("mesh_smoothing"), self.output.mesh_smoothing as i64, 0, 100)?;
+            range(
+                &out.key("mesh_level"),
+                self.output.mesh_level,
+                0.0,
+                4.0,
+                true,
+            )?;
+            int_range(
+                &out.key("mesh_smoothing"),
+                self.output.mesh_smoothing as i64,
+                0,
+                100,
+            )?;
         }
         if self.output.vdb && dim != 3 {
             return Err(BadValue::new(
@@ -647,15 +658,26 @@ impl Scene {
                 "false, or true with dim = 3",
             ));
         }
-        if !self.output.panels.is_empty() && (self.output.vtk || self.output.ply || self.output.vdb) {
+        if !self.output.panels.is_empty() && (self.output.vtk || self.output.ply || self.output.vdb)
+        {
             return Err(BadValue::new(
                 out.key("panels"),
                 "side-by-side panels are pictures: their runs' files would overwrite one another",
                 "no panels with output.vtk, output.ply or output.vdb",
             ));
         }
-        int_range(&out.key("checkpoint_every"), self.output.checkpoint_every.min(i64::MAX as u64) as i64, 0, 1_000_000)?;
-        int_range(&out.key("checkpoint_keep"), self.output.checkpoint_keep.min(i64::MAX as u64) as i64, 1, 1_000_000)
+        int_range(
+            &out.key("checkpoint_every"),
+            self.output.checkpoint_every.min(i64::MAX as u64) as i64,
+            0,
+            1_000_000,
+        )?;
+        int_range(
+            &out.key("checkpoint_keep"),
+            self.output.checkpoint_keep.min(i64::MAX as u64) as i64,
+            1,
+            1_000_000,
+        )
     }
 }
 

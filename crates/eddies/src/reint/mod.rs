@@ -881,7 +881,13 @@ pub fn describe(dim: usize, substances: usize) -> Description {
         method: "reint",
         fields,
         particle_values: if dim == 3 {
-            vec!["velocity_x", "velocity_y", "velocity_z", "mass", "substance"]
+            vec![
+                "velocity_x",
+                "velocity_y",
+                "velocity_z",
+                "mass",
+                "substance",
+            ]
         } else {
             vec!["velocity_x", "velocity_y", "mass", "substance"]
         },

@@ -210,6 +210,5 @@ pub fn collection(entries: &[CollectionEntry]) -> String {
     xml
 }
 
-#[cfg(test)]
-#[path = "vtk_read.rs"]
-mod vtk_read;
+mod read;
+pub use read::{read, VtkFile, VtkReadError};

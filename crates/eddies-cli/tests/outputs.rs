@@ -1,0 +1,498 @@
+//! The files for other tools, read back with independent readers and checked against the simulation's own
+//! arrays (the NPY output), and checkpoints: a resumed run is the uninterrupted run, bit for bit, for every
+//! method; a damaged checkpoint is refused; one run per output folder.
+
+use std::fs;
+use std::path::Path;
+
+use eddies::mesh::TriMesh;
+use eddies_cli::output::npy;
+
+mod common;
+use common::{eddies, error_line, stderr};
+
+fn npy_of(path: &Path) -> (Vec<usize>, Vec<f32>) {
+    npy::decode_f32(&fs::read(path).unwrap()).unwrap()
+}
+
+/// The steps of a stats.jsonl without the wall-clock times, which differ from run to run.
+fn steps_without_times(stats: &str) -> Vec<serde_json::Value> {
+    stats
+        .lines()
+        .map(|l| {
+            let mut v: serde_json::Value = serde_json::from_str(l).unwrap();
+            let o = v.as_object_mut().unwrap();
+            o.remove("wall_ms");
+            o.remove("stage_ms");
+            v
+        })
+        .collect()
+}
+
+/// A PLY mesh as a [`TriMesh`].
+fn ply_mesh(bytes: &[u8]) -> TriMesh {
+    let ply = eddies_io::ply::read(bytes).unwrap();
+    let column = |element: &str, name: &str| -> Vec<f64> {
+        let e = ply.elements.iter().find(|e| e.name == element).unwrap();
+        match &e.properties.iter().find(|p| p.name == name).unwrap().data {
+            eddies_io::ply::PropertyData::Scalar { values, .. } => values.clone(),
+            other => panic!("{name} is not a scalar: {other:?}"),
+        }
+    };
+    let (x, y, z) = (
+        column("vertex", "x"),
+        column("vertex", "y"),
+        column("vertex", "z"),
+    );
+    let faces = ply.elements.iter().find(|e| e.name == "face").unwrap();
+    let triangles = match &faces.properties[0].data {
+        eddies_io::ply::PropertyData::List { values, .. } => values
+            .iter()
+            .map(|f| {
+                assert_eq!(f.len(), 3, "triangles only");
+                [f[0] as u32, f[1] as u32, f[2] as u32]
+            })
+            .collect(),
+        other => panic!("faces are lists: {other:?}"),
+    };
+    TriMesh {
+        positions: (0..x.len())
+            .map(|i| [x[i] as f32, y[i] as f32, z[i] as f32])
+            .collect(),
+        normals: Vec::new(),
+        triangles,
+    }
+}
+
+/// An OBJ mesh (`v`, `vn`, `f a//a b//b c//c`) as a [`TriMesh`], strictly.
+fn obj_mesh(text: &str) -> TriMesh {
+    let mut m = TriMesh::default();
+    for line in text.lines() {
+        let mut words = line.split_whitespace();
+        let numbers = |w: std::str::SplitWhitespace| -> [f32; 3] {
+            let v: Vec<f32> = w.map(|x| x.parse().unwrap()).collect();
+            [v[0], v[1], v[2]]
+        };
+        match words.next() {
+            Some("v") => m.positions.push(numbers(words)),
+            Some("vn") => m.normals.push(numbers(words)),
+            Some("f") => {
+                let idx: Vec<u32> = words
+                    .map(|w| {
+                        let (v, n) = w.split_once("//").unwrap();
+                        assert_eq!(v, n, "each vertex has its own normal");
+                        v.parse::<u32>().unwrap() - 1
+                    })
+                    .collect();
+                m.triangles.push([idx[0], idx[1], idx[2]]);
+            }
+            Some("#") | None => {}
+            Some(other) => panic!("unexpected OBJ line {other}"),
+        }
+    }
+    assert_eq!(m.positions.len(), m.normals.len());
+    m
+}
+
+/// A 3D FLIP frame's VTK grid and particles, PLY particles and surface mesh, and OpenVDB volume: values
+/// as the simulation's own NPY arrays, the mesh a closed oriented manifold enclosing the liquid's volume.
+#[test]
+fn files_of_a_3d_flip_frame_read_back_as_the_simulation_wrote_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = eddies(
+        &[
+            "run",
+            "dam-break-3d",
+            "--frames",
+            "2",
+            "--set",
+            "domain.resolution=[32,16,16]",
+            "--set",
+            "output.npy=true",
+            "--set",
+            "output.vtk=true",
+            "--set",
+            "output.ply=true",
+            "--set",
+            "output.mesh=\"ply\"",
+            "--set",
+            "output.vdb=true",
+            "--out",
+            "o",
+        ],
+        dir.path(),
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let o = dir.path().join("o");
+    let (shape, pressure) = npy_of(&o.join("field_pressure_00001.npy"));
+    let grid = eddies_io::vtk::read(&fs::read(o.join("grid_00001.vti")).unwrap()).unwrap();
+    let image = grid.element("ImageData").unwrap();
+    assert_eq!(
+        image.attr("WholeExtent").unwrap(),
+        format!("0 {} 0 {} 0 {}", shape[2], shape[1], shape[0])
+    );
+    assert_eq!(image.attr("Spacing").unwrap(), "0.0625 0.0625 0.0625");
+    let (c, p) = grid.array("pressure").unwrap();
+    assert_eq!(c, 1);
+    assert!(p.iter().zip(&pressure).all(|(a, &b)| *a == b as f64));
+    assert_eq!(grid.array("velocity").unwrap().0, 3);
+    assert!(grid.array("surface").is_some() && grid.array("cell_type").is_some());
+
+    let (_, positions) = npy_of(&o.join("particles_00001.npy"));
+    let vtp = eddies_io::vtk::read(&fs::read(o.join("particles_00001.vtp")).unwrap()).unwrap();
+    let points = vtp.array("Points").unwrap().1;
+    assert_eq!(points.len(), positions.len());
+    assert!(points.iter().zip(&positions).all(|(a, &b)| *a == b as f64));
+    assert_eq!(vtp.array("velocity").unwrap().0, 3);
+    let ply = eddies_io::ply::read(&fs::read(o.join("particles_00001.ply")).unwrap()).unwrap();
+    let vertex = &ply.elements[0];
+    assert_eq!(vertex.count * 3, positions.len());
+    let names: Vec<&str> = vertex.properties.iter().map(|p| p.name.as_str()).collect();
+    assert!(
+        names.starts_with(&["x", "y", "z"]) && names.contains(&"velocity_x"),
+        "{names:?}"
+    );
+    let pvd = fs::read_to_string(o.join("series.pvd")).unwrap();
+    assert_eq!(
+        pvd.matches("<DataSet").count(),
+        4,
+        "two parts per frame: {pvd}"
+    );
+
+    let surface = ply_mesh(&fs::read(o.join("surface_00001.ply")).unwrap());
+    assert!(
+        surface.topology().is_closed_manifold(),
+        "{:?}",
+        surface.topology()
+    );
+    // The liquid's volume as FLIP measures it (the particles' share of the cells they fill).
+    let stats = fs::read_to_string(o.join("stats.jsonl")).unwrap();
+    let last: serde_json::Value = serde_json::from_str(stats.lines().last().unwrap()).unwrap();
+    let volume = last["fluid_volume"].as_f64().unwrap();
+    let meshed = surface.enclosed_volume();
+    assert!(
+        (meshed / volume - 1.0).abs() < 0.02,
+        "the surface encloses {meshed} m³, the liquid is {volume} m³"
+    );
+
+    let vdb = fs::read(o.join("volume_00001.vdb")).unwrap();
+    assert_eq!(
+        &vdb[..8],
+        &[0x20, 0x42, 0x44, 0x56, 0, 0, 0, 0],
+        "OpenVDB's magic"
+    );
+    for name in [&b"density"[..], b"velocity", b"fog volume"] {
+        assert!(vdb.windows(name.len()).any(|w| w == name));
+    }
+}
+
+/// Reint's surface (an OBJ) is closed and encloses the liquid's mass at its rest density.
+#[test]
+fn a_reint_surface_encloses_the_liquid() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = eddies(
+        &[
+            "run",
+            "dam-break-reint-3d",
+            "--frames",
+            "1",
+            "--steps-per-frame",
+            "4",
+            "--set",
+            "domain.resolution=[40,40,40]",
+            "--set",
+            "output.mesh=\"obj\"",
+            "--out",
+            "o",
+        ],
+        dir.path(),
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let o = dir.path().join("o");
+    let mesh = obj_mesh(&fs::read_to_string(o.join("surface_00000.obj")).unwrap());
+    assert!(
+        mesh.topology().is_closed_manifold(),
+        "{:?}",
+        mesh.topology()
+    );
+    let stats = fs::read_to_string(o.join("stats.jsonl")).unwrap();
+    let last: serde_json::Value = serde_json::from_str(stats.lines().last().unwrap()).unwrap();
+    let volume = last["mass"].as_f64().unwrap() / 1000.0;
+    let meshed = mesh.enclosed_volume();
+    assert!(
+        (meshed / volume - 1.0).abs() < 0.02,
+        "the surface encloses {meshed} m³, the liquid is {volume} m³"
+    );
+}
+
+/// Runs `scene` for `frames` frames into `dir/name` with `extra` arguments; panics on failure.
+fn run(dir: &Path, name: &str, scene: &str, frames: u32, extra: &[&str]) {
+    let frames = frames.to_string();
+    let mut args = vec![
+        "run",
+        scene,
+        "--frames",
+        &frames,
+        "--set",
+        "output.npy=true",
+        "--out",
+        name,
+    ];
+    args.extend_from_slice(extra);
+    let out = eddies(&args, dir);
+    assert!(out.status.success(), "{}", stderr(&out));
+}
+
+/// What two runs must share: every NPY array of every frame, and every step's record but its timings.
+fn assert_same_run(a: &Path, b: &Path) {
+    let stats = |d: &Path| steps_without_times(&fs::read_to_string(d.join("stats.jsonl")).unwrap());
+    assert_eq!(stats(a), stats(b), "stats.jsonl");
+    let mut arrays: Vec<_> = fs::read_dir(a)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| n.ends_with(".npy"))
+        .collect();
+    arrays.sort();
+    assert!(!arrays.is_empty());
+    for n in arrays {
+        assert_eq!(
+            fs::read(a.join(&n)).unwrap(),
+            fs::read(b.join(&n)).unwrap(),
+            "{n}"
+        );
+    }
+}
+
+/// For every method: a run that writes checkpoints, stops, and is resumed to the full count of frames
+/// matches the run that never stopped, bit for bit.
+#[test]
+fn resumed_runs_match_uninterrupted_ones_for_every_method() {
+    let cases: [(&str, &[&str]); 3] = [
+        ("droplet-splash", &["--set", "domain.resolution=[64,64]"]),
+        ("dam-break", &["--set", "domain.resolution=[48,24]"]),
+        (
+            "dye-drop",
+            &[
+                "--set",
+                "domain.resolution=[16,16,16]",
+                "--set",
+                "vpm.ball[0].vortons=300",
+                "--set",
+                "vpm.ball[0].tracers=500",
+            ],
+        ),
+    ];
+    for (scene, extra) in cases {
+        let dir = tempfile::tempdir().unwrap();
+        run(dir.path(), "whole", scene, 4, extra);
+        let mut first = extra.to_vec();
+        first.extend_from_slice(&["--set", "output.checkpoint_every=1"]);
+        run(dir.path(), "parts", scene, 2, &first);
+        let parts = dir.path().join("parts");
+        assert!(parts.join("checkpoint_00002.ckpt").exists());
+        let out = eddies(&["run", "--resume", "parts", "--frames", "4"], dir.path());
+        assert!(out.status.success(), "{scene}: {}", stderr(&out));
+        assert!(
+            stderr(&out).contains("resuming at frame 2"),
+            "{}",
+            stderr(&out)
+        );
+        assert_same_run(&dir.path().join("whole"), &parts);
+        // Two checkpoints are kept by default: those of frames 3 and 4.
+        let mut kept: Vec<String> = fs::read_dir(&parts)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .filter(|n| n.starts_with("checkpoint_"))
+            .collect();
+        kept.sort();
+        assert_eq!(
+            kept,
+            ["checkpoint_00003.ckpt", "checkpoint_00004.ckpt"],
+            "{scene}"
+        );
+    }
+}
+
+/// Ctrl-C (SIGINT) mid-run: exit 130, a checkpoint of the state in the middle of a frame, and a resume that
+/// ends where the uninterrupted run does.
+#[cfg(unix)]
+#[test]
+fn an_interrupted_run_resumes_to_the_uninterrupted_result() {
+    use std::process::{Command, Stdio};
+    use std::time::{Duration, Instant};
+    let dir = tempfile::tempdir().unwrap();
+    let extra = [
+        "--set",
+        "domain.resolution=[96,96]",
+        "--steps-per-frame",
+        "40",
+    ];
+    run(dir.path(), "whole", "droplet-splash", 3, &extra);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_eddies"))
+        .args([
+            "run",
+            "droplet-splash",
+            "--frames",
+            "3",
+            "--set",
+            "output.npy=true",
+            "--out",
+            "cut",
+        ])
+        .args(extra)
+        .current_dir(dir.path())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let cut = dir.path().join("cut");
+    let start = Instant::now();
+    // Interrupt once the first frame is out, in the second frame's steps.
+    while !cut.join("frame_00000.png").exists() {
+        assert!(start.elapsed() < Duration::from_secs(60), "no first frame");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let kill = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let result = child.wait_with_output().unwrap();
+    let said = String::from_utf8_lossy(&result.stderr);
+    if result.status.success() {
+        // The run ended before the signal arrived (a very fast machine): nothing to resume.
+        eprintln!("notice: the run finished before the interrupt; skipped");
+        return;
+    }
+    assert_eq!(result.status.code(), Some(130), "{said}");
+    assert!(
+        said.contains("interrupted by SIGINT") && said.contains("--resume"),
+        "{said}"
+    );
+    let out = eddies(&["run", "--resume", "cut"], dir.path());
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_same_run(&dir.path().join("whole"), &cut);
+}
+
+/// A damaged checkpoint is refused with exit 2 and one line naming the file, and nothing is overwritten.
+#[test]
+fn a_damaged_checkpoint_is_refused_and_nothing_is_lost() {
+    let dir = tempfile::tempdir().unwrap();
+    let extra = [
+        "--set",
+        "domain.resolution=[32,32]",
+        "--set",
+        "output.checkpoint_every=1",
+    ];
+    run(dir.path(), "o", "droplet-splash", 2, &extra);
+    let o = dir.path().join("o");
+    let before: Vec<(String, Vec<u8>)> = {
+        let mut v: Vec<_> = fs::read_dir(&o)
+            .unwrap()
+            .map(|e| {
+                let e = e.unwrap();
+                (
+                    e.file_name().into_string().unwrap(),
+                    fs::read(e.path()).unwrap(),
+                )
+            })
+            .filter(|(n, _)| !n.starts_with('.'))
+            .collect();
+        v.sort();
+        v
+    };
+    let ckpt = o.join("checkpoint_00002.ckpt");
+    let mut bytes = fs::read(&ckpt).unwrap();
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 0x40;
+    fs::write(&ckpt, &bytes).unwrap();
+    let out = eddies(&["run", "--resume", "o", "--frames", "4"], dir.path());
+    assert_eq!(out.status.code(), Some(2));
+    let line = error_line(&out);
+    assert!(
+        line.contains("checkpoint_00002.ckpt") && line.contains("corrupt"),
+        "{line}"
+    );
+    for (name, content) in &before {
+        let now = fs::read(o.join(name)).unwrap();
+        assert!(
+            name == "checkpoint_00002.ckpt" || &now == content,
+            "{name} changed"
+        );
+    }
+    // A folder without a checkpoint says so.
+    fs::remove_file(&ckpt).unwrap();
+    fs::remove_file(o.join("checkpoint_00001.ckpt")).unwrap();
+    let out = eddies(&["run", "--resume", "o"], dir.path());
+    assert_eq!(out.status.code(), Some(2));
+    assert!(error_line(&out).contains("holds no checkpoint"));
+}
+
+/// A second run into a folder that a run is writing is refused, naming the process.
+#[test]
+fn a_second_run_into_a_folder_in_use_is_refused() {
+    use std::process::{Command, Stdio};
+    let dir = tempfile::tempdir().unwrap();
+    let mut first = Command::new(env!("CARGO_BIN_EXE_eddies"))
+        .args([
+            "run",
+            "droplet-splash",
+            "--frames",
+            "200",
+            "--set",
+            "domain.resolution=[64,64]",
+            "--out",
+            "o",
+        ])
+        .current_dir(dir.path())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let start = std::time::Instant::now();
+    while !dir.path().join("o/stats.jsonl").exists() {
+        assert!(
+            start.elapsed().as_secs() < 60,
+            "the first run did not start"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    let second = eddies(
+        &["run", "droplet-splash", "--frames", "1", "--out", "o"],
+        dir.path(),
+    );
+    let _ = first.kill();
+    let _ = first.wait();
+    assert_eq!(second.status.code(), Some(2));
+    let line = error_line(&second);
+    assert!(
+        line.contains("in use by another eddies run")
+            && line.contains(&format!("process {}", first.id())),
+        "{line}"
+    );
+}
+
+/// `eddies plot DIR` draws a run's stats as SVG and PNG.
+#[test]
+fn plots_are_drawn_from_a_run() {
+    let dir = tempfile::tempdir().unwrap();
+    run(
+        dir.path(),
+        "o",
+        "dam-break",
+        2,
+        &["--set", "domain.resolution=[32,16]"],
+    );
+    let out = eddies(&["plot", "o"], dir.path());
+    assert!(out.status.success(), "{}", stderr(&out));
+    let plots = dir.path().join("o/plots");
+    let names: Vec<String> = fs::read_dir(&plots)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert!(names.iter().any(|n| n.ends_with(".svg")) && names.iter().any(|n| n.ends_with(".png")));
+    for n in names.iter().filter(|n| n.ends_with(".png")) {
+        assert_eq!(&fs::read(plots.join(n)).unwrap()[..8], b"\x89PNG\r\n\x1a\n");
+    }
+    let missing = eddies(&["plot", "nowhere"], dir.path());
+    assert_eq!(missing.status.code(), Some(2));
+    assert!(error_line(&missing).contains("stats.jsonl"));
+}
