@@ -106,3 +106,143 @@ impl<const D: usize> FlipSim<D> {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::{Boundary, FlipConfig, FlipParams, Inflow, Obstacle, Sink, Transfer};
+    use super::*;
+    use crate::checkpoint::testing::{assert_refused, check_resume};
+    use crate::Simulation;
+    use glam::DVec3;
+
+    /// A box, the first `D` axes of `lo..hi` (m).
+    fn cuboid<const D: usize>(lo: [f64; 3], hi: [f64; 3]) -> Shape {
+        if D == 2 {
+            Shape::box2([lo[0], lo[1]], [hi[0], hi[1]])
+        } else {
+            Shape::Box {
+                min: DVec3::from_array(lo),
+                max: DVec3::from_array(hi),
+            }
+        }
+    }
+
+    /// A 16ᴰ tank with everything that carries state from step to step: a column of liquid, a moving and
+    /// rotating ball, an inflow, a drain and the reseeding band (whose new particles read the last grid
+    /// velocity); `boundary` open lets particles leave (NaN positions until the next sort).
+    fn scene<const D: usize>(transfer: Transfer, boundary: Boundary, n: usize) -> FlipSim<D> {
+        let per_cell = 1usize << D;
+        let cfg = FlipConfig::<D> {
+            resolution: [n; D],
+            cell_size: 1.0 / n as f64,
+            boundary,
+            params: FlipParams {
+                transfer,
+                min_per_cell: per_cell - 1,
+                max_per_cell: 2 * per_cell,
+                ..Default::default()
+            },
+            seed: 7,
+            ..Default::default()
+        };
+        let mut sim = FlipSim::new(cfg).expect("a valid scene");
+        sim.fill(&cuboid::<D>([0.0; 3], [0.4, 0.5, 1.0]), [0.3; D]);
+        let center: [f64; D] = std::array::from_fn(|k| [0.7, 0.3, 0.5][k]);
+        sim.add_obstacle(Obstacle {
+            shape: Shape::Sphere {
+                center: DVec3::new(0.7, 0.3, if D == 3 { 0.5 } else { 0.0 }),
+                radius: 0.12,
+            },
+            velocity: std::array::from_fn(|k| [-0.3, 0.1, 0.0][k]),
+            angular_velocity: [0.0, 0.0, 2.0],
+            center,
+        });
+        sim.add_inflow(Inflow {
+            shape: cuboid::<D>([0.6, 0.8, 0.4], [0.75, 0.9, 0.6]),
+            velocity: std::array::from_fn(|k| [0.2, -1.0, 0.0][k]),
+            active: (0.0, 10.0),
+        });
+        sim.add_sink(Sink {
+            shape: cuboid::<D>([0.0, 0.0, 0.0], [0.2, 0.15, 1.0]),
+            rate: 30.0,
+        });
+        sim
+    }
+
+    /// The particles of `a` and `b` the same, bit for bit, attribute by attribute.
+    fn assert_same_particles<const D: usize>(a: &FlipSim<D>, b: &FlipSim<D>) {
+        let (p, q) = (a.particles(), b.particles());
+        let bits = |v: &Vec<f32>| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        let arrays = |p: &'_ super::super::Particles<D>| {
+            p.pos
+                .iter()
+                .chain(&p.vel)
+                .chain(p.affine.iter().flatten())
+                .map(bits)
+                .collect::<Vec<_>>()
+        };
+        assert!(arrays(p) == arrays(q), "particle attributes differ");
+        assert_eq!(a.checksum(), b.checksum());
+        assert_eq!(a.max_speed.to_bits(), b.max_speed.to_bits());
+    }
+
+    fn check<const D: usize>(transfer: Transfer, boundary: Boundary, k: usize) {
+        let (a, b) = check_resume(|| scene::<D>(transfer, boundary, 16), k, 5, 2.0);
+        assert_same_particles(&a, &b);
+        assert!(a.particles().len() > 100, "the liquid is still there");
+    }
+
+    #[test]
+    fn flip_2d_open_resumes_bit_identically() {
+        check::<2>(Transfer::Flip, Boundary::Open, 6);
+    }
+
+    #[test]
+    fn apic_2d_closed_resumes_bit_identically() {
+        check::<2>(Transfer::Apic, Boundary::Closed, 6);
+    }
+
+    #[test]
+    fn apic_3d_closed_resumes_bit_identically() {
+        check::<3>(Transfer::Apic, Boundary::Closed, 4);
+    }
+
+    #[test]
+    fn flip_3d_open_resumes_bit_identically() {
+        check::<3>(Transfer::Flip, Boundary::Open, 4);
+    }
+
+    #[test]
+    fn a_state_saved_at_step_zero_resumes() {
+        check::<2>(Transfer::Apic, Boundary::Closed, 0);
+    }
+
+    #[test]
+    fn states_of_other_scenes_are_refused_and_change_nothing() {
+        let mut sim = scene::<2>(Transfer::Apic, Boundary::Closed, 16);
+        crate::checkpoint::testing::run(&mut sim, 2, 1.0);
+        let mut other_grid = scene::<2>(Transfer::Apic, Boundary::Closed, 8);
+        crate::checkpoint::testing::run(&mut other_grid, 1, 1.0);
+        let state = other_grid.save_state().unwrap();
+        assert_refused(&mut sim, &state, "`grid.pressure`");
+        let flat = scene::<3>(Transfer::Apic, Boundary::Closed, 16).save_state().unwrap();
+        assert_refused(&mut sim, &flat, "`particles.position`");
+        let flip = scene::<2>(Transfer::Flip, Boundary::Closed, 16).save_state().unwrap();
+        assert_refused(&mut sim, &flip, "`particles.affine`");
+        let vpm = crate::vpm::VpmSim::new(Default::default()).unwrap().save_state().unwrap();
+        assert_refused(&mut sim, &vpm, "`particles.count`");
+        // One attribute shorter than the others.
+        let mut short = sim.save_state().unwrap();
+        for (name, a) in &mut short.arrays {
+            if name == "particles.velocity" {
+                if let crate::checkpoint::StateArray::F32(v) = a {
+                    v.pop();
+                }
+            }
+        }
+        assert_refused(&mut sim, &short, "`particles.velocity`");
+        let mut apic = scene::<2>(Transfer::Flip, Boundary::Closed, 16);
+        let with_affine = sim.save_state().unwrap();
+        assert_refused(&mut apic, &with_affine, "`particles.affine`");
+    }
+}
