@@ -455,7 +455,7 @@ mod tests {
 /// not interrupted, bit for bit.
 #[cfg(test)]
 pub(crate) mod testing {
-    use super::{Checkpoint, SavedState};
+    use super::{Checkpoint, SavedState, StateArray};
     use crate::{Simulation, StepRecord};
 
     /// `n` steps, each of the time step `max_dt(cfl)` picks.
@@ -550,6 +550,82 @@ pub(crate) mod testing {
         assert_same_records(&ra, &rb);
         assert_same(&a, &b);
         (a, b)
+    }
+
+    /// A hash of what a run shows: its records but for wall times, and every output of the simulation.
+    fn fingerprint(sim: &dyn Simulation, records: &[StepRecord]) -> u32 {
+        let mut h = crc32fast::Hasher::new();
+        for r in records {
+            let text = format!("{} {} {} {} {:?} {:?}", r.step, r.time, r.dt, r.substeps, r.quantities, r.clamps);
+            h.update(text.as_bytes());
+        }
+        let mut floats = |v: &[f32]| v.iter().for_each(|x| h.update(&x.to_le_bytes()));
+        floats(&sim.particle_positions());
+        floats(&sim.tracer_positions());
+        let d = sim.describe();
+        for name in &d.fields {
+            floats(&sim.field(name).map(|f| f.data).unwrap_or_default());
+        }
+        for name in &d.particle_values {
+            floats(&sim.particle_values(name).unwrap_or_default());
+        }
+        for x in [sim.max_dt(1.0), sim.time()] {
+            h.update(&x.to_le_bytes());
+        }
+        h.finalize()
+    }
+
+    /// `array` with every value changed: floats by 1% and 10⁻³ (a zero, a vorticity at rest, moves too),
+    /// integers by one.
+    fn perturbed(array: &StateArray) -> StateArray {
+        let mut a = array.clone();
+        match &mut a {
+            StateArray::F32(v) => v.iter_mut().for_each(|x| *x = *x * 1.01 + 1e-3),
+            StateArray::F64(v) => v.iter_mut().for_each(|x| *x = *x * 1.01 + 1e-3),
+            StateArray::U32(v) => v.iter_mut().for_each(|x| *x = x.wrapping_add(1)),
+            StateArray::U64(v) => v.iter_mut().for_each(|x| *x = x.wrapping_add(1)),
+            StateArray::U8(v) => v.iter_mut().for_each(|x| *x = x.wrapping_add(1)),
+        }
+        a
+    }
+
+    /// Every array that `build`'s scene saves after `k` steps is read by the `n` steps that follow: restored
+    /// with another value instead (what a fresh simulation holds, as if the array had not been saved, or where
+    /// that is the same or of another length, every value changed), the run differs from the uninterrupted one
+    /// (or the state is refused, or the run fails). So the resume tests would catch a restore that skips it.
+    pub fn assert_every_array_is_read<S: Simulation>(build: impl Fn() -> S, k: usize, n: usize, cfl: f64) {
+        let mut a = build();
+        run(&mut a, k, cfl);
+        let saved = a.save_state().expect("a state");
+        let records = run(&mut a, n, cfl);
+        let want = fingerprint(&a, &records);
+        let fresh = build().save_state().expect("a state");
+        for (i, (name, array)) in saved.arrays.iter().enumerate() {
+            let unsaved = fresh.array(name).ok().filter(|f| {
+                f.len() == array.len() && {
+                    let one = |a: &StateArray| bytes(&SavedState { arrays: vec![(String::new(), a.clone())] });
+                    one(f) != one(array)
+                }
+            });
+            let mut forged = saved.clone();
+            forged.arrays[i].1 = unsaved.cloned().unwrap_or_else(|| perturbed(array));
+            let mut b = build();
+            let bites = b.restore_state(&forged).is_err() || {
+                let mut records = Vec::new();
+                let mut failed = false;
+                for _ in 0..n {
+                    match b.step(b.max_dt(cfl)) {
+                        Ok(r) => records.push(r),
+                        Err(_) => {
+                            failed = true;
+                            break;
+                        }
+                    }
+                }
+                failed || fingerprint(&b, &records) != want
+            };
+            assert!(bites, "`{name}` changes nothing when it is not restored: it need not be saved");
+        }
     }
 
     /// `sim` refuses `state` with an error that contains `names`, and is left as it was.

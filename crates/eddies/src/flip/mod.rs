@@ -550,8 +550,8 @@ impl<const D: usize> Simulation for FlipSim<D> {
     /// - `particles.count` (u64), `particles.position` and `particles.velocity` (f32, `D·n`, axis after axis)
     ///   and, with APIC, `particles.affine` (f32, `D²·n`, `C[k][a]` row after row): every attribute of
     ///   [`Particles`], in their order (the sinks pick particles by their sorted index);
-    /// - `time`, `steps` (the jitter and drain hashes read it), `substeps` (the substep counter) and
-    ///   `max_speed` (read by [`Simulation::max_dt`] and by the substep count of the next step);
+    /// - `time`, `steps` (the jitter and drain hashes read it) and `max_speed` (read by
+    ///   [`Simulation::max_dt`] and by the substep count of the next step);
     /// - `grid.pressure` (Pa) and `grid.volume_potential` (m²): the initial guesses of the next projection and
     ///   volume correction solves;
     /// - `grid.velocity` (m/s, the faces of each component in turn), only with a reseeding band
@@ -564,7 +564,8 @@ impl<const D: usize> Simulation for FlipSim<D> {
     /// flags, counts, divergences, fill, excess, displacement, packed faces, extrapolation masks) is
     /// rewritten by a step before it is read; the solvers' operators are rebuilt from the flags every
     /// substep; `last_iterations`, `last_residual` and `last_substep_dt` are set by each substep before they
-    /// are read. Obstacle cells and the sort's bins are derived again on restore.
+    /// are read, and the substep counter is read by nothing. Obstacle cells and the sort's bins are derived
+    /// again on restore.
     fn save_state(&self) -> Result<SavedState, SimError> {
         Ok(self.save())
     }

@@ -117,3 +117,166 @@ impl VpmSim {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::{
+        Ball, BuoyancyParams, HeatSource, Integrator, Jet, Puff, Ring, VpmParams,
+    };
+    use super::*;
+    use crate::checkpoint::testing::{
+        assert_every_array_is_read, assert_refused, check_resume, run,
+    };
+    use crate::Simulation;
+
+    /// A few hundred vortons with everything that carries state from step to step: a ring with tracers, a
+    /// heavy and hot ball under gravity (baroclinic generation), a heat source releasing smoke, heat and
+    /// viscous diffusion, a jet and a puff that emit during the run, stretching and auto-mollification.
+    fn scene(velocity: VelocityMethod, integrator: Integrator) -> VpmSim {
+        let params = VpmParams {
+            velocity,
+            integrator,
+            stretching: true,
+            auto_mollify: true,
+            viscosity: 1e-4,
+            grid_resolution: [16; 3],
+            buoyancy: BuoyancyParams {
+                heat_diffusivity: 1e-4,
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let mut sim = VpmSim::new(params).expect("valid parameters");
+        sim.add_ring(&Ring {
+            radius: 0.3,
+            core_radius: 0.08,
+            vortons: 200,
+            tracers: 50,
+            ..Default::default()
+        });
+        sim.add_ball(&Ball {
+            center: DVec3::new(0.0, 0.5, 0.0),
+            radius: 0.15,
+            density_deviation: 0.5,
+            temperature_deviation: 10.0,
+            vortons: 150,
+            tracers: 30,
+            ..Default::default()
+        });
+        sim.add_heat_source(HeatSource {
+            center: DVec3::new(0.0, 0.45, 0.0),
+            radius: 0.2,
+            rate: 50.0,
+            temperature: 30.0,
+            smoke: 500.0,
+            seed: 3,
+        });
+        sim.add_jet(Jet {
+            ring: Ring {
+                center: DVec3::new(-0.6, 0.0, 0.0),
+                radius: 0.1,
+                core_radius: 0.03,
+                circulation: 0.3,
+                vortons: 40,
+                tracers: 10,
+                ..Default::default()
+            },
+            period: 0.02,
+            start: 0.0,
+            stop: 10.0,
+        });
+        sim.add_puff(Puff {
+            ball: Ball {
+                center: DVec3::new(0.5, -0.3, 0.0),
+                radius: 0.06,
+                density_deviation: -0.3,
+                vortons: 30,
+                tracers: 5,
+                ..Default::default()
+            },
+            period: 0.03,
+            start: 0.01,
+            stop: 10.0,
+        });
+        sim
+    }
+
+    /// The vortons, tracers and jerk history of `a` and `b` the same, bit for bit.
+    fn assert_same_vortons(a: &VpmSim, b: &VpmSim) {
+        let (v, w) = (a.vortons(), b.vortons());
+        let vecs = |x: &[DVec3]| flat(x).iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        let reals = |x: &[f64]| x.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        assert!(vecs(&v.position) == vecs(&w.position), "positions");
+        assert!(vecs(&v.vorticity) == vecs(&w.vorticity), "vorticity");
+        assert!(reals(&v.radius) == reals(&w.radius), "radius");
+        assert!(reals(&v.volume) == reals(&w.volume), "volume");
+        assert!(reals(&v.density) == reals(&w.density), "density");
+        assert!(reals(&v.temperature) == reals(&w.temperature), "temperature");
+        assert!(vecs(&a.tracers().position) == vecs(&b.tracers().position), "tracers");
+        assert!(vecs(&a.history.velocity) == vecs(&b.history.velocity), "jerk history");
+        assert!(vecs(&a.history.acceleration) == vecs(&b.history.acceleration), "jerk history");
+        assert_eq!(a.history.depth, b.history.depth);
+        assert_eq!(a.checksum(), b.checksum());
+        assert_eq!(a.max_strain.to_bits(), b.max_strain.to_bits());
+        assert_eq!(a.mean_jerk.to_bits(), b.mean_jerk.to_bits());
+    }
+
+    fn check(velocity: VelocityMethod, integrator: Integrator, k: usize) {
+        let (a, b) = check_resume(|| scene(velocity, integrator), k, 4, 1.0);
+        assert_same_vortons(&a, &b);
+        let start = scene(velocity, integrator);
+        assert!(a.vortons().len() > start.vortons().len(), "the emitters emitted");
+        assert!(a.tracers().len() > start.tracers().len(), "the smoke was released");
+    }
+
+    #[test]
+    fn tree_rk2_resumes_bit_identically() {
+        check(VelocityMethod::TreeVortons, Integrator::Rk2, 4);
+    }
+
+    #[test]
+    fn poisson_rk4_resumes_bit_identically() {
+        check(VelocityMethod::Poisson, Integrator::Rk4, 4);
+    }
+
+    #[test]
+    fn poisson_state_saved_at_step_zero_resumes() {
+        check(VelocityMethod::Poisson, Integrator::Rk2, 0);
+    }
+
+    #[test]
+    fn every_saved_array_is_read() {
+        let build = || scene(VelocityMethod::Poisson, Integrator::Rk2);
+        assert_every_array_is_read(build, 4, 3, 1.0);
+    }
+
+    #[test]
+    fn states_of_other_scenes_are_refused_and_change_nothing() {
+        let mut sim = scene(VelocityMethod::Poisson, Integrator::Rk2);
+        run(&mut sim, 2, 1.0);
+        let flip = crate::flip::FlipSim::<3>::new(Default::default())
+            .unwrap()
+            .save_state()
+            .unwrap();
+        assert_refused(&mut sim, &flip, "`vortons.count`");
+        let mut tree = scene(VelocityMethod::TreeVortons, Integrator::Rk2);
+        run(&mut tree, 1, 1.0);
+        let no_poisson = tree.save_state().unwrap();
+        assert_refused(&mut sim, &no_poisson, "`poisson.grid`");
+        let mut without_jet = VpmSim::new(*sim.params()).unwrap();
+        without_jet.add_ring(&Ring {
+            vortons: 50,
+            ..Default::default()
+        });
+        assert_refused(&mut sim, &without_jet.save_state().unwrap(), "`jets.next`");
+        let mut short = sim.save_state().unwrap();
+        for (name, a) in &mut short.arrays {
+            if name == "vortons.vorticity" {
+                if let crate::checkpoint::StateArray::F64(v) = a {
+                    v.truncate(v.len() - 3);
+                }
+            }
+        }
+        assert_refused(&mut sim, &short, "`vortons.vorticity`");
+    }
+}
