@@ -213,7 +213,7 @@ mod tests {
     #[test]
     fn every_saved_array_is_read() {
         let build = || scene::<2>(Transfer::Apic, Boundary::Closed, 16);
-        assert_every_array_is_read(build, 6, 5, 2.0);
+        assert_every_array_is_read(build, 6, 5, 2.0, &[]);
     }
 
     #[test]
