@@ -36,6 +36,7 @@ mod measure;
 mod params;
 mod particles;
 mod project;
+mod resume;
 mod seed;
 mod surface;
 mod transfer;
@@ -46,6 +47,7 @@ pub use params::{Boundary, FlipConfig, FlipParams, Inflow, Obstacle, Sink, Trans
 pub use particles::Particles;
 pub use surface::{SURFACE_KERNEL_RADIUS, SURFACE_PARTICLE_RADIUS};
 
+use crate::checkpoint::SavedState;
 use crate::diag::{Quantity, StageTimer};
 use crate::grid::{CellFlag, Grid, MacGrid};
 use crate::linsolve::{PcgParams, PoissonSolver};
@@ -541,6 +543,35 @@ impl<const D: usize> Simulation for FlipSim<D> {
 
     fn substance_colors(&self) -> Vec<[f32; 3]> {
         vec![[0.15, 0.45, 0.95]]
+    }
+
+    /// The particles and what else a later step reads:
+    ///
+    /// - `particles.count` (u64), `particles.position` and `particles.velocity` (f32, `D·n`, axis after axis)
+    ///   and, with APIC, `particles.affine` (f32, `D²·n`, `C[k][a]` row after row): every attribute of
+    ///   [`Particles`], in their order (the sinks pick particles by their sorted index);
+    /// - `time`, `steps` (the jitter and drain hashes read it) and `max_speed` (read by
+    ///   [`Simulation::max_dt`] and by the substep count of the next step);
+    /// - `grid.pressure` (Pa) and `grid.volume_potential` (m²): the initial guesses of the next projection and
+    ///   volume correction solves;
+    /// - `grid.velocity` (m/s, the faces of each component in turn), only with a reseeding band
+    ///   (`min_per_cell > 0`), whose new particles take the last substep's grid velocity.
+    ///
+    /// Not saved: the scene (configuration, obstacles, emitters with their cells, sinks, particle mass), which
+    /// the resumed simulation is built from; obstacles move as functions of `time`, and emitters, drains and
+    /// seeding draw from hashes of the scene seed, `steps` and indices, so none of them carries state, nor is
+    /// there a random generator. Every other grid (velocity without the band, saved velocities, weights,
+    /// flags, counts, divergences, fill, excess, displacement, packed faces, extrapolation masks) is
+    /// rewritten by a step before it is read; the solvers' operators are rebuilt from the flags every
+    /// substep; `last_iterations`, `last_residual` and `last_substep_dt` are set by each substep before they
+    /// are read, and the substep counter is read by nothing. Obstacle cells and the sort's bins are derived
+    /// again on restore.
+    fn save_state(&self) -> Result<SavedState, SimError> {
+        Ok(self.save())
+    }
+
+    fn restore_state(&mut self, state: &SavedState) -> Result<(), SimError> {
+        self.restore(state)
     }
 
     fn memory_bytes(&self) -> usize {

@@ -33,6 +33,7 @@ pub mod mollify;
 mod octree;
 mod params;
 pub mod poisson;
+mod resume;
 mod state;
 pub mod tree;
 pub mod velocity;
@@ -44,6 +45,7 @@ pub use params::{
 };
 pub use state::{Tracers, Vortons};
 
+use crate::checkpoint::SavedState;
 use crate::diag::{Quantity, StageTimer};
 use crate::par;
 use crate::sim::{Advance, Description, Field, FrameSource, SimError, Simulation};
@@ -863,6 +865,36 @@ impl Simulation for VpmSim {
             ),
             _ => None,
         }
+    }
+
+    /// The vortons and tracers and what else a later step reads:
+    ///
+    /// - `vortons.count` (u64) and every attribute of [`Vortons`]: `vortons.position` and
+    ///   `vortons.vorticity` (f64 x, y, z triples), `vortons.radius` (the core radius before
+    ///   auto-mollification), `vortons.volume`, `vortons.density` and `vortons.temperature` (f64);
+    /// - `tracers.count` (u64) and `tracers.position` (f64 triples);
+    /// - `time` and `steps`; `max_speed` and `max_strain`, which [`Simulation::max_dt`] reads (they are the
+    ///   last evaluation's, not recomputable without repeating it);
+    /// - the jerk diagnostic's per-vorton history: `jerk.count` (u64), `jerk.velocity` and
+    ///   `jerk.acceleration` (f64 triples) and `jerk.depth` (u8);
+    /// - the emitters' carried state: per jet and per puff its next emission time (`jets.next`, `puffs.next`,
+    ///   f64) and the seed of its next ring or ball (`jets.seed`, `puffs.seed`, u64, advanced at each emission);
+    /// - with the Poisson technique, the initial guesses of its next solves (`poisson.*`, see
+    ///   [`poisson::PoissonVelocity::save_state`]).
+    ///
+    /// Not saved: the scene (parameters, heat sources, the emitters' rings and balls but for their seeds),
+    /// which the resumed simulation is built from. Heat sources release smoke counted from `time` and seeded
+    /// by a hash of it, auto-mollification derives the radii from the grid fitted at each evaluation, and no
+    /// random generator lives across steps, so none of them carries state. `mean_jerk` and `step_cycles` are
+    /// set by a step before its diagnostics read them; the velocity solver's buffers (fitted grid, tree,
+    /// velocities and gradients, the splat), the Runge–Kutta stages, the buoyancy grids and the diffusion's
+    /// bins are rewritten by every step before they are read.
+    fn save_state(&self) -> Result<SavedState, SimError> {
+        Ok(self.save())
+    }
+
+    fn restore_state(&mut self, state: &SavedState) -> Result<(), SimError> {
+        self.restore(state)
     }
 
     fn memory_bytes(&self) -> usize {

@@ -33,7 +33,9 @@ use super::blob_splat::BlobSplat;
 use super::mollify::FittedGrid;
 use super::params::{Decimation, PoissonParams, Splat};
 use crate::linsolve::vector::CHUNK;
+use crate::checkpoint::{SavedState, StateArray};
 use crate::linsolve::{BoxMultigrid, BoxMultigridParams, SolveError};
+use crate::sim::SimError;
 use glam::DVec3;
 use multiversion::multiversion;
 use rayon::prelude::*;
@@ -441,19 +443,7 @@ impl PoissonVelocity {
             self.latest = Latest::Flat;
             return Ok(());
         }
-        // V(1,1) cycles: with the extrapolated initial guess (`set_stage`) a solve starts within a factor of
-        // about two of the tolerance, which one V(1,1) cycle (a factor of 0.3–0.4) reaches at half the
-        // smoothing of a V(2,2) cycle (a factor of 0.1, more than needed). Most of that start's excess is
-        // rough, so one sweep of the finest level goes first: on `dye-drop` it alone meets the tolerance in
-        // about four solves of five, at a third of a cycle's cost.
-        let mg_params = BoxMultigridParams {
-            tolerance: params.tolerance,
-            restriction: params.restriction,
-            pre_sweeps: 1,
-            post_sweeps: 1,
-            initial_sweeps: 1,
-            ..Default::default()
-        };
+        let mg_params = multigrid_params(params);
         let warm = matches!(&self.mg, Some(mg) if mg.dims() == dims && *mg.params() == mg_params);
         if !warm {
             // A new shape has no usable last solution: the interior starts from zero.
@@ -525,6 +515,174 @@ impl PoissonVelocity {
         }
         self.mg = Some(mg);
         solved.map(|_| ())
+    }
+}
+
+/// The multigrid settings of [`PoissonVelocity::solve_interior`]: V(1,1) cycles after one sweep of the finest
+/// level. With the extrapolated initial guess (`set_stage`) a solve starts within a factor of about two of the
+/// tolerance, which one V(1,1) cycle (a factor of 0.3–0.4) reaches at half the smoothing of a V(2,2) cycle (a
+/// factor of 0.1, more than needed). Most of that start's excess is rough, so one sweep of the finest level
+/// goes first: on `dye-drop` it alone meets the tolerance in about four solves of five, at a third of a
+/// cycle's cost.
+fn multigrid_params(params: &PoissonParams) -> BoxMultigridParams {
+    BoxMultigridParams {
+        tolerance: params.tolerance,
+        restriction: params.restriction,
+        pre_sweeps: 1,
+        post_sweeps: 1,
+        initial_sweeps: 1,
+        ..Default::default()
+    }
+}
+
+/// What of a [`PoissonVelocity`] the next solves read, read out of a checkpoint and checked
+/// ([`PoissonVelocity::read_state`]) before [`PoissonVelocity::restore`] writes it.
+pub(crate) struct PoissonResume {
+    /// The hierarchy of the saved grid shape, with the saved solution as its `x` where that is the last one.
+    mg: Option<BoxMultigrid>,
+    latest: Latest,
+    history: Vec<[Vec<f64>; 2]>,
+}
+
+/// Names of the history arrays of stage `s`.
+fn history_names(s: usize) -> [String; 2] {
+    [
+        format!("poisson.history_{s}_last"),
+        format!("poisson.history_{s}_before"),
+    ]
+}
+
+/// The f64 array `name` of any length, or an error naming it.
+fn any_f64s<'a>(state: &'a SavedState, name: &str) -> Result<&'a [f64], SimError> {
+    match state.array(name)? {
+        StateArray::F64(v) => Ok(v),
+        _ => Err(SimError::InvalidInput(format!(
+            "the checkpoint's `{name}` is not an f64 array: it was written by another version"
+        ))),
+    }
+}
+
+impl PoissonVelocity {
+    /// Adds the initial guesses of the next solves to `state`: `poisson.grid` (u64, the multigrid
+    /// hierarchy's points per axis, empty before any solve; its shape decides whether a solve starts warm),
+    /// `poisson.latest` (u64 `[where, stage]`: 0 no solve, 1 the solver, 2 a stage's history, 3 a flat
+    /// grid), `poisson.solution` (f64, the solver's last solution, which is the guess of a solve without a
+    /// stage history; empty where another buffer holds the latest), `poisson.stages` (u64) and per stage
+    /// `poisson.history_{s}_last` and `_before` (f64, the last two solutions that the stage extrapolates
+    /// from, each empty or of the grid's length).
+    ///
+    /// The rest is rebuilt or rewritten by every solve: the boundary lists (from the grid's shape), the
+    /// splatted vorticity, the boundary values, the flat grid's solution, the statistics and timings.
+    pub(crate) fn save_state(&self, state: &mut SavedState) {
+        let dims = self
+            .mg
+            .as_ref()
+            .map_or_else(Vec::new, |m| m.dims().map(|d| d as u64).to_vec());
+        state.push("poisson.grid", dims);
+        let latest = match self.latest {
+            Latest::Nothing => [0, 0],
+            Latest::Solver => [1, 0],
+            Latest::Stage(s) => [2, s as u64],
+            Latest::Flat => [3, 0],
+        };
+        state.push("poisson.latest", latest.to_vec());
+        let solution = match (&self.mg, self.latest) {
+            (Some(mg), l) if !matches!(l, Latest::Stage(_)) => mg.solution().to_vec(),
+            _ => Vec::new(),
+        };
+        state.push("poisson.solution", solution);
+        state.push_scalar("poisson.stages", self.history.len() as u64);
+        for (s, h) in self.history.iter().enumerate() {
+            for (name, v) in history_names(s).into_iter().zip(h) {
+                state.push(name, v.clone());
+            }
+        }
+    }
+
+    /// Reads and checks what [`save_state`](Self::save_state) wrote, for a simulation with `params`.
+    pub(crate) fn read_state(
+        &self,
+        params: &PoissonParams,
+        state: &SavedState,
+    ) -> Result<PoissonResume, SimError> {
+        let bad = |name: &str, what: String| {
+            SimError::InvalidInput(format!("the checkpoint's `{name}` {what}"))
+        };
+        let dims = state.u64s("poisson.grid", 3).ok();
+        let mg = match dims {
+            Some(d) => {
+                let dims: [usize; 3] =
+                    std::array::from_fn(|a| usize::try_from(d[a]).unwrap_or(usize::MAX));
+                if dims.iter().any(|&d| !(3..=4096).contains(&d)) {
+                    return Err(bad("poisson.grid", format!("holds {dims:?} points per axis")));
+                }
+                // A fresh hierarchy: only its finest level's solution carries over between solves.
+                Some(
+                    BoxMultigrid::new(dims, multigrid_params(params))
+                        .map_err(|e| bad("poisson.grid", format!("is unusable: {e}")))?,
+                )
+            }
+            None => {
+                state.u64s("poisson.grid", 0)?;
+                None
+            }
+        };
+        let len = mg.as_ref().map_or(0, |m| m.solution().len());
+        let latest = match state.u64s("poisson.latest", 2)? {
+            [0, _] => Latest::Nothing,
+            [1, _] => Latest::Solver,
+            [2, s] => Latest::Stage(usize::try_from(*s).unwrap_or(usize::MAX)),
+            [3, _] => Latest::Flat,
+            other => return Err(bad("poisson.latest", format!("is {other:?}"))),
+        };
+        let stages = state.u64_scalar("poisson.stages")?;
+        if stages > 16 {
+            return Err(bad("poisson.stages", format!("is {stages}")));
+        }
+        let mut history = Vec::new();
+        for s in 0..stages as usize {
+            let names = history_names(s);
+            let mut pair: [Vec<f64>; 2] = Default::default();
+            for (name, v) in names.iter().zip(&mut pair) {
+                let a = any_f64s(state, name)?;
+                if !(a.is_empty() || a.len() == len) {
+                    return Err(bad(name, format!("holds {} values, not 0 or {len}", a.len())));
+                }
+                *v = a.to_vec();
+            }
+            history.push(pair);
+        }
+        if let Latest::Stage(s) = latest {
+            if history.get(s).is_none_or(|h| h[0].len() != len || len == 0) {
+                return Err(bad("poisson.latest", format!("names stage {s}, which holds no solution")));
+            }
+        }
+        let solution = any_f64s(state, "poisson.solution")?;
+        let mut mg = mg;
+        match &mut mg {
+            Some(m) if !matches!(latest, Latest::Stage(_)) => {
+                if solution.len() != len {
+                    return Err(bad(
+                        "poisson.solution",
+                        format!("holds {} values where the grid needs {len}", solution.len()),
+                    ));
+                }
+                m.fields_mut().1.copy_from_slice(solution);
+            }
+            _ => {}
+        }
+        Ok(PoissonResume {
+            mg,
+            latest,
+            history,
+        })
+    }
+
+    /// Continues from `resume` ([`read_state`](Self::read_state)).
+    pub(crate) fn restore(&mut self, resume: PoissonResume) {
+        self.mg = resume.mg;
+        self.latest = resume.latest;
+        self.history = resume.history;
     }
 }
 
