@@ -148,3 +148,45 @@ fn info_lists_the_adapters() {
         assert!(text.contains("gpu: no adapter found"), "{text}");
     }
 }
+
+/// A GPU run resumed from its checkpoint (with fixed steps per frame: the adaptive step of the GPU follows a
+/// speed read back without waiting, so it is not repeatable) writes what the run that never stopped writes.
+#[test]
+fn a_gpu_run_resumes_bit_for_bit() {
+    if !have_gpu() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let run = |out: &str, frames: &str, extra: &[&str]| {
+        let mut args = vec![
+            "run",
+            "droplet-splash",
+            "--backend",
+            "gpu",
+            "--set",
+            "domain.resolution=[48,48]",
+            "--set",
+            "output.npy=true",
+            "--steps-per-frame",
+            "6",
+            "--frames",
+            frames,
+            "--out",
+            out,
+        ];
+        args.extend_from_slice(extra);
+        let o = eddies(&args, dir.path());
+        assert_eq!(o.status.code(), Some(0), "stderr:\n{}", stderr(&o));
+    };
+    run("whole", "3", &[]);
+    run("parts", "2", &["--set", "output.checkpoint_every=2"]);
+    let o = eddies(&["run", "--resume", "parts", "--frames", "3"], dir.path());
+    assert_eq!(o.status.code(), Some(0), "stderr:\n{}", stderr(&o));
+    for name in ["field_mass_00002.npy", "particles_00002.npy"] {
+        assert_eq!(
+            fs::read(dir.path().join("whole").join(name)).unwrap(),
+            fs::read(dir.path().join("parts").join(name)).unwrap(),
+            "{name}"
+        );
+    }
+}

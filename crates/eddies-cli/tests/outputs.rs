@@ -186,7 +186,8 @@ fn files_of_a_3d_flip_frame_read_back_as_the_simulation_wrote_them() {
     }
 }
 
-/// Reint's surface (an OBJ) is closed and encloses the liquid's mass at its rest density.
+/// Reint's surface (an OBJ) is closed and encloses the liquid's mass at its rest density, within 2 %: the
+/// half-cell bevels along the walls and the first steps' compression take a few tenths of a percent.
 #[test]
 fn a_reint_surface_encloses_the_liquid() {
     let dir = tempfile::tempdir().unwrap();
@@ -196,8 +197,9 @@ fn a_reint_surface_encloses_the_liquid() {
             "dam-break-reint-3d",
             "--frames",
             "1",
-            "--steps-per-frame",
-            "4",
+            // A few adaptive steps: the column, filled at rest density, has barely begun to fall.
+            "--set",
+            "time.fps=300",
             "--set",
             "domain.resolution=[40,40,40]",
             "--set",

@@ -2,7 +2,6 @@
 //! to the figure size and SVGs that carry their axis labels; bad input fails with a message that locates it.
 
 use std::path::{Path, PathBuf};
-use std::time::Instant;
 
 use eddies_io::plot::{plot_stats, PlotError, SIZE};
 
@@ -264,24 +263,6 @@ fn long_run(steps: usize) -> String {
         ));
     }
     jsonl
-}
-
-/// The time to plot a long run; ignored by default (a timing, not a check): run it in release with
-/// `cargo test --release -p eddies-io --test plot -- --ignored --nocapture`.
-#[test]
-#[ignore]
-fn a_long_run_plots_in_seconds() {
-    let jsonl = long_run(100_000);
-    let dir = tempfile::tempdir().expect("temporary folder");
-    let start = Instant::now();
-    let written = plot_stats(&jsonl, dir.path(), "long run").expect("plots");
-    let elapsed = start.elapsed();
-    println!(
-        "{} lines, {} files in {elapsed:.2?}",
-        100_000,
-        written.len()
-    );
-    assert_eq!(written.len(), 12);
 }
 
 #[test]

@@ -120,7 +120,7 @@ pub fn describe(dim: usize) -> Description {
     Description {
         method: "flip",
         fields: names,
-        particle_values: Vec::new(),
+        particle_values: ["velocity_x", "velocity_y", "velocity_z"][..dim].to_vec(),
         stages: STAGES,
         array_fields: &["pressure", "divergence"],
         picture: FrameSource::Grid,

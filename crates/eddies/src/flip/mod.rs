@@ -529,6 +529,21 @@ impl<const D: usize> Simulation for FlipSim<D> {
         self.grid_field(name)
     }
 
+    /// Per particle, in [`Simulation::particle_positions`]' order: `velocity_x`, `velocity_y` (,
+    /// `velocity_z`) in m/s.
+    fn particle_values(&self, name: &str) -> Option<Vec<f32>> {
+        let axis = ["velocity_x", "velocity_y", "velocity_z"][..D]
+            .iter()
+            .position(|&n| n == name)?;
+        let p = &self.particles;
+        Some(
+            (0..p.len())
+                .filter(|&i| (0..D).all(|k| p.pos[k][i].is_finite()))
+                .map(|i| p.vel[axis][i])
+                .collect(),
+        )
+    }
+
     fn particle_positions(&self) -> Vec<f32> {
         let p = &self.particles;
         let mut out = Vec::with_capacity(p.len() * D);
