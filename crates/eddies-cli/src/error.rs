@@ -226,6 +226,9 @@ pub enum BenchError {
     /// A frame could not be rendered.
     #[error("{0}")]
     Render(#[from] RenderError),
+    /// An output could not be written (its message says which and why).
+    #[error("{0}")]
+    Output(String),
 }
 
 #[cfg(test)]

@@ -17,6 +17,7 @@ use crate::validate::{json_number, short_number};
 
 pub mod case;
 pub mod flip;
+pub mod outputs;
 pub mod pressure;
 pub mod reint;
 pub mod reint_gpu;
@@ -32,6 +33,7 @@ pub fn cases() -> Vec<BenchCase> {
     cases.extend(pressure::cases());
     cases.extend(vpm::cases());
     cases.extend(vpm_poisson::cases());
+    cases.extend(outputs::cases());
     cases
 }
 
