@@ -487,7 +487,11 @@ pub(crate) mod testing {
         assert_eq!(a.steps(), b.steps());
         assert_eq!(a.time().to_bits(), b.time().to_bits(), "time");
         for cfl in [0.5, 1.0, 2.0] {
-            assert_eq!(a.max_dt(cfl).to_bits(), b.max_dt(cfl).to_bits(), "max_dt({cfl})");
+            assert_eq!(
+                a.max_dt(cfl).to_bits(),
+                b.max_dt(cfl).to_bits(),
+                "max_dt({cfl})"
+            );
         }
         let d = a.describe();
         assert_eq!(d, b.describe());
@@ -510,7 +514,11 @@ pub(crate) mod testing {
         );
         for name in &d.particle_values {
             let (x, y) = (a.particle_values(name), b.particle_values(name));
-            assert_eq!(x.as_deref().map(bits), y.as_deref().map(bits), "particle value {name}");
+            assert_eq!(
+                x.as_deref().map(bits),
+                y.as_deref().map(bits),
+                "particle value {name}"
+            );
         }
     }
 
@@ -520,7 +528,12 @@ pub(crate) mod testing {
         assert_eq!(a.len(), b.len());
         for (x, y) in a.iter().zip(b) {
             assert_eq!((x.step, x.substeps), (y.step, y.substeps));
-            assert_eq!(x.time.to_bits(), y.time.to_bits(), "time of step {}", x.step);
+            assert_eq!(
+                x.time.to_bits(),
+                y.time.to_bits(),
+                "time of step {}",
+                x.step
+            );
             assert_eq!(x.dt.to_bits(), y.dt.to_bits(), "dt of step {}", x.step);
             assert_eq!(
                 format!("{:?}", x.quantities),
@@ -536,7 +549,12 @@ pub(crate) mod testing {
     /// `b`, restores the state and runs it `n` steps, each of the time step its own `max_dt(cfl)` picks,
     /// which must be `a`'s. Checks the records and every output, and returns both for the method's own
     /// comparisons.
-    pub fn check_resume<S: Simulation>(build: impl Fn() -> S, k: usize, n: usize, cfl: f64) -> (S, S) {
+    pub fn check_resume<S: Simulation>(
+        build: impl Fn() -> S,
+        k: usize,
+        n: usize,
+        cfl: f64,
+    ) -> (S, S) {
         let mut a = build();
         run(&mut a, k, cfl);
         let saved = a.save_state().expect("a state");
@@ -561,7 +579,10 @@ pub(crate) mod testing {
     fn fingerprint(sim: &dyn Simulation, records: &[StepRecord]) -> u32 {
         let mut h = crc32fast::Hasher::new();
         for r in records {
-            let text = format!("{} {} {} {} {:?} {:?}", r.step, r.time, r.dt, r.substeps, r.quantities, r.clamps);
+            let text = format!(
+                "{} {} {} {} {:?} {:?}",
+                r.step, r.time, r.dt, r.substeps, r.quantities, r.clamps
+            );
             h.update(text.as_bytes());
         }
         let mut floats = |v: &[f32]| v.iter().for_each(|x| h.update(&x.to_le_bytes()));
@@ -587,9 +608,15 @@ pub(crate) mod testing {
         match &mut a {
             StateArray::F32(v) => v.iter_mut().for_each(|x| *x = *x * 1.01 + 1e-3),
             StateArray::F64(v) => v.iter_mut().for_each(|x| *x = *x * 1.01 + 1e-3),
-            StateArray::U32(v) => v.iter_mut().for_each(|x| *x = x.checked_sub(1).unwrap_or(1)),
-            StateArray::U64(v) => v.iter_mut().for_each(|x| *x = x.checked_sub(1).unwrap_or(1)),
-            StateArray::U8(v) => v.iter_mut().for_each(|x| *x = x.checked_sub(1).unwrap_or(1)),
+            StateArray::U32(v) => v
+                .iter_mut()
+                .for_each(|x| *x = x.checked_sub(1).unwrap_or(1)),
+            StateArray::U64(v) => v
+                .iter_mut()
+                .for_each(|x| *x = x.checked_sub(1).unwrap_or(1)),
+            StateArray::U8(v) => v
+                .iter_mut()
+                .for_each(|x| *x = x.checked_sub(1).unwrap_or(1)),
         }
         a
     }
@@ -619,7 +646,11 @@ pub(crate) mod testing {
             }
             let unsaved = fresh.array(name).ok().filter(|f| {
                 f.len() == array.len() && {
-                    let one = |a: &StateArray| bytes(&SavedState { arrays: vec![(String::new(), a.clone())] });
+                    let one = |a: &StateArray| {
+                        bytes(&SavedState {
+                            arrays: vec![(String::new(), a.clone())],
+                        })
+                    };
                     one(f) != one(array)
                 }
             });
@@ -640,16 +671,24 @@ pub(crate) mod testing {
                 }
                 failed || fingerprint(&b, &records) != want
             };
-            assert!(bites, "`{name}` changes nothing when it is not restored: it need not be saved");
+            assert!(
+                bites,
+                "`{name}` changes nothing when it is not restored: it need not be saved"
+            );
         }
     }
 
     /// `sim` refuses `state` with an error that contains `names`, and is left as it was.
     pub fn assert_refused<S: Simulation>(sim: &mut S, state: &SavedState, names: &str) {
         let before = bytes(&sim.save_state().expect("a state"));
-        let err = sim.restore_state(state).expect_err("a state that does not fit");
+        let err = sim
+            .restore_state(state)
+            .expect_err("a state that does not fit");
         assert!(err.to_string().contains(names), "{err}");
         assert!(matches!(err, crate::SimError::InvalidInput(_)));
-        assert!(bytes(&sim.save_state().expect("a state")) == before, "changed by a refused state");
+        assert!(
+            bytes(&sim.save_state().expect("a state")) == before,
+            "changed by a refused state"
+        );
     }
 }

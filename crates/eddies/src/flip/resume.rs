@@ -23,7 +23,12 @@ impl<const D: usize> FlipSim<D> {
         s.push("grid.pressure", self.pressure.data.clone());
         s.push("grid.volume_potential", self.excess_potential.data.clone());
         if self.reads_last_velocity() {
-            let faces: Vec<f64> = self.u.u.iter().flat_map(|g| g.data.iter().copied()).collect();
+            let faces: Vec<f64> = self
+                .u
+                .u
+                .iter()
+                .flat_map(|g| g.data.iter().copied())
+                .collect();
             s.push("grid.velocity", faces);
         }
         s
@@ -160,7 +165,10 @@ mod tests {
         };
         let mut sim = FlipSim::new(cfg).expect("a valid scene");
         sim.fill(&cuboid::<D>([0.0; 3], [0.4, 0.5, 1.0]), [0.3; D]);
-        sim.add_obstacle(Obstacle::fixed(cuboid::<D>([0.85, 0.0, 0.0], [1.0, 0.1, 1.0])));
+        sim.add_obstacle(Obstacle::fixed(cuboid::<D>(
+            [0.85, 0.0, 0.0],
+            [1.0, 0.1, 1.0],
+        )));
         sim.add_inflow(Inflow {
             shape: cuboid::<D>([0.6, 0.8, 0.4], [0.75, 0.9, 0.6]),
             velocity: std::array::from_fn(|k| [0.2, -1.0, 0.0][k]),
@@ -218,7 +226,12 @@ mod tests {
 
     #[test]
     fn static_obstacles_resume_bit_identically() {
-        let (a, b) = check_resume(|| still_scene::<2>(Transfer::Flip, Boundary::Closed, 16), 6, 5, 2.0);
+        let (a, b) = check_resume(
+            || still_scene::<2>(Transfer::Flip, Boundary::Closed, 16),
+            6,
+            5,
+            2.0,
+        );
         assert_same_particles(&a, &b);
     }
 
@@ -241,11 +254,18 @@ mod tests {
         crate::checkpoint::testing::run(&mut other_grid, 1, 1.0);
         let state = other_grid.save_state().unwrap();
         assert_refused(&mut sim, &state, "`grid.pressure`");
-        let flat = scene::<3>(Transfer::Apic, Boundary::Closed, 16).save_state().unwrap();
+        let flat = scene::<3>(Transfer::Apic, Boundary::Closed, 16)
+            .save_state()
+            .unwrap();
         assert_refused(&mut sim, &flat, "`particles.position`");
-        let flip = scene::<2>(Transfer::Flip, Boundary::Closed, 16).save_state().unwrap();
+        let flip = scene::<2>(Transfer::Flip, Boundary::Closed, 16)
+            .save_state()
+            .unwrap();
         assert_refused(&mut sim, &flip, "`particles.affine`");
-        let vpm = crate::vpm::VpmSim::new(Default::default()).unwrap().save_state().unwrap();
+        let vpm = crate::vpm::VpmSim::new(Default::default())
+            .unwrap()
+            .save_state()
+            .unwrap();
         assert_refused(&mut sim, &vpm, "`particles.count`");
         // One attribute shorter than the others.
         let mut short = sim.save_state().unwrap();

@@ -32,8 +32,8 @@
 use super::blob_splat::BlobSplat;
 use super::mollify::FittedGrid;
 use super::params::{Decimation, PoissonParams, Splat};
-use crate::linsolve::vector::CHUNK;
 use crate::checkpoint::{SavedState, StateArray};
+use crate::linsolve::vector::CHUNK;
 use crate::linsolve::{BoxMultigrid, BoxMultigridParams, SolveError};
 use crate::sim::SimError;
 use glam::DVec3;
@@ -614,7 +614,10 @@ impl PoissonVelocity {
                 let dims: [usize; 3] =
                     std::array::from_fn(|a| usize::try_from(d[a]).unwrap_or(usize::MAX));
                 if dims.iter().any(|&d| !(3..=4096).contains(&d)) {
-                    return Err(bad("poisson.grid", format!("holds {dims:?} points per axis")));
+                    return Err(bad(
+                        "poisson.grid",
+                        format!("holds {dims:?} points per axis"),
+                    ));
                 }
                 // A fresh hierarchy: only its finest level's solution carries over between solves.
                 Some(
@@ -646,7 +649,10 @@ impl PoissonVelocity {
             for (name, v) in names.iter().zip(&mut pair) {
                 let a = any_f64s(state, name)?;
                 if !(a.is_empty() || a.len() == len) {
-                    return Err(bad(name, format!("holds {} values, not 0 or {len}", a.len())));
+                    return Err(bad(
+                        name,
+                        format!("holds {} values, not 0 or {len}", a.len()),
+                    ));
                 }
                 *v = a.to_vec();
             }
@@ -654,7 +660,10 @@ impl PoissonVelocity {
         }
         if let Latest::Stage(s) = latest {
             if history.get(s).is_none_or(|h| h[0].len() != len || len == 0) {
-                return Err(bad("poisson.latest", format!("names stage {s}, which holds no solution")));
+                return Err(bad(
+                    "poisson.latest",
+                    format!("names stage {s}, which holds no solution"),
+                ));
             }
         }
         let solution = any_f64s(state, "poisson.solution")?;

@@ -22,7 +22,9 @@ fn count(state: &SavedState, name: &str) -> Result<usize, SimError> {
     usize::try_from(n)
         .ok()
         .filter(|&n| n <= u32::MAX as usize)
-        .ok_or_else(|| SimError::InvalidInput(format!("the checkpoint's `{name}` is {n}: too many")))
+        .ok_or_else(|| {
+            SimError::InvalidInput(format!("the checkpoint's `{name}` is {n}: too many"))
+        })
 }
 
 impl VpmSim {
@@ -48,10 +50,28 @@ impl VpmSim {
         s.push("jerk.velocity", flat(&h.velocity));
         s.push("jerk.acceleration", flat(&h.acceleration));
         s.push("jerk.depth", h.depth.clone());
-        s.push("jets.next", self.jets.iter().map(|j| j.1).collect::<Vec<f64>>());
-        s.push("jets.seed", self.jets.iter().map(|j| j.0.ring.seed).collect::<Vec<u64>>());
-        s.push("puffs.next", self.puffs.iter().map(|p| p.1).collect::<Vec<f64>>());
-        s.push("puffs.seed", self.puffs.iter().map(|p| p.0.ball.seed).collect::<Vec<u64>>());
+        s.push(
+            "jets.next",
+            self.jets.iter().map(|j| j.1).collect::<Vec<f64>>(),
+        );
+        s.push(
+            "jets.seed",
+            self.jets
+                .iter()
+                .map(|j| j.0.ring.seed)
+                .collect::<Vec<u64>>(),
+        );
+        s.push(
+            "puffs.next",
+            self.puffs.iter().map(|p| p.1).collect::<Vec<f64>>(),
+        );
+        s.push(
+            "puffs.seed",
+            self.puffs
+                .iter()
+                .map(|p| p.0.ball.seed)
+                .collect::<Vec<u64>>(),
+        );
         if self.params.velocity == VelocityMethod::Poisson {
             self.solver.poisson.save_state(&mut s);
         }
@@ -120,9 +140,7 @@ impl VpmSim {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{
-        Ball, BuoyancyParams, HeatSource, Integrator, Jet, Puff, Ring, VpmParams,
-    };
+    use super::super::{Ball, BuoyancyParams, HeatSource, Integrator, Jet, Puff, Ring, VpmParams};
     use super::*;
     use crate::checkpoint::testing::{
         assert_every_array_is_read, assert_refused, check_resume, run,
@@ -218,10 +236,22 @@ mod tests {
         assert!(reals(&v.radius) == reals(&w.radius), "radius");
         assert!(reals(&v.volume) == reals(&w.volume), "volume");
         assert!(reals(&v.density) == reals(&w.density), "density");
-        assert!(reals(&v.temperature) == reals(&w.temperature), "temperature");
-        assert!(vecs(&a.tracers().position) == vecs(&b.tracers().position), "tracers");
-        assert!(vecs(&a.history.velocity) == vecs(&b.history.velocity), "jerk history");
-        assert!(vecs(&a.history.acceleration) == vecs(&b.history.acceleration), "jerk history");
+        assert!(
+            reals(&v.temperature) == reals(&w.temperature),
+            "temperature"
+        );
+        assert!(
+            vecs(&a.tracers().position) == vecs(&b.tracers().position),
+            "tracers"
+        );
+        assert!(
+            vecs(&a.history.velocity) == vecs(&b.history.velocity),
+            "jerk history"
+        );
+        assert!(
+            vecs(&a.history.acceleration) == vecs(&b.history.acceleration),
+            "jerk history"
+        );
         assert_eq!(a.history.depth, b.history.depth);
         assert_eq!(a.checksum(), b.checksum());
         assert_eq!(a.max_strain.to_bits(), b.max_strain.to_bits());
@@ -232,8 +262,14 @@ mod tests {
         let (a, b) = check_resume(|| scene(velocity, integrator), k, 4, 1.0);
         assert_same_vortons(&a, &b);
         let start = scene(velocity, integrator);
-        assert!(a.vortons().len() > start.vortons().len(), "the emitters emitted");
-        assert!(a.tracers().len() > start.tracers().len(), "the smoke was released");
+        assert!(
+            a.vortons().len() > start.vortons().len(),
+            "the emitters emitted"
+        );
+        assert!(
+            a.tracers().len() > start.tracers().len(),
+            "the smoke was released"
+        );
     }
 
     #[test]
@@ -275,7 +311,12 @@ mod tests {
         let build = || scene(VelocityMethod::Poisson, Integrator::Rk2);
         // The emitters change the grid's shape, which restarts the solves from zero: the histories are read
         // in the calm scene.
-        let histories = ["poisson.history_0_last", "poisson.history_0_before", "poisson.history_1_last", "poisson.history_1_before"];
+        let histories = [
+            "poisson.history_0_last",
+            "poisson.history_0_before",
+            "poisson.history_1_last",
+            "poisson.history_1_before",
+        ];
         assert_every_array_is_read(build, 4, 3, 1.0, &[&["max_speed"][..], &histories].concat());
         let calm = || calm(VelocityMethod::Poisson, Integrator::Rk2);
         assert_every_array_is_read(calm, 4, 3, 1.0, &["max_speed"]);
