@@ -133,6 +133,22 @@ mod tests {
     /// rotating ball, an inflow, a drain and the reseeding band (whose new particles read the last grid
     /// velocity); `boundary` open lets particles leave (NaN positions until the next sort).
     fn scene<const D: usize>(transfer: Transfer, boundary: Boundary, n: usize) -> FlipSim<D> {
+        let mut sim = still_scene::<D>(transfer, boundary, n);
+        let center: [f64; D] = std::array::from_fn(|k| [0.7, 0.3, 0.5][k]);
+        sim.add_obstacle(Obstacle {
+            shape: Shape::Sphere {
+                center: DVec3::new(0.7, 0.3, if D == 3 { 0.5 } else { 0.0 }),
+                radius: 0.12,
+            },
+            velocity: std::array::from_fn(|k| [-0.3, 0.1, 0.0][k]),
+            angular_velocity: [0.0, 0.0, 2.0],
+            center,
+        });
+        sim
+    }
+
+    /// [`scene`] with its static obstacle only: the obstacle cells are then marked at the first step alone.
+    fn still_scene<const D: usize>(transfer: Transfer, boundary: Boundary, n: usize) -> FlipSim<D> {
         let per_cell = 1usize << D;
         let cfg = FlipConfig::<D> {
             resolution: [n; D],
@@ -149,16 +165,6 @@ mod tests {
         };
         let mut sim = FlipSim::new(cfg).expect("a valid scene");
         sim.fill(&cuboid::<D>([0.0; 3], [0.4, 0.5, 1.0]), [0.3; D]);
-        let center: [f64; D] = std::array::from_fn(|k| [0.7, 0.3, 0.5][k]);
-        sim.add_obstacle(Obstacle {
-            shape: Shape::Sphere {
-                center: DVec3::new(0.7, 0.3, if D == 3 { 0.5 } else { 0.0 }),
-                radius: 0.12,
-            },
-            velocity: std::array::from_fn(|k| [-0.3, 0.1, 0.0][k]),
-            angular_velocity: [0.0, 0.0, 2.0],
-            center,
-        });
         sim.add_obstacle(Obstacle::fixed(cuboid::<D>(
             [0.85, 0.0, 0.0],
             [1.0, 0.1, 1.0],
@@ -216,6 +222,17 @@ mod tests {
     #[test]
     fn flip_3d_open_resumes_bit_identically() {
         check::<3>(Transfer::Flip, Boundary::Open, 4);
+    }
+
+    #[test]
+    fn static_obstacles_resume_bit_identically() {
+        let (a, b) = check_resume(
+            || still_scene::<2>(Transfer::Flip, Boundary::Closed, 16),
+            6,
+            5,
+            2.0,
+        );
+        assert_same_particles(&a, &b);
     }
 
     #[test]

@@ -880,7 +880,7 @@ impl Simulation for VpmSim {
     /// - the emitters' carried state: per jet and per puff its next emission time (`jets.next`, `puffs.next`,
     ///   f64) and the seed of its next ring or ball (`jets.seed`, `puffs.seed`, u64, advanced at each emission);
     /// - with the Poisson technique, the initial guesses of its next solves (`poisson.*`, see
-    ///   [`poisson::PoissonVelocity::save_state`]).
+    ///   `PoissonVelocity::save_state` in [`poisson`]).
     ///
     /// Not saved: the scene (parameters, heat sources, the emitters' rings and balls but for their seeds),
     /// which the resumed simulation is built from. Heat sources release smoke counted from `time` and seeded

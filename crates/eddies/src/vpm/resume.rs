@@ -282,6 +282,23 @@ mod tests {
         check(VelocityMethod::Poisson, Integrator::Rk4, 4);
     }
 
+    /// Without emitters the fitted grid keeps its shape, so the Poisson solves start warm: from the solver's
+    /// last solution (after step 0), from the other stage's (after step 1) and from each stage's
+    /// extrapolated history (later).
+    #[test]
+    fn warm_poisson_solves_resume_bit_identically() {
+        for (integrator, k) in [
+            (Integrator::Rk2, 0),
+            (Integrator::Rk2, 1),
+            (Integrator::Rk2, 4),
+            (Integrator::Rk4, 3),
+        ] {
+            let (a, b) = check_resume(|| calm(VelocityMethod::Poisson, integrator), k, 3, 1.0);
+            assert_same_vortons(&a, &b);
+            assert!(a.tracers().len() > calm(VelocityMethod::Poisson, integrator).tracers().len());
+        }
+    }
+
     #[test]
     fn poisson_state_saved_at_step_zero_resumes() {
         check(VelocityMethod::Poisson, Integrator::Rk2, 0);
