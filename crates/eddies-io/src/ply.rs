@@ -175,29 +175,21 @@ pub fn points<const D: usize>(
     let body = out.len();
     out.resize(body + n * stride, 0);
     let records = &mut out[body..];
+    // Column by column: each pass is a tight loop that the compiler specialises for the column's type.
     let mut at = 0;
-    let mut column = |width: usize, bytes: &mut dyn FnMut(usize, &mut [u8])| {
-        if stride > 0 {
-            for (i, rec) in records.chunks_exact_mut(stride).enumerate() {
-                bytes(i, &mut rec[at..at + width]);
-            }
-        }
-        at += width;
-    };
+    let position =
+        |c: usize| move |i: usize| (if c < D { positions[i][c] } else { 0.0 }).to_le_bytes();
     for c in [0, 1, 2] {
-        column(4, &mut |i, b| {
-            let x = if c < D { positions[i][c] } else { 0.0 };
-            b.copy_from_slice(&x.to_le_bytes());
-        });
+        at = put_column(records, stride, at, position(c));
     }
     for a in attributes {
-        match a.values {
-            Values::F32(v) => column(4, &mut |i, b| b.copy_from_slice(&v[i].to_le_bytes())),
-            Values::I32(v) => column(4, &mut |i, b| b.copy_from_slice(&v[i].to_le_bytes())),
-            Values::U8(v) => column(1, &mut |i, b| b[0] = v[i]),
-            Values::Vec2(v) => column(8, &mut |i, b| put_f32s(b, &v[i])),
-            Values::Vec3(v) => column(12, &mut |i, b| put_f32s(b, &v[i])),
-        }
+        at = match a.values {
+            Values::F32(v) => put_column(records, stride, at, |i| v[i].to_le_bytes()),
+            Values::I32(v) => put_column(records, stride, at, |i| v[i].to_le_bytes()),
+            Values::U8(v) => put_column(records, stride, at, |i| [v[i]]),
+            Values::Vec2(v) => put_column(records, stride, at, |i| f32_bytes::<2, 8>(v[i])),
+            Values::Vec3(v) => put_column(records, stride, at, |i| f32_bytes::<3, 12>(v[i])),
+        };
     }
     Ok(out)
 }
@@ -302,6 +294,28 @@ fn check_name(name: &str) -> Result<(), PlyError> {
     } else {
         Err(PlyError::BadName(name.to_string()))
     }
+}
+
+/// Writes `bytes(i)` at byte `at` of each record `i` of length `stride`; returns the next column's offset.
+fn put_column<const W: usize>(
+    records: &mut [u8],
+    stride: usize,
+    at: usize,
+    bytes: impl Fn(usize) -> [u8; W],
+) -> usize {
+    if stride > 0 {
+        for (i, rec) in records.chunks_exact_mut(stride).enumerate() {
+            rec[at..at + W].copy_from_slice(&bytes(i));
+        }
+    }
+    at + W
+}
+
+/// The little-endian bytes of `N` floats, `B = 4·N` of them.
+fn f32_bytes<const N: usize, const B: usize>(xs: [f32; N]) -> [u8; B] {
+    let mut out = [0; B];
+    put_f32s(&mut out, &xs);
+    out
 }
 
 fn put_f32s(out: &mut [u8], xs: &[f32]) {

@@ -388,7 +388,7 @@ fn read_ascii(elements: &mut [Element], data: &[u8]) -> Result<(), PlyError> {
             })?;
             let line = std::str::from_utf8(line).map_err(|_| bad("not ASCII".into()))?;
             let mut tokens = line.split_whitespace();
-            if line.trim().is_empty() {
+            if line.trim().is_empty() && !element.properties.is_empty() {
                 return Err(PlyError::Truncated {
                     element: element.name.clone(),
                     index,
