@@ -228,6 +228,14 @@ fn nulls_are_gaps_and_an_all_null_key_has_no_plot() {
 }
 
 #[test]
+fn values_at_the_ends_of_the_double_range_still_plot() {
+    let jsonl = "{\"time\":0.0,\"dt\":1e-300,\"max_speed\":-1.7e308,\"kinetic_energy\":5e-324}\n\
+                 {\"time\":1e308,\"dt\":1e300,\"max_speed\":1.7e308,\"kinetic_energy\":0.0}\n";
+    let (_dir, written) = plot(jsonl, "diverged");
+    assert_eq!(names(&written), expected(&["dt", "energy", "max_speed"]));
+}
+
+#[test]
 fn an_unwritable_folder_is_named_in_the_error() {
     let dir = tempfile::tempdir().expect("temporary folder");
     let file = dir.path().join("a file");

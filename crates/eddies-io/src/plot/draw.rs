@@ -9,7 +9,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use super::reduce::{bounds, padded, Segments};
+use super::reduce::{bounds, log_padded, padded, Segments};
 use super::PlotError;
 
 /// Width and height of every figure, in pixels (PNG) and user units (SVG).
@@ -22,7 +22,7 @@ static FONT: &[u8] = include_bytes!("../../assets/DejaVuSans.ttf");
 /// SVG viewer substitutes its own sans-serif font for.
 const FAMILY: &str = "sans-serif";
 
-/// Colours of successive lines and stages (Tableau 10: distinct for the colour-blind and in greyscale).
+/// Colours of successive lines and stages: Tableau 10, the default cycle of matplotlib, familiar to readers.
 const PALETTE: [RGBColor; 10] = [
     RGBColor(31, 119, 180),
     RGBColor(255, 127, 14),
@@ -227,11 +227,8 @@ impl Figure {
             .x_label_area_size(50)
             .y_label_area_size(95);
         if panel.log_y {
-            let (lo, hi) = y_span.unwrap_or((1.0, 10.0));
-            // A margin of a twentieth of the span in decades, or a factor of two around a single value.
-            let margin = if hi > lo { (hi / lo).powf(0.05) } else { 2.0 };
-            let mut chart =
-                builder.build_cartesian_2d(x_range, (lo / margin..hi * margin).log_scale())?;
+            let (lo, hi) = log_padded(y_span.unwrap_or((1.0, 10.0)));
+            let mut chart = builder.build_cartesian_2d(x_range, (lo..hi).log_scale())?;
             chart
                 .configure_mesh()
                 .x_desc(&self.x_desc)
@@ -278,7 +275,10 @@ impl Figure {
                 .iter()
                 .flat_map(|layer| layer.top.iter().map(|p| p.1)),
         );
-        let y_max = top.map_or(1.0, |(_, hi)| if hi > 0.0 { hi * 1.05 } else { 1.0 });
+        let y_max = top.map_or(
+            1.0,
+            |(_, hi)| if hi > 0.0 { padded((0.0, hi)).1 } else { 1.0 },
+        );
         let mut chart = ChartBuilder::on(&plot_area)
             .margin(12)
             .x_label_area_size(50)

@@ -114,17 +114,37 @@ pub fn bin_means(x: &[f64], values: &[Option<f64>], bins: usize) -> Vec<(f64, Op
         .collect()
 }
 
-/// The smallest and largest coordinate of the points, `None` when there are none.
+/// The largest magnitude a linear axis reaches. A diverging run writes values near the largest double just
+/// before its nulls; an axis spanning them would have an infinite width (plotters then never finishes placing
+/// its ticks), so the axis stops here and points beyond it are clipped.
+const AXIS_LIMIT: f64 = f64::MAX / 4.0;
+
+/// The span of a logarithmic axis: its top within `[1e-200, 1e200]` and at most [`LOG_DECADES`] decades
+/// deep, so that its ends and margins stay normal doubles (plotters' ticks of an axis of infinite ratio
+/// never end either).
+const LOG_TOP: (f64, f64) = (1e-200, 1e200);
+
+/// The most decades a logarithmic axis shows below its top.
+const LOG_DECADES: i32 = 60;
+
+/// The smallest and largest finite coordinate of the points, `None` when there are none.
 pub fn bounds(points: impl IntoIterator<Item = f64>) -> Option<(f64, f64)> {
-    points.into_iter().fold(None, |span, v| match span {
-        None => Some((v, v)),
-        Some((lo, hi)) => Some((lo.min(v), hi.max(v))),
-    })
+    points
+        .into_iter()
+        .filter(|v| v.is_finite())
+        .fold(None, |span, v| match span {
+            None => Some((v, v)),
+            Some((lo, hi)) => Some((lo.min(v), hi.max(v))),
+        })
 }
 
-/// A span widened by a margin of 5 % on each side, or around its value when it is a single value, so that
-/// lines do not run along the frame.
+/// A span of a linear axis widened by a margin of 5 % on each side, or around its value when it is a single
+/// value, so that lines do not run along the frame; within ±[`AXIS_LIMIT`].
 pub fn padded((lo, hi): (f64, f64)) -> (f64, f64) {
+    let (lo, hi) = (
+        lo.clamp(-AXIS_LIMIT, AXIS_LIMIT),
+        hi.clamp(-AXIS_LIMIT, AXIS_LIMIT),
+    );
     let width = hi - lo;
     if width > 0.0 {
         (lo - 0.05 * width, hi + 0.05 * width)
@@ -133,6 +153,15 @@ pub fn padded((lo, hi): (f64, f64)) -> (f64, f64) {
     } else {
         (-1.0, 1.0)
     }
+}
+
+/// A span of positive values for a logarithmic axis, widened by a twentieth of its decades on each side (a
+/// factor of two around a single value), within the bounds of [`LOG_TOP`] and [`LOG_DECADES`].
+pub fn log_padded((lo, hi): (f64, f64)) -> (f64, f64) {
+    let hi = hi.clamp(LOG_TOP.0, LOG_TOP.1);
+    let lo = lo.clamp(hi * 10f64.powi(-LOG_DECADES), hi);
+    let margin = if hi > lo { (hi / lo).powf(0.05) } else { 2.0 };
+    (lo / margin, hi * margin)
 }
 
 #[cfg(test)]
@@ -198,5 +227,23 @@ mod tests {
         assert_eq!(padded((0.0, 10.0)), (-0.5, 10.5));
         assert_eq!(padded((2.0, 2.0)), (1.9, 2.1));
         assert_eq!(padded((0.0, 0.0)), (-1.0, 1.0));
+    }
+
+    #[test]
+    fn axes_of_a_diverged_run_stay_finite() {
+        let (lo, hi) = padded((-f64::MAX, f64::MAX));
+        assert!((hi - lo).is_finite() && lo < 0.0 && hi > 0.0);
+        let (lo, hi) = log_padded((5e-324, 1e300));
+        assert!(lo > 0.0 && hi.is_finite() && (hi / lo).is_finite());
+        assert_eq!(log_padded((1e-3, 1e-3)), (5e-4, 2e-3));
+        let (lo, hi) = log_padded((1e-4, 1e-2));
+        assert!(
+            (lo / 1e-4 - 10f64.powf(-0.1)).abs() < 1e-12
+                && (hi / 1e-2 - 10f64.powf(0.1)).abs() < 1e-12
+        );
+        assert_eq!(
+            bounds([1.0, f64::INFINITY, -2.0, f64::NAN]),
+            Some((-2.0, 1.0))
+        );
     }
 }
