@@ -3,10 +3,12 @@
 //! volumes (`output.vdb`). What a method offers comes from its [`eddies::Description`] (fields, particle
 //! values); the formats from `eddies-io`; this module only puts them together.
 
+use std::cell::RefCell;
 use std::path::Path;
+use std::rc::Rc;
 
 use eddies::mesh::{self, Inside, IsoSurface, TriMesh};
-use eddies::Simulation;
+use eddies::{Field, Simulation};
 use eddies_io::vdb::{self, GridClass, VdbGrid, VdbValues};
 use eddies_io::vtk::{self, CollectionEntry, VtkArray};
 use eddies_io::{obj, ply};
@@ -92,6 +94,31 @@ fn group_components(names: &[&str], mut get: impl FnMut(&str) -> Option<Vec<f32>
     out
 }
 
+/// A frame's grid fields, each computed once however many files read it (FLIP's `surface` costs a
+/// reconstruction from every particle).
+struct Fields<'a> {
+    sim: &'a dyn Simulation,
+    cache: RefCell<Vec<(String, Rc<Field>)>>,
+}
+
+impl<'a> Fields<'a> {
+    fn new(sim: &'a dyn Simulation) -> Self {
+        Self {
+            sim,
+            cache: RefCell::new(Vec::new()),
+        }
+    }
+
+    fn get(&self, name: &str) -> Option<Rc<Field>> {
+        if let Some((_, f)) = self.cache.borrow().iter().find(|(n, _)| n == name) {
+            return Some(f.clone());
+        }
+        let f = Rc::new(self.sim.field(name)?);
+        self.cache.borrow_mut().push((name.to_string(), f.clone()));
+        Some(f)
+    }
+}
+
 /// Positions of `dim` values each as points with three coordinates (z = 0 in 2D).
 fn points3(positions: &[f32], dim: usize) -> Vec<[f32; 3]> {
     positions
@@ -167,6 +194,7 @@ impl Exports {
         frame: usize,
         out: &Path,
     ) -> Result<(), CliError> {
+        let fields = Fields::new(sim);
         let save = |name: String, bytes: &[u8]| {
             let path = out.join(name);
             write_atomic(&path, bytes).map_err(|e| CliError::write(&path, e))
@@ -181,7 +209,7 @@ impl Exports {
             if self.vtk {
                 save(
                     numbered_name("grid", frame, "vti"),
-                    &grid_vti(sim).map_err(|e| encoding("the grid", &e))?,
+                    &grid_vti(&fields).map_err(|e| encoding("the grid", &e))?,
                 )?;
                 let vtp = |p: &[[f32; 3]], attrs: &[Named]| {
                     let arrays: Vec<VtkArray> = attrs
@@ -255,7 +283,9 @@ impl Exports {
             }
         }
         if self.mesh != MeshFormat::None {
-            let surface = self.surface(sim).map_err(|e| encoding("the surface", &e))?;
+            let surface = self
+                .surface(&fields)
+                .map_err(|e| encoding("the surface", &e))?;
             match self.mesh {
                 MeshFormat::Ply => save(
                     numbered_name("surface", frame, "ply"),
@@ -274,21 +304,22 @@ impl Exports {
         if self.vdb {
             save(
                 numbered_name("volume", frame, "vdb"),
-                &volume_vdb(sim).map_err(|e| encoding("the volume", &e))?,
+                &volume_vdb(&fields).map_err(|e| encoding("the volume", &e))?,
             )?;
         }
         Ok(())
     }
 
     /// The liquid surface: FLIP's level set at 0, reint's density at the scene's level.
-    pub fn surface(&self, sim: &dyn Simulation) -> Result<TriMesh, String> {
+    fn surface(&self, fields: &Fields) -> Result<TriMesh, String> {
+        let sim = fields.sim;
         let name = if sim.describe().method == "flip" {
             "surface"
         } else {
             "density"
         };
-        let field = sim
-            .field(name)
+        let field = fields
+            .get(name)
             .ok_or_else(|| format!("the simulation has no {name} field"))?;
         mesh::extract(
             &field.data,
@@ -312,14 +343,15 @@ fn particles(sim: &dyn Simulation) -> (Vec<[f32; 3]>, Vec<Named>) {
     (positions, values)
 }
 
-/// The `.vti` of every grid field (velocity components as one vector), on the grid fields sample.
-fn grid_vti(sim: &dyn Simulation) -> Result<Vec<u8>, vtk::VtkError> {
+/// The `.vti` of every grid field (velocity components as one vector).
+fn grid_vti(fields: &Fields) -> Result<Vec<u8>, vtk::VtkError> {
+    let sim = fields.sim;
     let names = sim.field_names();
     let mut shape = Vec::new();
     let arrays = group_components(&names, |n| {
-        let f = sim.field(n)?;
-        shape = f.shape;
-        Some(f.data)
+        let f = fields.get(n)?;
+        shape.clone_from(&f.shape);
+        Some(f.data.clone())
     });
     let views: Vec<VtkArray> = arrays
         .iter()
@@ -335,7 +367,8 @@ fn grid_vti(sim: &dyn Simulation) -> Result<Vec<u8>, vtk::VtkError> {
 /// The `.vdb` of a 3D frame: the liquid's density (reint, flip) as a fog volume, or the vortex particles'
 /// vorticity magnitude as a fog volume with their density deviation and temperature; velocity as a vector
 /// grid. Values within 1e-6 of the field's largest magnitude count as empty space.
-fn volume_vdb(sim: &dyn Simulation) -> Result<Vec<u8>, String> {
+fn volume_vdb(fields: &Fields) -> Result<Vec<u8>, String> {
+    let sim = fields.sim;
     let names = sim.field_names();
     let fog: &[&str] = if sim.describe().method == "vpm" {
         &["vorticity_magnitude"]

@@ -7,6 +7,7 @@
 //! after the `_` that opens the section. Raw appended data is the smallest and fastest form ParaView reads;
 //! ASCII would triple the size and base64 add a third.
 
+use std::borrow::Cow;
 use std::fmt::Write as _;
 
 /// One named array of a dataset: `components` values per cell or point (1 for a scalar, 3 for a vector).
@@ -48,14 +49,28 @@ pub enum VtkError {
     Geometry(String),
 }
 
-/// An XML document with its appended binary blocks, assembled as arrays are added.
-struct Appended {
+/// An XML document with its appended binary blocks, assembled as arrays are added: the blocks are borrowed
+/// where the values already are little-endian bytes in memory, and copied once, into the file.
+struct Appended<'a> {
     xml: String,
-    blocks: Vec<u8>,
+    blocks: Vec<Cow<'a, [u8]>>,
+    offset: usize,
     names: Vec<String>,
 }
 
-impl Appended {
+/// Little-endian bytes of `values`: the values' own memory on a little-endian machine.
+fn le_bytes<T: bytemuck::Pod, const N: usize>(
+    values: &[T],
+    to_le: fn(T) -> [u8; N],
+) -> Cow<'_, [u8]> {
+    if cfg!(target_endian = "little") {
+        Cow::Borrowed(bytemuck::cast_slice(values))
+    } else {
+        Cow::Owned(values.iter().flat_map(|&x| to_le(x)).collect())
+    }
+}
+
+impl<'a> Appended<'a> {
     fn new(kind: &str) -> Self {
         let mut xml = String::new();
         let _ = writeln!(
@@ -66,25 +81,25 @@ impl Appended {
         Self {
             xml,
             blocks: Vec::new(),
+            offset: 0,
             names: Vec::new(),
         }
     }
 
-    /// A `DataArray` element for `values` (as little-endian bytes), its block appended.
-    fn array(&mut self, vtk_type: &str, name: &str, components: usize, bytes: &[u8]) {
+    /// A `DataArray` element for `bytes` (little-endian values), its block appended.
+    fn array(&mut self, vtk_type: &str, name: &str, components: usize, bytes: Cow<'a, [u8]>) {
         let _ = writeln!(
             self.xml,
             "        <DataArray type=\"{vtk_type}\" Name=\"{name}\" NumberOfComponents=\"{components}\" \
              format=\"appended\" offset=\"{}\"/>",
-            self.blocks.len()
+            self.offset
         );
-        self.blocks
-            .extend_from_slice(&(bytes.len() as u64).to_le_bytes());
-        self.blocks.extend_from_slice(bytes);
+        self.offset += 8 + bytes.len();
+        self.blocks.push(bytes);
     }
 
     /// Checks and adds the named arrays of a dataset of `tuples` cells or points.
-    fn arrays(&mut self, tuples: usize, arrays: &[VtkArray]) -> Result<(), VtkError> {
+    fn arrays(&mut self, tuples: usize, arrays: &[VtkArray<'a>]) -> Result<(), VtkError> {
         for a in arrays {
             let bad = |c: char| c.is_control() || "\"<>&".contains(c);
             if a.name.is_empty()
@@ -104,7 +119,12 @@ impl Appended {
                 });
             }
             self.names.push(a.name.to_string());
-            self.array("Float32", a.name, a.components, &f32_bytes(a.values));
+            self.array(
+                "Float32",
+                a.name,
+                a.components,
+                le_bytes(a.values, f32::to_le_bytes),
+            );
         }
         Ok(())
     }
@@ -112,25 +132,26 @@ impl Appended {
     fn finish(mut self, closing: &str) -> Vec<u8> {
         self.xml.push_str(closing);
         self.xml.push_str("  <AppendedData encoding=\"raw\">\n   _");
-        let mut out = self.xml.into_bytes();
-        out.extend_from_slice(&self.blocks);
-        out.extend_from_slice(b"\n  </AppendedData>\n</VTKFile>\n");
+        let tail = b"\n  </AppendedData>\n</VTKFile>\n";
+        let mut out = Vec::with_capacity(self.xml.len() + self.offset + tail.len());
+        out.extend_from_slice(self.xml.as_bytes());
+        for b in &self.blocks {
+            out.extend_from_slice(&(b.len() as u64).to_le_bytes());
+            out.extend_from_slice(b);
+        }
+        out.extend_from_slice(tail);
         out
     }
-}
-
-fn f32_bytes(values: &[f32]) -> Vec<u8> {
-    values.iter().flat_map(|x| x.to_le_bytes()).collect()
 }
 
 /// A `.vti` file: a grid of `cells` (`[nx, ny, nz]`, `nz = 1` in 2D) cells of edge `spacing` (m) whose lower
 /// corner is `origin` (m), with `cell_data` of one tuple per cell, x fastest (the simulation's C order
 /// `[nz, ny, nx]`).
-pub fn image_data(
+pub fn image_data<'a>(
     cells: [usize; 3],
     origin: [f64; 3],
     spacing: f64,
-    cell_data: &[VtkArray],
+    cell_data: &[VtkArray<'a>],
 ) -> Result<Vec<u8>, VtkError> {
     if !(spacing.is_finite() && spacing > 0.0) || origin.iter().any(|o| !o.is_finite()) {
         return Err(VtkError::Geometry(format!(
@@ -155,7 +176,7 @@ pub fn image_data(
 
 /// A `.vtp` file of points: `positions` (m), 3 values per point, each point also a vertex cell so that
 /// ParaView draws it, with `point_data` of one tuple per point.
-pub fn points(positions: &[f32], point_data: &[VtkArray]) -> Result<Vec<u8>, VtkError> {
+pub fn points<'a>(positions: &'a [f32], point_data: &[VtkArray<'a>]) -> Result<Vec<u8>, VtkError> {
     if !positions.len().is_multiple_of(3) {
         return Err(VtkError::Geometry(format!(
             "{} position values are not 3 per point",
@@ -171,12 +192,33 @@ pub fn points(positions: &[f32], point_data: &[VtkArray]) -> Result<Vec<u8>, Vtk
     );
     doc.arrays(n, point_data)?;
     doc.xml.push_str("      </PointData>\n      <Points>\n");
-    doc.array("Float32", "Points", 3, &f32_bytes(positions));
+    doc.array(
+        "Float32",
+        "Points",
+        3,
+        le_bytes(positions, f32::to_le_bytes),
+    );
     doc.xml.push_str("      </Points>\n      <Verts>\n");
-    let ids: Vec<u8> = (0..n as i64).flat_map(|i| i.to_le_bytes()).collect();
-    doc.array("Int64", "connectivity", 1, &ids);
-    let offsets: Vec<u8> = (1..=n as i64).flat_map(|i| i.to_le_bytes()).collect();
-    doc.array("Int64", "offsets", 1, &offsets);
+    // Vertex i is point i: 32-bit indices while they fit (half the bytes of VTK's default 64).
+    let (kind, ids, offsets): (&str, Vec<u8>, Vec<u8>) = if i32::try_from(n).is_ok() {
+        let ids: Vec<i32> = (0..n as i32).collect();
+        let ends: Vec<i32> = (1..=n as i32).collect();
+        (
+            "Int32",
+            le_bytes(&ids, i32::to_le_bytes).into_owned(),
+            le_bytes(&ends, i32::to_le_bytes).into_owned(),
+        )
+    } else {
+        let ids: Vec<i64> = (0..n as i64).collect();
+        let ends: Vec<i64> = (1..=n as i64).collect();
+        (
+            "Int64",
+            le_bytes(&ids, i64::to_le_bytes).into_owned(),
+            le_bytes(&ends, i64::to_le_bytes).into_owned(),
+        )
+    };
+    doc.array(kind, "connectivity", 1, Cow::Owned(ids));
+    doc.array(kind, "offsets", 1, Cow::Owned(offsets));
     doc.xml.push_str("      </Verts>\n");
     Ok(doc.finish("    </Piece>\n  </PolyData>\n"))
 }

@@ -209,6 +209,10 @@ pub fn read(bytes: &[u8]) -> Result<VtkFile, VtkReadError> {
                 .chunks_exact(8)
                 .map(|c| i64::from_le_bytes(c.try_into().unwrap_or([0; 8])) as f64)
                 .collect(),
+            "Int32" => block
+                .chunks_exact(4)
+                .map(|c| i32::from_le_bytes(c.try_into().unwrap_or([0; 4])) as f64)
+                .collect(),
             t => return bad(format!("array {name} of type {t}")),
         };
         let tuples = match section.as_str() {

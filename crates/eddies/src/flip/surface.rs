@@ -1,6 +1,8 @@
 //! The liquid surface as a signed distance on the grid, from the particles (Zhu & Bridson 2005, §4, eq. 4–5),
 //! for meshing (marching cubes) and rendering.
 
+use rayon::prelude::*;
+
 use super::particles::Particles;
 use super::transfer::HalfCellBins;
 use crate::grid::{strides_of, Grid};
@@ -25,6 +27,14 @@ pub(crate) fn surface_distance<const D: usize>(
     let sub_strides = strides_of(sub);
     let r_kernel = SURFACE_KERNEL_RADIUS;
     let reach = (2.0 * r_kernel).ceil() as isize;
+    // Positions in cells, once per particle rather than once per visit (each particle is visited by the
+    // 4ᴰ cells around it): the same expression, so the same bits.
+    let cells: [Vec<f64>; D] = std::array::from_fn(|a| {
+        p.pos[a]
+            .par_iter()
+            .map(|&x| (x as f64 - origin[a]) / h)
+            .collect()
+    });
     out.par_for_each_mut(|_, c, phi| {
         let x: [f64; D] = std::array::from_fn(|k| c[k] as f64 + 0.5);
         let mut lo = [0usize; D];
@@ -50,7 +60,7 @@ pub(crate) fn surface_distance<const D: usize>(
                 let mut d2 = 0.0;
                 let mut s = [0.0; D];
                 for a in 0..D {
-                    s[a] = (p.pos[a][i] as f64 - origin[a]) / h;
+                    s[a] = cells[a][i];
                     d2 += (s[a] - x[a]).powi(2);
                 }
                 let q = 1.0 - d2 / (r_kernel * r_kernel);
