@@ -330,7 +330,7 @@ fn an_interrupted_run_resumes_to_the_uninterrupted_result() {
         "40",
     ];
     run(dir.path(), "whole", "droplet-splash", 3, &extra);
-    let mut child = Command::new(env!("CARGO_BIN_EXE_eddies"))
+    let child = Command::new(env!("CARGO_BIN_EXE_eddies"))
         .args([
             "run",
             "droplet-splash",

@@ -86,14 +86,6 @@ fn flip_frame(n: usize) -> Result<Vec<BenchRow>, BenchError> {
         }
     }
     let step = median(&mut steps);
-    for n in sim.field_names() {
-        let t = Instant::now();
-        let _ = sim.field(n);
-    }
-    {
-        let t = Instant::now();
-        let _ = sim.particle_positions();
-    }
     let scratch = Scratch::new()?;
     let exports = |keys: &str| -> Result<Exports, BenchError> {
         let scene: Scene = toml::from_str(&format!("method = \"flip\"\ndim = 3\n[output]\n{keys}"))

@@ -149,12 +149,7 @@ pub fn read(bytes: &[u8]) -> Result<VtkFile, VtkReadError> {
                 .split(' ')
                 .map(|x| x.parse().unwrap_or(usize::MAX))
                 .collect();
-            if e.len() != 6
-                || e.iter().any(|&x| x == usize::MAX)
-                || e[0] != 0
-                || e[2] != 0
-                || e[4] != 0
-            {
+            if e.len() != 6 || e.contains(&usize::MAX) || e[0] != 0 || e[2] != 0 || e[4] != 0 {
                 return bad("WholeExtent is not 0 nx 0 ny 0 nz");
             }
             (e[1] * e[3] * e[5].max(1), 0, 0)
