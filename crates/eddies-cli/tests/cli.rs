@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use eddies_cli::load::{load, SceneSource};
 
 mod common;
-use common::{eddies, error_line, stderr, stdout};
+use common::{eddies, error_line, physics_of, stderr, stdout};
 use eddies_cli::scenes::BUILTIN;
 
 /// Writes `text` as `name` in a fresh folder and runs `eddies run name --out out`; asserts the run is
@@ -488,20 +488,6 @@ fn small_scene_runs_and_writes_the_documented_outputs() {
         let name = e.unwrap().file_name().into_string().unwrap();
         assert!(!name.starts_with('.'), "left-over temporary {name}");
     }
-}
-
-/// `stats.jsonl` without the wall-clock times, which differ from run to run.
-fn physics_of(stats: &str) -> Vec<serde_json::Value> {
-    stats
-        .lines()
-        .map(|l| {
-            let mut v: serde_json::Value = serde_json::from_str(l).unwrap();
-            let o = v.as_object_mut().unwrap();
-            o.remove("wall_ms");
-            o.remove("stage_ms");
-            v
-        })
-        .collect()
 }
 
 #[test]

@@ -9,24 +9,10 @@ use eddies::mesh::TriMesh;
 use eddies_cli::output::npy;
 
 mod common;
-use common::{eddies, error_line, stderr};
+use common::{eddies, error_line, physics_of, stderr};
 
 fn npy_of(path: &Path) -> (Vec<usize>, Vec<f32>) {
     npy::decode_f32(&fs::read(path).unwrap()).unwrap()
-}
-
-/// The steps of a stats.jsonl without the wall-clock times, which differ from run to run.
-fn steps_without_times(stats: &str) -> Vec<serde_json::Value> {
-    stats
-        .lines()
-        .map(|l| {
-            let mut v: serde_json::Value = serde_json::from_str(l).unwrap();
-            let o = v.as_object_mut().unwrap();
-            o.remove("wall_ms");
-            o.remove("stage_ms");
-            v
-        })
-        .collect()
 }
 
 /// A PLY mesh as a [`TriMesh`].
@@ -247,7 +233,7 @@ fn run(dir: &Path, name: &str, scene: &str, frames: u32, extra: &[&str]) {
 
 /// What two runs must share: every NPY array of every frame, and every step's record but its timings.
 fn assert_same_run(a: &Path, b: &Path) {
-    let stats = |d: &Path| steps_without_times(&fs::read_to_string(d.join("stats.jsonl")).unwrap());
+    let stats = |d: &Path| physics_of(&fs::read_to_string(d.join("stats.jsonl")).unwrap());
     assert_eq!(stats(a), stats(b), "stats.jsonl");
     let mut arrays: Vec<_> = fs::read_dir(a)
         .unwrap()

@@ -1,7 +1,7 @@
 //! One run per output folder: a run holds an exclusive lock on `DIR/.eddies.lock` (an advisory lock of the
 //! operating system, `flock` on Unix and `LockFileEx` on Windows) while it writes, with its process id in the
 //! file. A second run into the folder is refused, naming that process. The lock goes with the process: a run
-//! that is killed leaves no stale lock behind, only the file.
+//! that is killed leaves no stale lock behind, only the file (a run that ends removes it).
 
 use std::fs::{self, File, OpenOptions, TryLockError};
 use std::io::{self, Read, Seek, Write};
@@ -10,10 +10,20 @@ use std::path::{Path, PathBuf};
 /// The lock file's name in the output folder.
 pub const LOCK_NAME: &str = ".eddies.lock";
 
-/// The held lock; dropping it releases the folder.
+/// The held lock; dropping it removes the lock file and releases the folder.
 #[derive(Debug)]
 pub struct OutputLock {
-    _file: File,
+    file: Option<File>,
+    path: PathBuf,
+}
+
+impl Drop for OutputLock {
+    /// Removes the file while still holding the lock, so a run that opens it now either finds it locked
+    /// (and is told the folder is in use) or makes a new one after this run is done.
+    fn drop(&mut self) {
+        let _ = fs::remove_file(&self.path);
+        drop(self.file.take());
+    }
 }
 
 /// Why a folder could not be locked.
@@ -72,7 +82,10 @@ impl OutputLock {
         file.rewind().map_err(io)?;
         writeln!(file, "{}", std::process::id()).map_err(io)?;
         file.flush().map_err(io)?;
-        Ok(Self { _file: file })
+        Ok(Self {
+            file: Some(file),
+            path,
+        })
     }
 }
 

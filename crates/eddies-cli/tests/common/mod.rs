@@ -35,3 +35,17 @@ pub fn error_line(out: &Output) -> String {
     );
     lines[0].to_string()
 }
+
+/// `stats.jsonl` without the wall-clock times, which differ from run to run.
+pub fn physics_of(stats: &str) -> Vec<serde_json::Value> {
+    stats
+        .lines()
+        .map(|l| {
+            let mut v: serde_json::Value = serde_json::from_str(l).unwrap();
+            let o = v.as_object_mut().unwrap();
+            o.remove("wall_ms");
+            o.remove("stage_ms");
+            v
+        })
+        .collect()
+}
