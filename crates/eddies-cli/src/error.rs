@@ -11,6 +11,7 @@ use eddies_gpu::GpuError;
 
 use crate::interrupt::Signal;
 use crate::load::SceneError;
+use crate::output::exports::ExportError;
 use crate::output::{OutputFolderError, ResolvedSceneError};
 use crate::render::RenderError;
 
@@ -183,6 +184,15 @@ pub enum SetupError {
     /// The GPU backend has no device, or the device refused the simulation.
     #[error(transparent)]
     Gpu(#[from] GpuError),
+}
+
+impl From<ExportError> for CliError {
+    fn from(e: ExportError) -> Self {
+        match e {
+            ExportError::Write { path, source } => Self::write(path, source),
+            e @ ExportError::Encode { .. } => Self::other(e.to_string()),
+        }
+    }
 }
 
 impl From<SetupError> for BenchError {

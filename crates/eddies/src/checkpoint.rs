@@ -19,8 +19,6 @@
 //!
 //! A string is a `u32` byte length and UTF-8 bytes.
 
-use crate::SimError;
-
 /// The first bytes of every checkpoint file.
 pub const MAGIC: &[u8; 8] = b"EDDIESCK";
 /// The version this build writes and reads. Raise it when the layout, or what a method saves, changes.
@@ -84,6 +82,12 @@ macro_rules! state_array_from {
 }
 state_array_from!(f32 => F32, f64 => F64, u32 => U32, u64 => U64, u8 => U8);
 
+/// Why a saved state does not fit the simulation asked to continue from it: an array missing, or of another
+/// type or length. [`crate::SimError`] takes it as an invalid input.
+#[derive(Debug, thiserror::Error, Clone, PartialEq)]
+#[error("{0}")]
+pub struct StateMismatch(pub String);
+
 /// A simulation's evolving state: named arrays, in the order the method saved them.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct SavedState {
@@ -95,7 +99,7 @@ pub struct SavedState {
 macro_rules! saved_state_getter {
     ($($name:ident: $t:ty => $v:ident),*) => {$(
         /// The array `name` of this type with exactly `len` values, or an error naming what differs.
-        pub fn $name(&self, name: &str, len: usize) -> Result<&[$t], SimError> {
+        pub fn $name(&self, name: &str, len: usize) -> Result<&[$t], StateMismatch> {
             match self.array(name)? {
                 StateArray::$v(v) if v.len() == len => Ok(v),
                 StateArray::$v(v) => Err(Self::mismatch(name, &format!("{} values", v.len()), &format!("{len}"))),
@@ -120,20 +124,20 @@ impl SavedState {
     }
 
     /// The array `name`, or an error naming it.
-    pub fn array(&self, name: &str) -> Result<&StateArray, SimError> {
+    pub fn array(&self, name: &str) -> Result<&StateArray, StateMismatch> {
         self.arrays
             .iter()
             .find(|(n, _)| n == name)
             .map(|(_, a)| a)
             .ok_or_else(|| {
-                SimError::InvalidInput(format!(
+                StateMismatch(format!(
                     "the checkpoint has no `{name}`: it was written by another method or version"
                 ))
             })
     }
 
-    fn mismatch(name: &str, found: &str, expected: &str) -> SimError {
-        SimError::InvalidInput(format!(
+    fn mismatch(name: &str, found: &str, expected: &str) -> StateMismatch {
+        StateMismatch(format!(
             "the checkpoint's `{name}` holds {found} where this scene needs {expected}: it was written for \
              another scene"
         ))
@@ -142,12 +146,12 @@ impl SavedState {
     saved_state_getter!(f32s: f32 => F32, f64s: f64 => F64, u32s: u32 => U32, u64s: u64 => U64, u8s: u8 => U8);
 
     /// The scalar `name` saved with [`SavedState::push_scalar`] as f64.
-    pub fn f64_scalar(&self, name: &str) -> Result<f64, SimError> {
+    pub fn f64_scalar(&self, name: &str) -> Result<f64, StateMismatch> {
         Ok(self.f64s(name, 1)?[0])
     }
 
     /// The scalar `name` saved with [`SavedState::push_scalar`] as u64.
-    pub fn u64_scalar(&self, name: &str) -> Result<u64, SimError> {
+    pub fn u64_scalar(&self, name: &str) -> Result<u64, StateMismatch> {
         Ok(self.u64s(name, 1)?[0])
     }
 
@@ -448,247 +452,5 @@ mod tests {
         );
         let typed = s.f64s("pos", 3).unwrap_err().to_string();
         assert!(typed.contains("f32") && typed.contains("f64"), "{typed}");
-    }
-}
-
-/// The resume checks every method's tests share: a run continued from a checkpoint against the run that was
-/// not interrupted, bit for bit.
-#[cfg(test)]
-pub(crate) mod testing {
-    use super::{Checkpoint, SavedState, StateArray};
-    use crate::{Simulation, StepRecord};
-
-    /// `n` steps, each of the time step `max_dt(cfl)` picks.
-    pub fn run(sim: &mut dyn Simulation, n: usize, cfl: f64) -> Vec<StepRecord> {
-        (0..n)
-            .map(|_| {
-                let dt = sim.max_dt(cfl);
-                sim.step(dt).expect("a step")
-            })
-            .collect()
-    }
-
-    /// The state's file bytes (a state holding NaN is not `==` itself; its bytes are).
-    pub fn bytes(state: &SavedState) -> Vec<u8> {
-        Checkpoint {
-            meta: Vec::new(),
-            state: state.clone(),
-        }
-        .encode()
-    }
-
-    fn bits(v: &[f32]) -> Vec<u32> {
-        v.iter().map(|x| x.to_bits()).collect()
-    }
-
-    /// Every output of `a` and `b` the same, bit for bit: time, steps, the next time step, every field,
-    /// particle position and value, tracer positions.
-    pub fn assert_same(a: &dyn Simulation, b: &dyn Simulation) {
-        assert_eq!(a.steps(), b.steps());
-        assert_eq!(a.time().to_bits(), b.time().to_bits(), "time");
-        for cfl in [0.5, 1.0, 2.0] {
-            assert_eq!(
-                a.max_dt(cfl).to_bits(),
-                b.max_dt(cfl).to_bits(),
-                "max_dt({cfl})"
-            );
-        }
-        let d = a.describe();
-        assert_eq!(d, b.describe());
-        for name in &d.fields {
-            match (a.field(name), b.field(name)) {
-                (Some(x), Some(y)) => {
-                    assert_eq!((&x.shape, x.signed), (&y.shape, y.signed), "field {name}");
-                    assert!(bits(&x.data) == bits(&y.data), "field {name} differs");
-                }
-                (x, y) => assert_eq!(x.is_some(), y.is_some(), "field {name}"),
-            }
-        }
-        assert!(
-            bits(&a.particle_positions()) == bits(&b.particle_positions()),
-            "particle positions differ"
-        );
-        assert!(
-            bits(&a.tracer_positions()) == bits(&b.tracer_positions()),
-            "tracer positions differ"
-        );
-        for name in &d.particle_values {
-            let (x, y) = (a.particle_values(name), b.particle_values(name));
-            assert_eq!(
-                x.as_deref().map(bits),
-                y.as_deref().map(bits),
-                "particle value {name}"
-            );
-        }
-    }
-
-    /// The records of two runs the same but for their wall times: step, time, time step, substeps, every
-    /// quantity (their `Debug` text, which spells every bit of a float) and clamps.
-    pub fn assert_same_records(a: &[StepRecord], b: &[StepRecord]) {
-        assert_eq!(a.len(), b.len());
-        for (x, y) in a.iter().zip(b) {
-            assert_eq!((x.step, x.substeps), (y.step, y.substeps));
-            assert_eq!(
-                x.time.to_bits(),
-                y.time.to_bits(),
-                "time of step {}",
-                x.step
-            );
-            assert_eq!(x.dt.to_bits(), y.dt.to_bits(), "dt of step {}", x.step);
-            assert_eq!(
-                format!("{:?}", x.quantities),
-                format!("{:?}", y.quantities),
-                "step {}",
-                x.step
-            );
-            assert_eq!(x.clamps, y.clamps, "clamps of step {}", x.step);
-        }
-    }
-
-    /// Builds `a`, runs it `k` steps, saves its state through a checkpoint file and runs it `n` more; builds
-    /// `b`, restores the state and runs it `n` steps, each of the time step its own `max_dt(cfl)` picks,
-    /// which must be `a`'s. Checks the records and every output, and returns both for the method's own
-    /// comparisons.
-    pub fn check_resume<S: Simulation>(
-        build: impl Fn() -> S,
-        k: usize,
-        n: usize,
-        cfl: f64,
-    ) -> (S, S) {
-        let mut a = build();
-        run(&mut a, k, cfl);
-        let saved = a.save_state().expect("a state");
-        let file = bytes(&saved);
-        let state = Checkpoint::decode(&file).expect("a checkpoint").state;
-        assert_eq!(bytes(&state), file, "the file round trip");
-        let ra = run(&mut a, n, cfl);
-        let mut b = build();
-        b.restore_state(&state).expect("the state fits");
-        // The outputs are readable at once (a driver writes a frame on resuming), whatever the particle
-        // count was before.
-        for name in b.describe().fields {
-            let _ = b.field(name);
-        }
-        let rb = run(&mut b, n, cfl);
-        assert_same_records(&ra, &rb);
-        assert_same(&a, &b);
-        (a, b)
-    }
-
-    /// A hash of what a run shows: its records but for wall times, and every output of the simulation.
-    fn fingerprint(sim: &dyn Simulation, records: &[StepRecord]) -> u32 {
-        let mut h = crc32fast::Hasher::new();
-        for r in records {
-            let text = format!(
-                "{} {} {} {} {:?} {:?}",
-                r.step, r.time, r.dt, r.substeps, r.quantities, r.clamps
-            );
-            h.update(text.as_bytes());
-        }
-        let mut floats = |v: &[f32]| v.iter().for_each(|x| h.update(&x.to_le_bytes()));
-        floats(&sim.particle_positions());
-        floats(&sim.tracer_positions());
-        let d = sim.describe();
-        for name in &d.fields {
-            floats(&sim.field(name).map(|f| f.data).unwrap_or_default());
-        }
-        for name in &d.particle_values {
-            floats(&sim.particle_values(name).unwrap_or_default());
-        }
-        for x in [sim.max_dt(1.0), sim.time()] {
-            h.update(&x.to_le_bytes());
-        }
-        h.finalize()
-    }
-
-    /// `array` with every value changed: floats by 1% and 10⁻³ (a zero, a vorticity at rest, moves too),
-    /// integers by one down (zero up).
-    fn perturbed(array: &StateArray) -> StateArray {
-        let mut a = array.clone();
-        match &mut a {
-            StateArray::F32(v) => v.iter_mut().for_each(|x| *x = *x * 1.01 + 1e-3),
-            StateArray::F64(v) => v.iter_mut().for_each(|x| *x = *x * 1.01 + 1e-3),
-            StateArray::U32(v) => v
-                .iter_mut()
-                .for_each(|x| *x = x.checked_sub(1).unwrap_or(1)),
-            StateArray::U64(v) => v
-                .iter_mut()
-                .for_each(|x| *x = x.checked_sub(1).unwrap_or(1)),
-            StateArray::U8(v) => v
-                .iter_mut()
-                .for_each(|x| *x = x.checked_sub(1).unwrap_or(1)),
-        }
-        a
-    }
-
-    /// Every array that `build`'s scene saves after `k` steps is read by the `n` steps that follow: restored
-    /// with another value instead (what a fresh simulation holds, as if the array had not been saved, or where
-    /// that is the same or of another length, every value changed), the run differs from the uninterrupted one
-    /// (or the state is refused, or the run fails). So the resume tests would catch a restore that skips it.
-    /// `unread` names the arrays that the scene's run does not read (checked with another scene).
-    pub fn assert_every_array_is_read<S: Simulation>(
-        build: impl Fn() -> S,
-        k: usize,
-        n: usize,
-        cfl: f64,
-        unread: &[&str],
-    ) {
-        let mut a = build();
-        run(&mut a, k, cfl);
-        let saved = a.save_state().expect("a state");
-        let records = run(&mut a, n, cfl);
-        let want = fingerprint(&a, &records);
-        let fresh = build().save_state().expect("a state");
-        for (i, (name, array)) in saved.arrays.iter().enumerate() {
-            // An empty array holds nothing to forget (its length is checked by the refusal tests).
-            if array.is_empty() || unread.contains(&name.as_str()) {
-                continue;
-            }
-            let unsaved = fresh.array(name).ok().filter(|f| {
-                f.len() == array.len() && {
-                    let one = |a: &StateArray| {
-                        bytes(&SavedState {
-                            arrays: vec![(String::new(), a.clone())],
-                        })
-                    };
-                    one(f) != one(array)
-                }
-            });
-            let mut forged = saved.clone();
-            forged.arrays[i].1 = unsaved.cloned().unwrap_or_else(|| perturbed(array));
-            let mut b = build();
-            let bites = b.restore_state(&forged).is_err() || {
-                let mut records = Vec::new();
-                let mut failed = false;
-                for _ in 0..n {
-                    match b.step(b.max_dt(cfl)) {
-                        Ok(r) => records.push(r),
-                        Err(_) => {
-                            failed = true;
-                            break;
-                        }
-                    }
-                }
-                failed || fingerprint(&b, &records) != want
-            };
-            assert!(
-                bites,
-                "`{name}` changes nothing when it is not restored: it need not be saved"
-            );
-        }
-    }
-
-    /// `sim` refuses `state` with an error that contains `names`, and is left as it was.
-    pub fn assert_refused<S: Simulation>(sim: &mut S, state: &SavedState, names: &str) {
-        let before = bytes(&sim.save_state().expect("a state"));
-        let err = sim
-            .restore_state(state)
-            .expect_err("a state that does not fit");
-        assert!(err.to_string().contains(names), "{err}");
-        assert!(matches!(err, crate::SimError::InvalidInput(_)));
-        assert!(
-            bytes(&sim.save_state().expect("a state")) == before,
-            "changed by a refused state"
-        );
     }
 }

@@ -98,7 +98,7 @@ fn flip_frame(n: usize) -> Result<Vec<BenchRow>, BenchError> {
         for frame in 0..3 {
             let start = Instant::now();
             e.write(&sim, frame, &scratch.0)
-                .map_err(|e| BenchError::Output(e.report()))?;
+                .map_err(|e| BenchError::Output(e.to_string()))?;
             samples.push(start.elapsed().as_secs_f64() * 1e3);
         }
         Ok(median(&mut samples))

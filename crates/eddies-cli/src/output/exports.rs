@@ -4,7 +4,8 @@
 //! values); the formats from `eddies-io`; this module only puts them together.
 
 use std::cell::RefCell;
-use std::path::Path;
+use std::io;
+use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
 use eddies::mesh::{self, Inside, IsoSurface, TriMesh};
@@ -15,13 +16,35 @@ use eddies_io::{obj, ply};
 
 use super::names::{numbered_name, SERIES_NAME};
 use super::write_atomic;
-use crate::error::CliError;
 use crate::scene::{MeshFormat, Method, Scene};
 
 /// The parts of a frame in the `.pvd` series.
 const PART_GRID: usize = 0;
 const PART_PARTICLES: usize = 1;
 const PART_TRACERS: usize = 2;
+
+/// Why a frame's files could not be written.
+#[derive(Debug, thiserror::Error)]
+pub enum ExportError {
+    /// A file could not be written.
+    #[error("cannot write {}: {source}", .path.display())]
+    Write {
+        /// The file.
+        path: PathBuf,
+        /// The operating system's reason.
+        source: io::Error,
+    },
+    /// The data could not be encoded (a field missing, a mismatched array).
+    #[error("cannot encode {what} of frame {frame}: {message}")]
+    Encode {
+        /// Which file's data.
+        what: &'static str,
+        /// The frame.
+        frame: usize,
+        /// What went wrong.
+        message: String,
+    },
+}
 
 /// What to write with every frame, and the VTK series so far.
 pub struct Exports {
@@ -193,14 +216,16 @@ impl Exports {
         sim: &dyn Simulation,
         frame: usize,
         out: &Path,
-    ) -> Result<(), CliError> {
+    ) -> Result<(), ExportError> {
         let fields = Fields::new(sim);
         let save = |name: String, bytes: &[u8]| {
             let path = out.join(name);
-            write_atomic(&path, bytes).map_err(|e| CliError::write(&path, e))
+            write_atomic(&path, bytes).map_err(|source| ExportError::Write { path, source })
         };
-        let encoding = |what: &str, e: &dyn std::fmt::Display| {
-            CliError::other(format!("cannot encode {what} of frame {frame}: {e}"))
+        let encoding = |what: &'static str, e: &dyn std::fmt::Display| ExportError::Encode {
+            what,
+            frame,
+            message: e.to_string(),
         };
         if self.vtk || self.ply {
             let particles = particles(sim);

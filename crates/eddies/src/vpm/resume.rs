@@ -142,9 +142,7 @@ impl VpmSim {
 mod tests {
     use super::super::{Ball, BuoyancyParams, HeatSource, Integrator, Jet, Puff, Ring, VpmParams};
     use super::*;
-    use crate::checkpoint::testing::{
-        assert_every_array_is_read, assert_refused, check_resume, run,
-    };
+    use crate::sim::testing::{assert_every_array_is_read, assert_refused, check_resume, run};
     use crate::Simulation;
 
     /// A few hundred vortons with everything that carries state from step to step: a ring with tracers, a
@@ -339,10 +337,10 @@ mod tests {
     fn states_of_other_scenes_are_refused_and_change_nothing() {
         let mut sim = scene(VelocityMethod::Poisson, Integrator::Rk2);
         run(&mut sim, 2, 1.0);
-        let flip = crate::flip::FlipSim::<3>::new(Default::default())
-            .unwrap()
-            .save_state()
-            .unwrap();
+        // Another method's state (FLIP's arrays).
+        let mut flip = crate::checkpoint::SavedState::default();
+        flip.push_scalar("particles.count", 2u64);
+        flip.push("particles.position", vec![0.0f32; 6]);
         assert_refused(&mut sim, &flip, "`vortons.count`");
         let mut tree = scene(VelocityMethod::TreeVortons, Integrator::Rk2);
         run(&mut tree, 1, 1.0);
