@@ -237,15 +237,7 @@ impl Exports {
                     &grid_vti(&fields).map_err(|e| encoding("the grid", &e))?,
                 )?;
                 let vtp = |p: &[[f32; 3]], attrs: &[Named]| {
-                    let arrays: Vec<VtkArray> = attrs
-                        .iter()
-                        .map(|a| VtkArray {
-                            name: &a.name,
-                            components: a.components,
-                            values: &a.values,
-                        })
-                        .collect();
-                    vtk::points(p.as_flattened(), &arrays)
+                    vtk::points(p.as_flattened(), &vtk_views(attrs))
                 };
                 save(
                     numbered_name("particles", frame, "vtp"),
@@ -378,15 +370,24 @@ fn grid_vti(fields: &Fields) -> Result<Vec<u8>, vtk::VtkError> {
         shape.clone_from(&f.shape);
         Some(f.data.clone())
     });
-    let views: Vec<VtkArray> = arrays
+    vtk::image_data(
+        cells_of(&shape),
+        sim.grid_origin(),
+        sim.cell_size(),
+        &vtk_views(&arrays),
+    )
+}
+
+/// VTK's views of named arrays.
+fn vtk_views(arrays: &[Named]) -> Vec<VtkArray<'_>> {
+    arrays
         .iter()
         .map(|a| VtkArray {
             name: &a.name,
             components: a.components,
             values: &a.values,
         })
-        .collect();
-    vtk::image_data(cells_of(&shape), sim.grid_origin(), sim.cell_size(), &views)
+        .collect()
 }
 
 /// The `.vdb` of a 3D frame: the liquid's density (reint, flip) as a fog volume, or the vortex particles'
