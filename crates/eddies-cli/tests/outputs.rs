@@ -484,3 +484,40 @@ fn plots_are_drawn_from_a_run() {
     assert_eq!(missing.status.code(), Some(2));
     assert!(error_line(&missing).contains("stats.jsonl"));
 }
+
+/// Vortex particles in ParaView: the vortons with their vorticity vectors, the dye tracers, and the grid
+/// fitted to the vortons, each frame listed in the series.
+#[test]
+fn vortex_particles_write_vortons_tracers_and_their_grid() {
+    let dir = tempfile::tempdir().unwrap();
+    let extra = [
+        "--set",
+        "domain.resolution=[16,16,16]",
+        "--set",
+        "vpm.ball[0].vortons=300",
+        "--set",
+        "vpm.ball[0].tracers=500",
+        "--set",
+        "output.vtk=true",
+        "--set",
+        "output.vdb=true",
+    ];
+    run(dir.path(), "o", "dye-drop", 2, &extra);
+    let o = dir.path().join("o");
+    let (_, positions) = npy_of(&o.join("particles_00001.npy"));
+    let vortons = eddies_io::vtk::read(&fs::read(o.join("particles_00001.vtp")).unwrap()).unwrap();
+    assert_eq!(vortons.array("Points").unwrap().1.len(), positions.len());
+    assert_eq!(vortons.array("vorticity").unwrap().0, 3);
+    assert!(vortons.array("temperature").is_some() && vortons.array("radius").is_some());
+    let tracers = eddies_io::vtk::read(&fs::read(o.join("tracers_00001.vtp")).unwrap()).unwrap();
+    assert_eq!(tracers.array("Points").unwrap().1.len(), 3 * 500);
+    let grid = eddies_io::vtk::read(&fs::read(o.join("grid_00001.vti")).unwrap()).unwrap();
+    assert!(grid.array("vorticity_magnitude").is_some() && grid.array("velocity").is_some());
+    let pvd = fs::read_to_string(o.join("series.pvd")).unwrap();
+    assert_eq!(
+        pvd.matches("<DataSet").count(),
+        6,
+        "three parts per frame: {pvd}"
+    );
+    assert!(o.join("volume_00001.vdb").exists());
+}

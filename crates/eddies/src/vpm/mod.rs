@@ -621,13 +621,23 @@ pub const STAGES: &[&str] = &[
 ];
 
 /// What a vortex particle simulation offers: the grid fields of [`FIELDS`], the per-vorton
-/// `vorticity_magnitude` and `strength`, pictures made from its tracers (or vortons), and the arrays
+/// `vorticity_magnitude` (1/s), `strength` (|ω|V, m³/s), `vorticity_x`…`_z` (1/s), core `radius` (m),
+/// `density_deviation` (kg/m³) and `temperature` (deviation, K), pictures made from its tracers (or vortons), and the arrays
 /// `vorticity_magnitude` and `density` with every frame.
 pub fn describe() -> Description {
     Description {
         method: "vpm",
         fields: FIELDS.to_vec(),
-        particle_values: vec!["vorticity_magnitude", "strength"],
+        particle_values: vec![
+            "vorticity_magnitude",
+            "strength",
+            "vorticity_x",
+            "vorticity_y",
+            "vorticity_z",
+            "radius",
+            "density_deviation",
+            "temperature",
+        ],
         stages: STAGES,
         array_fields: &["vorticity_magnitude", "density"],
         picture: FrameSource::Particles,
@@ -863,6 +873,12 @@ impl Simulation for VpmSim {
                     .map(|i| v.strength(i).length() as f32)
                     .collect(),
             ),
+            "vorticity_x" => Some(v.vorticity.iter().map(|w| w.x as f32).collect()),
+            "vorticity_y" => Some(v.vorticity.iter().map(|w| w.y as f32).collect()),
+            "vorticity_z" => Some(v.vorticity.iter().map(|w| w.z as f32).collect()),
+            "radius" => Some(v.radius.iter().map(|&r| r as f32).collect()),
+            "density_deviation" => Some(v.density.iter().map(|&d| d as f32).collect()),
+            "temperature" => Some(v.temperature.iter().map(|&t| t as f32).collect()),
             _ => None,
         }
     }
