@@ -4,10 +4,11 @@
 
 use std::fs;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Output;
 
 mod common;
+#[cfg(unix)]
+use common::signal_after_first_frame;
 use common::{eddies, stderr};
 
 /// The lines of stderr that start with `prefix`.
@@ -176,49 +177,22 @@ fn an_existing_folder_that_cannot_be_written_is_bad_input() {
     );
 }
 
-/// Starts a long run, waits until it has written `steps` lines of stats, sends `signal` and returns what the
-/// process did.
+/// Starts a long run, interrupts it with `signal` once its first frame is out, checks that every line of
+/// its stats is whole, and returns what the process did.
 #[cfg(unix)]
 fn interrupted_run(dir: &Path, signal: &str) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_eddies"))
-        .args([
-            "run",
-            "dam-break-reint",
-            "--set",
-            "domain.resolution=[96,96]",
-            "--frames",
-            "100000",
-            "--out",
-            "o",
-        ])
-        .current_dir(dir)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("failed to start the eddies binary");
+    let args = [
+        "run",
+        "dam-break-reint",
+        "--set",
+        "domain.resolution=[96,96]",
+        "--frames",
+        "100000",
+        "--out",
+        "o",
+    ];
+    let out = signal_after_first_frame(&args, dir, "o", signal);
     let stats = dir.join("o/stats.jsonl");
-    let started = Instant::now();
-    // Wait for the first frame: the interruption must keep frames and stats.
-    while !dir.join("o/frame_00000.png").exists() {
-        if let Some(status) = child.try_wait().expect("child status") {
-            let out = child.wait_with_output().unwrap();
-            panic!(
-                "the run ended before its first frame ({status}):\n{}",
-                stderr(&out)
-            );
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(120),
-            "the run did not write a frame in two minutes"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let status = Command::new("kill")
-        .args([signal, &child.id().to_string()])
-        .status()
-        .expect("kill");
-    assert!(status.success());
-    let out = child.wait_with_output().unwrap();
     let lines = fs::read_to_string(&stats).unwrap();
     assert!(lines.lines().count() > 0);
     for line in lines.lines() {

@@ -9,6 +9,8 @@ use eddies::mesh::TriMesh;
 use eddies_cli::output::npy;
 
 mod common;
+#[cfg(unix)]
+use common::signal_after_first_frame;
 use common::{eddies, error_line, physics_of, stderr};
 
 fn npy_of(path: &Path) -> (Vec<usize>, Vec<f32>) {
@@ -306,8 +308,6 @@ fn resumed_runs_match_uninterrupted_ones_for_every_method() {
 #[cfg(unix)]
 #[test]
 fn an_interrupted_run_resumes_to_the_uninterrupted_result() {
-    use std::process::{Command, Stdio};
-    use std::time::{Duration, Instant};
     let dir = tempfile::tempdir().unwrap();
     let extra = [
         "--set",
@@ -316,35 +316,20 @@ fn an_interrupted_run_resumes_to_the_uninterrupted_result() {
         "40",
     ];
     run(dir.path(), "whole", "droplet-splash", 3, &extra);
-    let child = Command::new(env!("CARGO_BIN_EXE_eddies"))
-        .args([
-            "run",
-            "droplet-splash",
-            "--frames",
-            "3",
-            "--set",
-            "output.npy=true",
-            "--out",
-            "cut",
-        ])
-        .args(extra)
-        .current_dir(dir.path())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut args = vec![
+        "run",
+        "droplet-splash",
+        "--frames",
+        "3",
+        "--set",
+        "output.npy=true",
+        "--out",
+        "cut",
+    ];
+    args.extend_from_slice(&extra);
+    // Interrupted once the first frame is out, in the second frame's steps.
+    let result = signal_after_first_frame(&args, dir.path(), "cut", "-INT");
     let cut = dir.path().join("cut");
-    let start = Instant::now();
-    // Interrupt once the first frame is out, in the second frame's steps.
-    while !cut.join("frame_00000.png").exists() {
-        assert!(start.elapsed() < Duration::from_secs(60), "no first frame");
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    let kill = Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(kill.success());
-    let result = child.wait_with_output().unwrap();
     let said = String::from_utf8_lossy(&result.stderr);
     if result.status.success() {
         // The run ended before the signal arrived (a very fast machine): nothing to resume.

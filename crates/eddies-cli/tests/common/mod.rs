@@ -49,3 +49,39 @@ pub fn physics_of(stats: &str) -> Vec<serde_json::Value> {
         })
         .collect()
 }
+
+/// Starts `eddies` with `args` in `cwd`, waits until the run has written `out/frame_00000.png` (it must not
+/// end before), sends `signal` (`-INT`, `-TERM`) and returns what the process did.
+#[cfg(unix)]
+pub fn signal_after_first_frame(args: &[&str], cwd: &Path, out: &str, signal: &str) -> Output {
+    use std::process::Stdio;
+    use std::time::{Duration, Instant};
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_eddies"))
+        .args(args)
+        .current_dir(cwd)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("failed to start the eddies binary");
+    let started = Instant::now();
+    while !cwd.join(out).join("frame_00000.png").exists() {
+        if let Some(status) = child.try_wait().expect("child status") {
+            let done = child.wait_with_output().unwrap();
+            panic!(
+                "the run ended before its first frame ({status}):\n{}",
+                stderr(&done)
+            );
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(120),
+            "the run did not write a frame in two minutes"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let status = std::process::Command::new("kill")
+        .args([signal, &child.id().to_string()])
+        .status()
+        .expect("kill");
+    assert!(status.success());
+    child.wait_with_output().unwrap()
+}
