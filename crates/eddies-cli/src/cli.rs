@@ -16,7 +16,7 @@ use crate::{bench, plot, scenes, validate};
 /// Without a command, runs the showcase scene.
 ///
 /// Exit codes: 0 success, 2 bad input, 3 the simulation diverged, 130/143 stopped by Ctrl-C/SIGTERM
-/// (what was written is kept), 1 anything else.
+/// (what was written is kept, with a checkpoint to resume from), 1 anything else.
 #[derive(Debug, Parser)]
 #[command(name = "eddies", version)]
 pub struct Cli {
@@ -28,7 +28,8 @@ pub struct Cli {
 /// The subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Run a scene: write frames, stats.jsonl and the resolved scene.toml into the output folder.
+    /// Run a scene: write frames, stats.jsonl, the resolved scene.toml and the files [output] asks for
+    /// (VTK, PLY, meshes, OpenVDB, checkpoints) into the output folder, or resume a run.
     Run(RunArgs),
     /// List the built-in scenes.
     Scenes,
