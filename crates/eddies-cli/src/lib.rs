@@ -14,6 +14,7 @@ pub mod output;
 pub mod panels;
 pub mod plot;
 pub mod render;
+pub mod render3d;
 pub mod runner;
 pub mod scene;
 pub mod scenes;

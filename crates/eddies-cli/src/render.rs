@@ -59,6 +59,9 @@ pub enum RenderError {
     /// The PNG encoder failed.
     #[error("PNG encoding failed: {0}")]
     Png(#[source] image::ImageError),
+    /// The 3D renderer failed: no GPU for `output.renderer = "gpu"`, or a GPU error.
+    #[error("rendering failed: {0}")]
+    Render(String),
 }
 
 /// A substance as frames show it.
@@ -521,7 +524,13 @@ impl Picture {
 
     /// The image as PNG bytes.
     pub fn to_png(&self) -> Result<Vec<u8>, RenderError> {
-        let img = self.to_image();
+        png(&self.to_image())
+    }
+}
+
+/// `img` as PNG bytes, compressed fast.
+pub fn png(img: &RgbImage) -> Result<Vec<u8>, RenderError> {
+    {
         let mut out = Vec::new();
         PngEncoder::new_with_quality(&mut out, CompressionType::Fast, FilterType::Adaptive)
             .write_image(

@@ -27,7 +27,8 @@ use crate::output::checkpoint::{self as checkpoints, Position};
 use crate::output::exports::Exports;
 use crate::output::lock::{self, LockError, OutputLock};
 use crate::output::{self, frame_name, npy};
-use crate::scene::{Backend, Scene};
+use crate::render3d::Studio;
+use crate::scene::{Backend, Scene, View};
 use crate::{panels, render, scenes, setup};
 use eddies_gpu::GpuError;
 
@@ -490,10 +491,18 @@ struct Runner<'a> {
     stats_path: PathBuf,
     progress: Progress,
     backdrop: render::Backdrop,
+    /// The renderer of 3D pictures (`output.view = "render"`), or none.
+    studio: Option<Studio>,
     started: Instant,
     frames_written: usize,
     /// Records of the steps since the last frame, written when the frame is.
     pending: Vec<eddies::StepRecord>,
+}
+
+/// Whether the scene's frames are rendered pictures: 3D, `output.view = "render"`, no side-by-side panels
+/// (which are particle projections).
+pub fn renders_3d(scene: &Scene) -> bool {
+    scene.dim() == 3 && scene.output.view == View::Render && scene.output.panels.is_empty()
 }
 
 impl<'a> Runner<'a> {
@@ -516,6 +525,7 @@ impl<'a> Runner<'a> {
             env!("CARGO_PKG_VERSION")
         );
         let text = output::scene_toml(scene, &header)?;
+        let studio = renders_3d(scene).then(|| Studio::new(scene)).transpose()?;
         let stats_path = out.join("stats.jsonl");
         let (lock, progress) = match begin {
             Begin::Fresh => {
@@ -570,6 +580,7 @@ impl<'a> Runner<'a> {
             stats_path,
             progress: progress_bar,
             backdrop: render::Backdrop::new(scene),
+            studio,
             started: Instant::now(),
             frames_written: progress.frames_done,
             pending: Vec::new(),
@@ -723,8 +734,12 @@ impl<'a> Runner<'a> {
     /// Writes frame `frame`: the PNG, and with `output.npy` the particle and mass arrays.
     fn write_frame(&mut self, frame: usize) -> Result<(), CliError> {
         self.exports.write(self.sim.as_ref(), frame, &self.out)?;
-        let picture = render::render(self.sim.as_ref(), self.scene, &self.backdrop)?;
-        let png = picture.to_png()?;
+        let png = match &mut self.studio {
+            Some(studio) => {
+                render::png(&studio.render(self.sim.as_ref(), self.scene, None)?.image)?
+            }
+            None => render::render(self.sim.as_ref(), self.scene, &self.backdrop)?.to_png()?,
+        };
         let path = self.out.join(frame_name(frame));
         output::write_atomic(&path, &png).map_err(|e| CliError::write(&path, e))?;
         if self.scene.output.npy {

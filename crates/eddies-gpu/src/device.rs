@@ -43,6 +43,9 @@ pub struct AdapterSummary {
     pub backend: String,
     pub device_type: String,
     pub driver: String,
+    /// Whether the adapter is a software rasteriser running on the CPU (Mesa's lavapipe, WARP,
+    /// SwiftShader).
+    pub software: bool,
 }
 
 impl std::fmt::Display for AdapterSummary {
@@ -74,6 +77,7 @@ fn summary(info: &wgpu::AdapterInfo) -> AdapterSummary {
         }
         .to_string(),
         driver,
+        software: info.device_type == wgpu::DeviceType::Cpu,
     }
 }
 
@@ -216,11 +220,13 @@ impl Gpu {
         self.timestamps
     }
 
-    pub(crate) fn device(&self) -> &wgpu::Device {
+    /// The wgpu device, for kernels outside this crate.
+    pub fn device(&self) -> &wgpu::Device {
         &self.device
     }
 
-    pub(crate) fn queue(&self) -> &wgpu::Queue {
+    /// The device's queue.
+    pub fn queue(&self) -> &wgpu::Queue {
         &self.queue
     }
 
@@ -233,7 +239,7 @@ impl Gpu {
     }
 
     /// Refuses a storage binding larger than the adapter allows, naming what it is for.
-    pub(crate) fn check_binding(&self, what: &str, bytes: u64) -> Result<(), GpuError> {
+    pub fn check_binding(&self, what: &str, bytes: u64) -> Result<(), GpuError> {
         let max = self
             .limits
             .max_storage_buffer_binding_size
@@ -248,7 +254,7 @@ impl Gpu {
     }
 
     /// A storage buffer of `bytes` zero bytes.
-    pub(crate) fn buffer(&self, label: &str, bytes: u64) -> wgpu::Buffer {
+    pub fn buffer(&self, label: &str, bytes: u64) -> wgpu::Buffer {
         self.device.create_buffer(&wgpu::BufferDescriptor {
             label: Some(label),
             size: bytes.max(4).next_multiple_of(4),
@@ -260,7 +266,7 @@ impl Gpu {
     }
 
     /// A storage buffer holding `data` (at least one element's worth of bytes).
-    pub(crate) fn buffer_with<T: bytemuck::Pod>(&self, label: &str, data: &[T]) -> wgpu::Buffer {
+    pub fn buffer_with<T: bytemuck::Pod>(&self, label: &str, data: &[T]) -> wgpu::Buffer {
         if data.is_empty() {
             return self.buffer(label, 4);
         }
@@ -275,7 +281,7 @@ impl Gpu {
     }
 
     /// A uniform buffer of `T`, written with [`Gpu::write`].
-    pub(crate) fn uniform<T: bytemuck::Pod>(&self, label: &str) -> wgpu::Buffer {
+    pub fn uniform<T: bytemuck::Pod>(&self, label: &str) -> wgpu::Buffer {
         self.device.create_buffer(&wgpu::BufferDescriptor {
             label: Some(label),
             size: (std::mem::size_of::<T>() as u64).next_multiple_of(16),
@@ -285,7 +291,7 @@ impl Gpu {
     }
 
     /// Writes `data` at the start of `buffer` (ordered before the next submission).
-    pub(crate) fn write<T: bytemuck::Pod>(&self, buffer: &wgpu::Buffer, data: &[T]) {
+    pub fn write<T: bytemuck::Pod>(&self, buffer: &wgpu::Buffer, data: &[T]) {
         if !data.is_empty() {
             self.queue
                 .write_buffer(buffer, 0, bytemuck::cast_slice(data));
@@ -294,7 +300,7 @@ impl Gpu {
 
     /// The pipeline of `source` (a WGSL file whose entry point is `main`) with `prelude` prepended, built
     /// the first time it is asked for and cached under `key`.
-    pub(crate) fn pipeline(
+    pub fn pipeline(
         &self,
         key: &str,
         prelude: &str,
@@ -331,7 +337,7 @@ impl Gpu {
 
     /// Runs `f`, which creates device objects, and reports what the device found invalid in them as
     /// [`GpuError::Internal`] (a bug), to this caller rather than to whichever caller looks next.
-    pub(crate) fn validating<T>(
+    pub fn validating<T>(
         &self,
         what: &str,
         f: impl FnOnce() -> Result<T, GpuError>,
@@ -345,7 +351,7 @@ impl Gpu {
     }
 
     /// Runs `f`, which allocates device memory, and reports running out of it as [`GpuError::OutOfMemory`].
-    pub(crate) fn allocating<T>(&self, what: &str, f: impl FnOnce() -> T) -> Result<T, GpuError> {
+    pub fn allocating<T>(&self, what: &str, f: impl FnOnce() -> T) -> Result<T, GpuError> {
         let scope = self.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
         let value = f();
         match pollster::block_on(scope.pop()) {
@@ -355,7 +361,7 @@ impl Gpu {
     }
 
     /// A bind group of `pipeline`'s group 0 with `buffers` at bindings 0, 1, 2, …
-    pub(crate) fn bind(
+    pub fn bind(
         &self,
         pipeline: &wgpu::ComputePipeline,
         buffers: &[&wgpu::Buffer],
@@ -385,10 +391,7 @@ impl Gpu {
 
     /// Copies `ranges` (buffer, byte offset, bytes) into one staging buffer with a single submission and
     /// returns their bytes, in order: one wait for any number of arrays.
-    pub(crate) fn read(
-        &self,
-        ranges: &[(&wgpu::Buffer, u64, u64)],
-    ) -> Result<Vec<Vec<u8>>, GpuError> {
+    pub fn read(&self, ranges: &[(&wgpu::Buffer, u64, u64)]) -> Result<Vec<Vec<u8>>, GpuError> {
         let total: u64 = ranges.iter().map(|r| r.2.next_multiple_of(4)).sum();
         let staging = self.device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("read-back"),
@@ -538,7 +541,7 @@ impl Kernel {
 }
 
 /// Records one compute pass of `pipeline` over `groups` workgroups, timed by `timestamps` when given.
-pub(crate) fn dispatch(
+pub fn dispatch(
     encoder: &mut wgpu::CommandEncoder,
     label: &str,
     pipeline: &wgpu::ComputePipeline,
@@ -556,6 +559,6 @@ pub(crate) fn dispatch(
 }
 
 /// Workgroups for `cells` along each axis with workgroups of `size` threads per axis.
-pub(crate) fn groups(n: [u32; 3], size: [u32; 3]) -> [u32; 3] {
+pub fn groups(n: [u32; 3], size: [u32; 3]) -> [u32; 3] {
     std::array::from_fn(|a| n[a].div_ceil(size[a]))
 }

@@ -10,5 +10,5 @@
 mod device;
 pub mod reint;
 
-pub use device::{adapters, AdapterSummary, Gpu, GpuError, ADAPTER_VAR};
+pub use device::{adapters, dispatch, groups, AdapterSummary, Gpu, GpuError, ADAPTER_VAR};
 pub use reint::ReintGpu;

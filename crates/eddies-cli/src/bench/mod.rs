@@ -21,6 +21,7 @@ pub mod outputs;
 pub mod pressure;
 pub mod reint;
 pub mod reint_gpu;
+pub mod render;
 pub mod vpm;
 pub mod vpm_poisson;
 
@@ -34,6 +35,7 @@ pub fn cases() -> Vec<BenchCase> {
     cases.extend(vpm::cases());
     cases.extend(vpm_poisson::cases());
     cases.extend(outputs::cases());
+    cases.extend(render::cases());
     cases
 }
 
@@ -61,7 +63,11 @@ pub fn run(
 ) -> Result<(), CliError> {
     let all = match backend {
         Backend::Cpu => cases(),
-        Backend::Gpu => reint_gpu::cases(),
+        Backend::Gpu => {
+            let mut cases = reint_gpu::cases();
+            cases.extend(render::gpu_cases());
+            cases
+        }
     };
     let chosen: Vec<&BenchCase> = all
         .iter()

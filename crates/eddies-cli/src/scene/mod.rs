@@ -25,7 +25,7 @@ mod shapes;
 mod sources;
 mod vpm;
 
-pub use output::{Colormap, MeshFormat, Output, View};
+pub use output::{CameraSpec, Colormap, MeshFormat, Output, RendererChoice, View};
 pub use shapes::{
     BoxSpec, CylinderSpec, DifferenceSpec, PlaneSpec, ShapeSpec, SphereSpec, TransformSpec,
     SHAPE_KINDS,
@@ -651,6 +651,7 @@ impl Scene {
                 100,
             )?;
         }
+        self.check_camera(&out.key("camera"))?;
         if self.output.vdb && dim != 3 {
             return Err(BadValue::new(
                 out.key("vdb"),
@@ -678,6 +679,40 @@ impl Scene {
             1,
             1_000_000,
         )
+    }
+}
+
+impl Scene {
+    /// `[output.camera]`: three coordinates each, a field of view that sees, a picture of sensible size,
+    /// an eye apart from its target.
+    fn check_camera(&self, key: &KeyPath) -> ValueCheck {
+        let cam = &self.output.camera;
+        for (name, point) in [("position", &cam.position), ("target", &cam.target)] {
+            if let Some(p) = point {
+                vector(&key.key(name), p, 3)?;
+            }
+        }
+        range(&key.key("fov"), cam.fov, 1.0, 170.0, false)?;
+        if cam.pixels.len() != 2 {
+            return Err(BadValue::new(
+                key.key("pixels"),
+                format!("{} numbers", cam.pixels.len()),
+                "[width, height] in pixels",
+            ));
+        }
+        for (k, &n) in cam.pixels.iter().enumerate() {
+            int_range(&key.key("pixels").index(k), n, 16, 8192)?;
+        }
+        if let (Some(p), Some(t)) = (&cam.position, &cam.target) {
+            if p == t {
+                return Err(BadValue::new(
+                    key.key("position"),
+                    "the camera stands on its target",
+                    "a position apart from output.camera.target",
+                ));
+            }
+        }
+        Ok(())
     }
 }
 

@@ -21,11 +21,56 @@ pub enum Colormap {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum View {
-    /// Looking along −z through the whole depth (column density, or the density-weighted mean of a field).
+    /// A rendered picture through `[output.camera]`: liquids as a lit surface, smoke and dye as a lit
+    /// volume, obstacles, a floor with shadows (docs/RENDERING.md). 2D scenes show their grid as usual.
     #[default]
+    Render,
+    /// Looking along −z through the whole depth (column density, or the density-weighted mean of a field).
     Projection,
     /// The cells of the middle z layer.
     Slice,
+}
+
+/// Where rendered pictures are ray-marched (`output.renderer`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RendererChoice {
+    /// A hardware GPU when there is one (through wgpu), else the CPU. A software Vulkan driver (Mesa's
+    /// lavapipe) counts as none: the CPU path is faster than it.
+    #[default]
+    Auto,
+    /// The CPU, on all its cores.
+    Cpu,
+    /// The GPU through wgpu, whatever the adapter (a software one too); an error without one.
+    Gpu,
+}
+
+/// `[output.camera]`: how rendered 3D pictures see the domain. Every key is optional; the default camera
+/// stands before the domain, a little to the right and above, and frames all of it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct CameraSpec {
+    /// Where the eye is (m, scene coordinates). Default: framing the domain.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub position: Option<Vec<f64>>,
+    /// The point at the picture's centre (m). Default: the domain's centre.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub target: Option<Vec<f64>>,
+    /// Vertical field of view (degrees, 1–170). Default 35.
+    pub fov: f64,
+    /// Picture width and height in pixels (16–8192). Default [1280, 720].
+    pub pixels: Vec<i64>,
+}
+
+impl Default for CameraSpec {
+    fn default() -> Self {
+        Self {
+            position: None,
+            target: None,
+            fov: 35.0,
+            pixels: vec![1280, 720],
+        }
+    }
 }
 
 /// The liquid surface's file format (`output.mesh`).
@@ -53,8 +98,13 @@ pub struct Output {
     pub npy: bool,
     /// "auto", "viridis", "inferno" or "diverging". Default "auto".
     pub colormap: Colormap,
-    /// 3D only: "projection" or "slice". Default "projection".
+    /// 3D only: "render" (a lit picture through `[output.camera]`), "projection" (along −z) or "slice"
+    /// (the middle z layer). Default "render".
     pub view: View,
+    /// Where rendered pictures are made: "auto", "cpu" or "gpu". Default "auto".
+    pub renderer: RendererChoice,
+    /// The camera of rendered pictures.
+    pub camera: CameraSpec,
     /// Side-by-side variants of the scene (vpm, with field "tracers" or "vorticity_magnitude"): each entry
     /// is one panel, a list of `key=value` overrides separated by `;` (as `--set` takes them) applied to
     /// this scene; the frames show the panels left to right, and `stats.jsonl` the first panel's
@@ -96,7 +146,9 @@ impl Default for Output {
             field: "density".to_string(),
             npy: false,
             colormap: Colormap::Auto,
-            view: View::Projection,
+            view: View::Render,
+            renderer: RendererChoice::Auto,
+            camera: CameraSpec::default(),
             panels: Vec::new(),
             vtk: false,
             ply: false,

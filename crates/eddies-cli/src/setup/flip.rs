@@ -32,26 +32,38 @@ pub fn estimate_bytes(scene: &Scene) -> f64 {
     }
 }
 
-/// The simulation with the scene's obstacles, initial liquid, emitters and sinks.
-pub fn build<const D: usize>(scene: &Scene, fill: &mut Filling) -> Result<FlipSim<D>, SimError> {
+/// The scene's obstacles with their motion.
+pub fn obstacles<const D: usize>(scene: &Scene) -> Vec<flip::Obstacle<D>> {
     let dim = scene.dim();
-    let mut sim = FlipSim::<D>::new(config::<D>(scene))?;
     // Shapes were checked by `Scene::validate`; entries without one cannot reach here.
-    for o in &scene.obstacle {
-        if let Some(shape) = &o.shape {
+    scene
+        .obstacle
+        .iter()
+        .filter_map(|o| {
+            let shape = o.shape.as_ref()?;
             let w = o.angular_velocity.clone().unwrap_or_default();
             let angular_velocity = if D == 2 {
                 [0.0, 0.0, w.first().copied().unwrap_or(0.0)]
             } else {
                 std::array::from_fn(|k| w.get(k).copied().unwrap_or(0.0))
             };
-            sim.add_obstacle(flip::Obstacle {
+            Some(flip::Obstacle {
                 shape: shape.to_shape(dim),
                 velocity: vec_d(&o.velocity),
                 angular_velocity,
                 center: vec_d(&o.center),
-            });
-        }
+            })
+        })
+        .collect()
+}
+
+/// The simulation with the scene's obstacles, initial liquid, emitters and sinks.
+pub fn build<const D: usize>(scene: &Scene, fill: &mut Filling) -> Result<FlipSim<D>, SimError> {
+    let dim = scene.dim();
+    let mut sim = FlipSim::<D>::new(config::<D>(scene))?;
+    // Shapes were checked by `Scene::validate`; entries without one cannot reach here.
+    for obstacle in obstacles::<D>(scene) {
+        sim.add_obstacle(obstacle);
     }
     for (k, r) in scene.region.iter().enumerate() {
         if let Some(shape) = &r.shape {

@@ -3,6 +3,7 @@
 //! and its initial state), and here the dispatch. Everything else asks the method's [`eddies::Description`] ([`Scene::describe`]).
 
 mod flip;
+pub use flip::obstacles;
 mod reint;
 mod vpm;
 
