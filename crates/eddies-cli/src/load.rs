@@ -765,7 +765,7 @@ mod tests {
         let e = err("[output]\nview = 2\n");
         assert_eq!(
             e.allowed.as_deref(),
-            Some("one of \"projection\", \"slice\"")
+            Some("one of \"render\", \"projection\", \"slice\"")
         );
     }
 
