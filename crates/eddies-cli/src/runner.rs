@@ -28,7 +28,8 @@ use crate::output::exports::Exports;
 use crate::output::lock::{self, LockError, OutputLock};
 use crate::output::{self, frame_name, npy};
 use crate::scene::{Backend, Scene};
-use crate::{panels, render, scenes, setup};
+use crate::annotate::{annotate, Annotation};
+use crate::{animation, panels, render, scenes, setup};
 use eddies_gpu::GpuError;
 
 /// What `eddies run` was asked to do.
@@ -171,6 +172,7 @@ fn prepare(opts: &RunOptions) -> Result<Prepared, CliError> {
     let src = scene_source(opts.scene.as_deref())?;
     let overrides = overrides(opts)?;
     let loaded = load::load(&src, &overrides)?;
+    animation::check_encoder(&loaded)?;
     let bytes = setup::check_memory(&loaded, setup::available_memory())?;
     Ok(Prepared {
         src,
@@ -241,6 +243,7 @@ fn resume(opts: &RunOptions, dir: &Path) -> Result<RunSummary, CliError> {
     };
     let base = overrides(opts)?;
     let loaded = load::load(&src, &base)?;
+    animation::check_encoder(&loaded)?;
     let bytes = setup::check_memory(&loaded, setup::available_memory())?;
     let scene = loaded.scene;
     let done = point.progress.frames_done;
@@ -616,6 +619,11 @@ impl<'a> Runner<'a> {
         if self.scene.output.plots {
             crate::plot::plot_run(&self.out)?;
         }
+        let format = self.scene.output.animation;
+        if let Some(name) = animation::file_name(format) {
+            let path = self.out.join(name);
+            animation::animate(&self.out, format, self.scene.time.fps, &path)?;
+        }
         Ok(RunSummary {
             out: self.out,
             frames: self.frames_written,
@@ -724,7 +732,17 @@ impl<'a> Runner<'a> {
     fn write_frame(&mut self, frame: usize) -> Result<(), CliError> {
         self.exports.write(self.sim.as_ref(), frame, &self.out)?;
         let picture = render::render(self.sim.as_ref(), self.scene, &self.backdrop)?;
-        let png = picture.to_png()?;
+        let mut image = picture.to_image();
+        if self.scene.output.annotate {
+            let metres_per_pixel = render::metres_per_pixel(self.scene, image.width());
+            let annotation = Annotation {
+                time: self.sim.time(),
+                metres_per_pixel: Some(metres_per_pixel),
+                legend: picture.legend.as_ref(),
+            };
+            annotate(&mut image, &annotation);
+        }
+        let png = render::png_bytes(&image)?;
         let path = self.out.join(frame_name(frame));
         output::write_atomic(&path, &png).map_err(|e| CliError::write(&path, e))?;
         if self.scene.output.npy {

@@ -25,7 +25,7 @@ mod shapes;
 mod sources;
 mod vpm;
 
-pub use output::{Colormap, MeshFormat, Output, View};
+pub use output::{AnimationFormat, Colormap, MeshFormat, Output, View};
 pub use shapes::{
     BoxSpec, CylinderSpec, DifferenceSpec, PlaneSpec, ShapeSpec, SphereSpec, TransformSpec,
     SHAPE_KINDS,
