@@ -9,8 +9,8 @@ use clap::{Args, Parser, Subcommand};
 
 use crate::error::{CliError, EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK};
 use crate::runner::{self, RunOptions};
-use crate::scene::Backend;
 use crate::scene::AnimationFormat;
+use crate::scene::Backend;
 use crate::{animation, bench, plot, scenes, validate};
 
 /// Fluid simulation from scene files: reintegration tracking, PIC/FLIP/APIC liquids and vortex particles.

@@ -19,6 +19,7 @@ use eddies::{SimError, Simulation};
 use indicatif::{ProgressBar, ProgressStyle};
 use toml_edit::Value;
 
+use crate::annotate::{annotate, Annotation};
 use crate::error::{CliError, SetupError};
 use crate::interrupt::{Interrupt, Signal};
 use crate::keypath::KeyPath;
@@ -28,7 +29,6 @@ use crate::output::exports::Exports;
 use crate::output::lock::{self, LockError, OutputLock};
 use crate::output::{self, frame_name, npy};
 use crate::scene::{Backend, Scene};
-use crate::annotate::{annotate, Annotation};
 use crate::{animation, panels, render, scenes, setup};
 use eddies_gpu::GpuError;
 

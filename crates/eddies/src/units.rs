@@ -27,7 +27,9 @@ pub fn unit(name: &str, dim: usize) -> Option<&'static str> {
         "residual" => "Pa/m²",
         "mass" => "kg",
         "speed" | "velocity_x" | "velocity_y" | "velocity_z" => "m/s",
-        "vorticity" | "vorticity_magnitude" | "vorticity_x" | "vorticity_y" | "vorticity_z" => "1/s",
+        "vorticity" | "vorticity_magnitude" | "vorticity_x" | "vorticity_y" | "vorticity_z" => {
+            "1/s"
+        }
         "divergence" | "divergence_before" => "1/s",
         "surface" | "radius" => "m",
         "temperature" => "K",
