@@ -1,17 +1,23 @@
 //! Animations of a run's frames: `animation.gif` or `animation.mp4` in its folder when the run ends
 //! (`output.animation`), and any run's folder turned into one by `eddies animate DIR`.
 //!
-//! GIF: each frame gets its own 256-colour palette by NeuQuant (the `gif` crate's quantiser), frames
-//! quantised in parallel; the delays are whole hundredths of a second, alternating so that their mean is
+//! GIF: a frame of at most 256 colours keeps them exactly (its own palette); the others share one palette of
+//! 256 colours that NeuQuant (Dekker 1994) learns from a few frames spread through the animation. A run's
+//! frames share their colour map or substance colours, so one palette serves them all, does not flicker, and
+//! is learnt once: the frames then only need each pixel's nearest colour (looked up once per run of equal
+//! pixels, a repeated row copied) and LZW compression, done in parallel. The delays are whole hundredths of a second, alternating so that their mean is
 //! 1/fps (at most 50 frames per second, the fastest rate viewers play). MP4: H.264 in yuv420p through the
 //! `ffmpeg` program, fed raw RGB frames on its standard input; odd sizes are padded by a pixel to even ones,
 //! as yuv420p needs. Both are written under a temporary name and renamed, so a reader never sees half a file.
 
+use std::collections::HashMap;
 use std::fs::{self, File};
 use std::io::{self, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
+use color_quant::NeuQuant;
+use image::RgbImage;
 use rayon::prelude::*;
 
 use crate::error::CliError;
@@ -26,9 +32,15 @@ pub const DEFAULT_FPS: f64 = 30.0;
 /// The program MP4 animations are encoded with.
 pub const FFMPEG: &str = "ffmpeg";
 
-/// NeuQuant's sampling factor (1 slowest and best, 30 fastest): 10 quantises a 512² frame in tens of
-/// milliseconds with no visible banding in the colour maps.
-const GIF_SPEED: i32 = 10;
+/// Frames the shared GIF palette is learnt from, evenly spaced through the animation.
+const PALETTE_FRAMES: usize = 8;
+
+/// Pixels taken from each of those frames, at most (evenly spaced).
+const PALETTE_PIXELS: usize = 1 << 16;
+
+/// NeuQuant's sampling factor (1 slowest and best, 30 fastest): 5 over the ≤ 2¹⁹ pixels learns the palette
+/// in about a tenth of a second.
+const NEUQUANT_SAMPLING: i32 = 5;
 
 /// Why an animation could not be made.
 #[derive(Debug, thiserror::Error)]
@@ -289,21 +301,26 @@ fn write_gif(frames: &[PathBuf], fps: f64, path: &Path) -> Result<Written, Anima
         path: path.to_path_buf(),
         source,
     };
+    let shared = shared_palette(frames, size)?;
     let tmp = temporary(path);
     let result = (|| {
         let file = File::create(&tmp).map_err(write_err)?;
-        let mut encoder = gif::Encoder::new(BufWriter::new(file), w, h, &[]).map_err(gif_err)?;
+        let palette = shared.color_map_rgb();
+        let mut encoder =
+            gif::Encoder::new(BufWriter::new(file), w, h, &palette).map_err(gif_err)?;
         encoder.set_repeat(gif::Repeat::Infinite).map_err(gif_err)?;
         let mut k = 0;
         for batch in batches(frames) {
             let images = read_batch(batch, &frames[0], Some(size))?;
-            let quantised: Vec<gif::Frame> = images
+            let encoded: Vec<gif::Frame> = images
                 .par_iter()
-                .map(|img| gif::Frame::from_rgb_speed(w, h, img.as_raw(), GIF_SPEED))
+                .map(|img| gif_frame(img, &shared))
                 .collect();
-            for mut frame in quantised {
+            for mut frame in encoded {
                 frame.delay = gif_delay(k, fps);
-                encoder.write_frame(&frame).map_err(gif_err)?;
+                encoder
+                    .write_lzw_pre_encoded_frame(&frame)
+                    .map_err(gif_err)?;
                 k += 1;
             }
         }
@@ -322,6 +339,89 @@ fn write_gif(frames: &[PathBuf], fps: f64, path: &Path) -> Result<Written, Anima
         frames: frames.len(),
         size,
     })
+}
+
+/// The palette the frames of more than 256 colours share, learnt by NeuQuant from pixels of up to
+/// [`PALETTE_FRAMES`] frames spread through the animation.
+fn shared_palette(frames: &[PathBuf], size: (u32, u32)) -> Result<NeuQuant, AnimationError> {
+    let n = frames.len();
+    let m = n.min(PALETTE_FRAMES);
+    let mut picks: Vec<PathBuf> = (0..m)
+        .map(|i| frames[i * (n - 1) / (m - 1).max(1)].clone())
+        .collect();
+    picks.dedup();
+    let images = read_batch(&picks, &frames[0], Some(size))?;
+    let pixels = size.0 as usize * size.1 as usize;
+    // An odd stride, so that the samples do not line up with the columns of an enlarged picture.
+    let stride = (pixels / PALETTE_PIXELS).max(1) | 1;
+    let rgba: Vec<u8> = images
+        .iter()
+        .flat_map(|img| img.pixels().step_by(stride))
+        .flat_map(|p| [p[0], p[1], p[2], 255])
+        .collect();
+    Ok(NeuQuant::new(NEUQUANT_SAMPLING, 256, &rgba))
+}
+
+/// `img` as a GIF frame, LZW-compressed: its own palette if it has at most 256 colours, else indices into
+/// the `shared` palette.
+fn gif_frame(img: &RgbImage, shared: &NeuQuant) -> gif::Frame<'static> {
+    let (w, h) = (img.width() as u16, img.height() as u16);
+    let mut frame = match exact_palette(img) {
+        Some((palette, indices)) => gif::Frame::from_palette_pixels(w, h, indices, palette, None),
+        None => {
+            let indices = index_pixels(img, |c| shared.index_of(&[c[0], c[1], c[2], 255]) as u8);
+            gif::Frame::from_indexed_pixels(w, h, indices, None)
+        }
+    };
+    frame.make_lzw_pre_encoded();
+    frame
+}
+
+/// The palette of an image with at most 256 colours (RGB triples) and its pixels' indices into it; `None`
+/// for more colours.
+fn exact_palette(img: &RgbImage) -> Option<(Vec<u8>, Vec<u8>)> {
+    let mut colours: HashMap<[u8; 3], u8> = HashMap::new();
+    let mut last = None;
+    for p in img.pixels() {
+        if last != Some(p.0) {
+            let n = colours.len();
+            if !colours.contains_key(&p.0) {
+                colours.insert(p.0, u8::try_from(n).ok()?);
+            }
+            last = Some(p.0);
+        }
+    }
+    let mut palette = vec![0; 3 * colours.len()];
+    for (c, &i) in &colours {
+        palette[3 * i as usize..3 * i as usize + 3].copy_from_slice(c);
+    }
+    Some((palette, index_pixels(img, |c| colours[&c])))
+}
+
+/// The palette index of every pixel by `index`, called once per run of equal pixels along a row; a row equal
+/// to the one above is copied.
+fn index_pixels(img: &RgbImage, index: impl Fn([u8; 3]) -> u8) -> Vec<u8> {
+    let (w, h) = (img.width() as usize, img.height() as usize);
+    let raw = img.as_raw();
+    let mut out = vec![0u8; w * h];
+    for y in 0..h {
+        let row = &raw[3 * w * y..3 * w * (y + 1)];
+        if y > 0 && row == &raw[3 * w * (y - 1)..3 * w * y] {
+            out.copy_within(w * (y - 1)..w * y, w * y);
+            continue;
+        }
+        let mut last: Option<([u8; 3], u8)> = None;
+        for (x, c) in row.chunks_exact(3).enumerate() {
+            let c = [c[0], c[1], c[2]];
+            let i = match last {
+                Some((prev, i)) if prev == c => i,
+                _ => index(c),
+            };
+            last = Some((c, i));
+            out[w * y + x] = i;
+        }
+    }
+    out
 }
 
 fn write_mp4(
@@ -422,6 +522,48 @@ mod tests {
             assert!((total as f64 - want).abs() <= 0.5, "{fps} fps: {total}");
         }
         assert!((0..10).all(|k| gif_delay(k, 60.0) == 2), "at most 50 fps");
+    }
+
+    #[test]
+    fn few_colours_are_kept_exactly_and_many_are_approximated() {
+        let stripes = RgbImage::from_fn(40, 6, |x, _| image::Rgb([(x * 6) as u8, 7, 200]));
+        let (palette, indices) = exact_palette(&stripes).expect("40 colours");
+        for (p, &i) in stripes.pixels().zip(&indices) {
+            assert_eq!(&palette[3 * i as usize..3 * i as usize + 3], &p.0);
+        }
+        // A colour map's ramp in 1024 steps, as colour-mapped frames show it: NeuQuant's 256 colours come
+        // within a level or two of each.
+        let scale = crate::render::ColorScale {
+            map: crate::scene::Colormap::Viridis,
+            lo: 0.0,
+            hi: 1.0,
+        };
+        let ramp = RgbImage::from_fn(1024, 4, |x, _| image::Rgb(scale.rgb_at(x as f64 / 1023.0)));
+        assert!(exact_palette(&ramp).is_none());
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("frame_00000.png");
+        ramp.save(&path).unwrap();
+        let shared = shared_palette(&[path], ramp.dimensions()).unwrap();
+        let frame = gif_frame(&ramp, &shared);
+        assert!(frame.palette.is_none(), "the shared palette");
+        let mut options = gif::DecodeOptions::new();
+        options.set_color_output(gif::ColorOutput::RGBA);
+        let mut bytes = Vec::new();
+        {
+            let palette = shared.color_map_rgb();
+            let mut enc = gif::Encoder::new(&mut bytes, 1024, 4, &palette).unwrap();
+            enc.write_lzw_pre_encoded_frame(&frame).unwrap();
+        }
+        let mut dec = options.read_info(bytes.as_slice()).unwrap();
+        let back = dec.read_next_frame().unwrap().unwrap();
+        let err: u32 = ramp
+            .pixels()
+            .flat_map(|p| [p[0], p[1], p[2], 255])
+            .zip(back.buffer.iter())
+            .map(|(a, &b)| (a as i32 - b as i32).unsigned_abs())
+            .sum();
+        let mean = err as f64 / (1024.0 * 4.0 * 3.0);
+        assert!(mean < 2.0, "mean error {mean}");
     }
 
     #[test]
