@@ -679,14 +679,38 @@ fn mp4_animation_through_ffmpeg() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    // An odd size (33 × 17 cells, frames of 495 × 255 pixels) that yuv420p needs padded.
+    // An odd height (34 × 17 cells, frames of 510 × 255 pixels) that yuv420p needs padded.
     let sets = [
         "--set",
-        "domain.resolution=[33,17]",
+        "domain.resolution=[34,17]",
         "--set",
         "output.animation=\"mp4\"",
     ];
     run(dir.path(), "m", "dam-break", 3, &sets);
-    let mp4 = fs::read(dir.path().join("m/animation.mp4")).unwrap();
+    let path = dir.path().join("m/animation.mp4");
+    let mp4 = fs::read(&path).unwrap();
     assert_eq!(&mp4[4..8], b"ftyp", "an MP4 file");
+    // ffprobe comes with ffmpeg: the stream holds every frame, padded to an even size.
+    let Some(ffprobe) = eddies_cli::animation::find_program("ffprobe") else {
+        return;
+    };
+    let probe = std::process::Command::new(ffprobe)
+        .args(["-v", "error", "-select_streams", "v:0", "-count_frames"])
+        .args([
+            "-show_entries",
+            "stream=width,height,nb_read_frames,pix_fmt",
+        ])
+        .args(["-of", "default=noprint_wrappers=1"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&probe.stdout);
+    for line in [
+        "width=510",
+        "height=256",
+        "nb_read_frames=3",
+        "pix_fmt=yuv420p",
+    ] {
+        assert!(text.lines().any(|l| l == line), "{line} in\n{text}");
+    }
 }
