@@ -10,7 +10,7 @@
 //! `ffmpeg` program, fed raw RGB frames on its standard input; odd sizes are padded by a pixel to even ones,
 //! as yuv420p needs. Both are written under a temporary name and renamed, so a reader never sees half a file.
 
-use std::collections::HashMap;
+use std::collections::hash_map::{Entry, HashMap};
 use std::fs::{self, File};
 use std::io::{self, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
@@ -385,8 +385,8 @@ fn exact_palette(img: &RgbImage) -> Option<(Vec<u8>, Vec<u8>)> {
     for p in img.pixels() {
         if last != Some(p.0) {
             let n = colours.len();
-            if !colours.contains_key(&p.0) {
-                colours.insert(p.0, u8::try_from(n).ok()?);
+            if let Entry::Vacant(e) = colours.entry(p.0) {
+                e.insert(u8::try_from(n).ok()?);
             }
             last = Some(p.0);
         }

@@ -30,7 +30,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run a scene: write frames, stats.jsonl, the resolved scene.toml and the files [output] asks for
-    /// (VTK, PLY, meshes, OpenVDB, checkpoints) into the output folder, or resume a run.
+    /// (VTK, PLY, meshes, OpenVDB, an animation, checkpoints) into the output folder, or resume a run.
     Run(RunArgs),
     /// List the built-in scenes.
     Scenes,
