@@ -1,4 +1,4 @@
-//! The command line: `eddies run | scenes | validate | bench | info`, parsed with clap, dispatched, and mapped to
+//! The command line: `eddies run | scenes | validate | bench | info | plot | animate`, parsed with clap, dispatched, and mapped to
 //! exit codes (see [`crate::error`]).
 
 use std::ffi::OsString;
@@ -9,8 +9,9 @@ use clap::{Args, Parser, Subcommand};
 
 use crate::error::{CliError, EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK};
 use crate::runner::{self, RunOptions};
+use crate::scene::AnimationFormat;
 use crate::scene::Backend;
-use crate::{bench, plot, scenes, validate};
+use crate::{animation, bench, plot, scenes, validate};
 
 /// Fluid simulation from scene files: reintegration tracking, PIC/FLIP/APIC liquids and vortex particles.
 /// Without a command, runs the showcase scene.
@@ -29,7 +30,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run a scene: write frames, stats.jsonl, the resolved scene.toml and the files [output] asks for
-    /// (VTK, PLY, meshes, OpenVDB, checkpoints) into the output folder, or resume a run.
+    /// (VTK, PLY, meshes, OpenVDB, an animation, checkpoints) into the output folder, or resume a run.
     Run(RunArgs),
     /// List the built-in scenes.
     Scenes,
@@ -47,6 +48,10 @@ pub enum Command {
     Info,
     /// Draw a run's stats.jsonl as SVG and PNG plots in DIR/plots
     Plot(PlotArgs),
+    /// Make an animation of a run's frames (DIR/frame_NNNNN.png): an animated GIF, or an MP4 (H.264) when
+    /// the program ffmpeg is on PATH. Written to DIR/animation.gif or DIR/animation.mp4 unless --output
+    /// names another file. A run makes one itself with `output.animation = "gif"` or `"mp4"`.
+    Animate(AnimateArgs),
 }
 
 /// Arguments of `eddies run`.
@@ -87,6 +92,22 @@ pub struct RunArgs {
 pub struct PlotArgs {
     /// The output folder of a run (it holds stats.jsonl)
     pub dir: PathBuf,
+}
+
+/// `eddies animate DIR`.
+#[derive(Debug, Args)]
+pub struct AnimateArgs {
+    /// The output folder of a run (it holds frame_NNNNN.png)
+    pub dir: PathBuf,
+    /// gif, or mp4 (needs ffmpeg on PATH) [default: from --output's extension, else gif]
+    #[arg(long, value_name = "FORMAT", value_parser = ["gif", "mp4"])]
+    pub format: Option<String>,
+    /// Frames per second [default: the run's time.fps, from DIR/scene.toml, else 30]
+    #[arg(long, value_name = "N")]
+    pub fps: Option<f64>,
+    /// The file to write [default: DIR/animation.gif or DIR/animation.mp4]
+    #[arg(long, short, value_name = "FILE")]
+    pub output: Option<PathBuf>,
 }
 
 /// Arguments of `eddies validate`.
@@ -201,6 +222,41 @@ fn dispatch(command: Command) -> Result<i32, CliError> {
                 files.len(),
                 plot::plots_folder(&a.dir).display()
             );
+            Ok(EXIT_OK)
+        }
+        Command::Animate(a) => {
+            let by_extension = a
+                .output
+                .as_ref()
+                .and_then(|p| p.extension())
+                .is_some_and(|e| e.eq_ignore_ascii_case("mp4"));
+            let format = match a.format.as_deref() {
+                Some("mp4") => AnimationFormat::Mp4,
+                Some(_) => AnimationFormat::Gif,
+                None if by_extension => AnimationFormat::Mp4,
+                None => AnimationFormat::Gif,
+            };
+            let fps = a
+                .fps
+                .or_else(|| animation::recorded_fps(&a.dir))
+                .unwrap_or(animation::DEFAULT_FPS);
+            let name = animation::file_name(format).unwrap_or(crate::output::GIF_NAME);
+            let path = a.output.unwrap_or_else(|| a.dir.join(name));
+            if !a.dir.is_dir() {
+                return Err(CliError::input(
+                    format!("{}: no such folder", a.dir.display()),
+                    vec!["  name the output folder of a run (it holds frame_NNNNN.png)".into()],
+                ));
+            }
+            if let Some(w) = animation::animate(&a.dir, format, fps, &path)? {
+                println!(
+                    "wrote {} ({} frames of {}×{} at {fps} fps)",
+                    w.path.display(),
+                    w.frames,
+                    w.size.0,
+                    w.size.1
+                );
+            }
             Ok(EXIT_OK)
         }
         Command::Scenes => {

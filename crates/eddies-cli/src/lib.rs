@@ -1,9 +1,11 @@
 //! The `eddies` command-line program as a library, so that its parts are testable: the scene format
 //! ([`scene`]) and its loading with located errors ([`load`], [`keypath`]), the built-in scenes ([`scenes`]),
 //! setting up and running a simulation ([`setup`], [`runner`]) and its outputs ([`render`],
-//! [`output`]), the validation and benchmark tables ([`validate`], [`bench`](mod@bench), one file per
+//! [`annotate`], [`animation`], [`output`]), the validation and benchmark tables ([`validate`], [`bench`](mod@bench), one file per
 //! family of cases), the error type and exit codes ([`error`]) and the argument parser ([`cli`]).
 
+pub mod animation;
+pub mod annotate;
 pub mod bench;
 pub mod cli;
 pub mod error;

@@ -10,7 +10,8 @@
 //!   not wash out the picture), chosen per frame. Cells without fluid show the background; 3D projections
 //!   show the density-weighted mean along z.
 //!
-//! Obstacles of the scene are drawn grey behind the fluid (see [`Backdrop`]).
+//! Obstacles of the scene are drawn grey behind the fluid (see [`Backdrop`]). A colour-mapped picture carries
+//! its [`Legend`]: what its colours mean, for the colour bar [`crate::annotate`] draws.
 //!
 //! Images have y up: row 0 is the top of the domain. Small grids are enlarged by an integer factor (nearest
 //! neighbour) so the longer side is at least [`MIN_IMAGE_SIDE`] pixels.
@@ -82,6 +83,102 @@ pub struct Picture {
     pub ny: usize,
     /// sRGB pixels, bottom row first.
     pub pixels: Vec<[u8; 3]>,
+    /// What the colours mean, for a colour-mapped picture; `None` for the density view's substance colours.
+    pub legend: Option<Legend>,
+}
+
+/// A colour map stretched over a range of values: what a colour-mapped picture used.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ColorScale {
+    /// The map, never [`Colormap::Auto`].
+    pub map: Colormap,
+    /// The value shown with the map's first colour.
+    pub lo: f32,
+    /// The value shown with the map's last colour.
+    pub hi: f32,
+}
+
+impl ColorScale {
+    /// The scale of `values`: `map` (its automatic choice resolved by `signed`) over their
+    /// [`robust_range`].
+    pub fn fit(values: &[f32], signed: bool, map: Colormap) -> Self {
+        let (lo, hi) = robust_range(values, signed);
+        let map = match map {
+            Colormap::Auto if signed => Colormap::Diverging,
+            Colormap::Auto => Colormap::Viridis,
+            m => m,
+        };
+        Self { map, lo, hi }
+    }
+
+    /// The map's colour at `t` (0 its first colour, 1 its last), sRGB.
+    pub fn rgb_at(&self, t: f64) -> [u8; 3] {
+        let t = t.clamp(0.0, 1.0);
+        let c = match self.map {
+            // RED_BLUE runs red → white → blue; flip it so that positive values are red.
+            Colormap::Diverging => colorous::RED_BLUE.eval_continuous(1.0 - t),
+            Colormap::Inferno => colorous::INFERNO.eval_continuous(t),
+            Colormap::Viridis | Colormap::Auto => colorous::VIRIDIS.eval_continuous(t),
+        };
+        [c.r, c.g, c.b]
+    }
+
+    /// The colour of `value`, clamped to the range.
+    pub fn rgb(&self, value: f32) -> [u8; 3] {
+        self.rgb_at(((value - self.lo) / (self.hi - self.lo)) as f64)
+    }
+}
+
+/// How the values of a picture's pixels relate to the quantity its legend names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LegendScale {
+    /// The colours are the quantity's values.
+    Linear,
+    /// The colours are the square roots of the quantity (particle counts): the range's ends are squared
+    /// for the colour bar's labels.
+    Sqrt,
+}
+
+/// What a colour-mapped picture's colours mean: the quantity, its unit, and the colour scale used.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Legend {
+    /// The quantity's name, as the scene names the field.
+    pub field: String,
+    /// Its SI unit ([`eddies::units`]), "1" when it has none.
+    pub unit: String,
+    /// The colour map and the range of pixel values it spans.
+    pub scale: ColorScale,
+    /// How pixel values relate to the quantity.
+    pub values: LegendScale,
+}
+
+impl Legend {
+    /// The quantity's values at the colour map's ends.
+    pub fn range(&self) -> (f64, f64) {
+        let (lo, hi) = (self.scale.lo as f64, self.scale.hi as f64);
+        match self.values {
+            LegendScale::Linear => (lo, hi),
+            LegendScale::Sqrt => (lo * lo.abs(), hi * hi.abs()),
+        }
+    }
+}
+
+/// The unit of a field's line integral along the depth: the field's unit times metres.
+fn times_metre(unit: &str) -> String {
+    match unit {
+        "1" => "m".to_string(),
+        "1/s" => "m/s".to_string(),
+        "kg/m³" => "kg/m²".to_string(),
+        "m/s" => "m²/s".to_string(),
+        u => format!("{u}·m"),
+    }
+}
+
+/// The unit of `field` in a `dim`-dimensional scene, "1" for a name [`eddies::units`] does not know.
+pub(crate) fn unit_of(field: &str, dim: usize) -> String {
+    eddies::units::unit(field, dim)
+        .unwrap_or(eddies::units::DIMENSIONLESS)
+        .to_string()
 }
 
 /// What lies behind the fluid in every pixel: the background, and the scene's obstacles in grey. Obstacles
@@ -208,7 +305,12 @@ pub fn render(
             let frac: Vec<&[f32]> = frac.iter().map(Vec::as_slice).collect();
             shade_substances(&slice(&density), &frac, &looks, &backdrop.base)
         };
-        return Ok(Picture { nx, ny, pixels });
+        return Ok(Picture {
+            nx,
+            ny,
+            pixels,
+            legend: None,
+        });
     }
 
     let field = get(&scene.output.field)?;
@@ -225,7 +327,8 @@ pub fn render(
         }
         values
     };
-    let mut pixels = colorize(&values, field.signed, scene.output.colormap);
+    let scale = ColorScale::fit(&values, field.signed, scene.output.colormap);
+    let mut pixels = colorize(&values, &scale);
     let solid = encode(SOLID);
     for (p, &a) in pixels.iter_mut().zip(&backdrop.solid) {
         if a > 0.0 {
@@ -234,7 +337,18 @@ pub fn render(
             });
         }
     }
-    Ok(Picture { nx, ny, pixels })
+    let legend = Legend {
+        field: scene.output.field.clone(),
+        unit: unit_of(&scene.output.field, dim),
+        scale,
+        values: LegendScale::Linear,
+    };
+    Ok(Picture {
+        nx,
+        ny,
+        pixels,
+        legend: Some(legend),
+    })
 }
 
 /// A particle method's frame: particles splatted (bilinear weights) into the pixels of the scene's domain seen
@@ -324,10 +438,27 @@ pub fn render_particles(sim: &dyn Simulation, scene: &Scene) -> Result<Picture, 
         Colormap::Auto if !signed => Colormap::Inferno,
         m => m,
     };
+    let scale = ColorScale::fit(&values, signed, map);
+    // What a pixel sums: tracers (a count), vortons' strengths, or a grid field's integral along the depth.
+    let (quantity, unit) = match field {
+        TRACERS => (field.to_string(), unit_of(TRACERS, 3)),
+        "vorticity_magnitude" => ("strength |ω|V".to_string(), unit_of("strength", 3)),
+        name => (format!("∫ {name} dz"), times_metre(&unit_of(name, 3))),
+    };
     Ok(Picture {
         nx,
         ny,
-        pixels: colorize(&values, signed, map),
+        pixels: colorize(&values, &scale),
+        legend: Some(Legend {
+            field: quantity,
+            unit,
+            scale,
+            values: if particles {
+                LegendScale::Sqrt
+            } else {
+                LegendScale::Linear
+            },
+        }),
     })
 }
 
@@ -482,30 +613,12 @@ pub fn robust_range(values: &[f32], signed: bool) -> (f32, f32) {
     }
 }
 
-/// Colours `values` with `map` over their robust range; NaN (no fluid) is the background colour.
-pub fn colorize(values: &[f32], signed: bool, map: Colormap) -> Vec<[u8; 3]> {
-    let (lo, hi) = robust_range(values, signed);
-    let map = match map {
-        Colormap::Auto if signed => Colormap::Diverging,
-        Colormap::Auto => Colormap::Viridis,
-        m => m,
-    };
+/// Colours `values` with `scale`; NaN (no fluid) is the background colour.
+pub fn colorize(values: &[f32], scale: &ColorScale) -> Vec<[u8; 3]> {
     let bg = encode(BACKGROUND);
     values
         .iter()
-        .map(|&v| {
-            if !v.is_finite() {
-                return bg;
-            }
-            let t = ((v - lo) / (hi - lo)).clamp(0.0, 1.0) as f64;
-            let c = match map {
-                // RED_BLUE runs red → white → blue; flip it so that positive values are red.
-                Colormap::Diverging => colorous::RED_BLUE.eval_continuous(1.0 - t),
-                Colormap::Inferno => colorous::INFERNO.eval_continuous(t),
-                Colormap::Viridis | Colormap::Auto => colorous::VIRIDIS.eval_continuous(t),
-            };
-            [c.r, c.g, c.b]
-        })
+        .map(|&v| if v.is_finite() { scale.rgb(v) } else { bg })
         .collect()
 }
 
@@ -524,24 +637,29 @@ impl Picture {
 
     /// The image as PNG bytes.
     pub fn to_png(&self) -> Result<Vec<u8>, RenderError> {
-        png(&self.to_image())
+        png_bytes(&self.to_image())
     }
 }
 
-/// `img` as PNG bytes, compressed fast.
-pub fn png(img: &RgbImage) -> Result<Vec<u8>, RenderError> {
-    {
-        let mut out = Vec::new();
-        PngEncoder::new_with_quality(&mut out, CompressionType::Fast, FilterType::Adaptive)
-            .write_image(
-                img.as_raw(),
-                img.width(),
-                img.height(),
-                image::ExtendedColorType::Rgb8,
-            )
-            .map_err(RenderError::Png)?;
-        Ok(out)
-    }
+/// `img` as PNG bytes (fast compression: frames are many).
+pub fn png_bytes(img: &RgbImage) -> Result<Vec<u8>, RenderError> {
+    let mut out = Vec::new();
+    PngEncoder::new_with_quality(&mut out, CompressionType::Fast, FilterType::Adaptive)
+        .write_image(
+            img.as_raw(),
+            img.width(),
+            img.height(),
+            image::ExtendedColorType::Rgb8,
+        )
+        .map_err(RenderError::Png)?;
+    Ok(out)
+}
+
+/// The length of one pixel of a frame `width` pixels wide of `scene` (m): the domain's width over the
+/// picture's width (panels side by side each show the whole domain).
+pub fn metres_per_pixel(scene: &Scene, width: u32) -> f64 {
+    let panels = scene.output.panels.len().max(1);
+    scene.size()[0] * panels as f64 / width as f64
 }
 
 #[cfg(test)]
@@ -616,7 +734,7 @@ mod tests {
     #[test]
     fn diverging_map_is_centred_on_zero() {
         let values = [-2.0, 0.0, 2.0];
-        let px = colorize(&values, true, Colormap::Auto);
+        let px = colorize(&values, &ColorScale::fit(&values, true, Colormap::Auto));
         let [r0, g0, b0] = px[1];
         assert!(
             r0 > 230 && g0 > 230 && b0 > 230,
@@ -629,7 +747,10 @@ mod tests {
 
     #[test]
     fn viridis_runs_from_purple_to_yellow_and_nan_is_background() {
-        let px = colorize(&[0.0, 1.0, f32::NAN], false, Colormap::Viridis);
+        let values = [0.0, 1.0, f32::NAN];
+        let scale = ColorScale::fit(&values, false, Colormap::Viridis);
+        assert_eq!((scale.lo, scale.hi), (0.0, 1.0));
+        let px = colorize(&values, &scale);
         let purple = colorous::VIRIDIS.eval_continuous(0.0);
         let yellow = colorous::VIRIDIS.eval_continuous(1.0);
         assert_eq!(px[0], [purple.r, purple.g, purple.b]);
@@ -653,6 +774,7 @@ mod tests {
             nx: 2,
             ny: 2,
             pixels: vec![[1, 1, 1], [2, 2, 2], [3, 3, 3], [4, 4, 4]],
+            legend: None,
         };
         let img = pic.to_image();
         assert_eq!(img.width(), 512);

@@ -17,7 +17,7 @@ use glam::DVec3;
 use image::RgbImage;
 use rayon::prelude::*;
 
-use crate::render::{robust_range, RenderError};
+use crate::render::{unit_of, ColorScale, Legend, LegendScale, RenderError};
 use crate::scene::{Colormap, Method, RendererChoice, Scene, TRACERS};
 use crate::setup;
 
@@ -30,19 +30,6 @@ const SPLAT_DEPTH_PER_CELL: f32 = 0.3;
 
 /// Colour of dye and smoke from tracers (linear RGB): a warm white.
 const DYE: [f32; 3] = [0.92, 0.86, 0.78];
-
-/// What a colour-mapped picture shows: the field, its range and the map, for a legend.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Legend {
-    /// The field's name.
-    pub field: String,
-    /// The value at the map's low end.
-    pub lo: f32,
-    /// The value at the map's high end.
-    pub hi: f32,
-    /// The map.
-    pub map: Colormap,
-}
 
 /// A rendered frame.
 pub struct Rendered {
@@ -225,9 +212,9 @@ fn rgb(c: &[f64]) -> [f32; 3] {
     std::array::from_fn(|k| c.get(k).copied().unwrap_or(0.0) as f32)
 }
 
-/// A sRGB colour of a colour map as linear RGB.
-fn linear(c: colorous::Color) -> [f32; 3] {
-    [c.r, c.g, c.b].map(|v| {
+/// An sRGB colour as linear RGB.
+fn linear(c: [u8; 3]) -> [f32; 3] {
+    c.map(|v| {
         let s = v as f32 / 255.0;
         if s <= 0.04045 {
             s / 12.92
@@ -245,37 +232,25 @@ fn colour_mapped(
     map: Colormap,
     name: &str,
 ) -> (Vec<[f32; 3]>, Legend) {
-    let (lo, hi) = robust_range(values, signed);
-    let map = match map {
-        Colormap::Auto if signed => Colormap::Diverging,
-        Colormap::Auto => Colormap::Viridis,
-        m => m,
-    };
-    let colour = |t: f64| {
-        linear(match map {
-            Colormap::Diverging => colorous::RED_BLUE.eval_continuous(1.0 - t),
-            Colormap::Inferno => colorous::INFERNO.eval_continuous(t),
-            Colormap::Viridis | Colormap::Auto => colorous::VIRIDIS.eval_continuous(t),
-        })
-    };
+    let scale = ColorScale::fit(values, signed, map);
+    let low = linear(scale.rgb_at(0.0));
     let colours = values
         .par_iter()
         .map(|&v| {
-            let t = if v.is_finite() {
-                ((v - lo) / (hi - lo)).clamp(0.0, 1.0) as f64
+            if v.is_finite() {
+                linear(scale.rgb(v))
             } else {
-                0.0
-            };
-            colour(t)
+                low
+            }
         })
         .collect();
     (
         colours,
         Legend {
             field: name.to_string(),
-            lo,
-            hi,
-            map,
+            unit: unit_of(name, 3),
+            scale,
+            values: LegendScale::Linear,
         },
     )
 }

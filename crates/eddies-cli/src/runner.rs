@@ -19,6 +19,7 @@ use eddies::{SimError, Simulation};
 use indicatif::{ProgressBar, ProgressStyle};
 use toml_edit::Value;
 
+use crate::annotate::{annotate, Annotation};
 use crate::error::{CliError, SetupError};
 use crate::interrupt::{Interrupt, Signal};
 use crate::keypath::KeyPath;
@@ -29,7 +30,7 @@ use crate::output::lock::{self, LockError, OutputLock};
 use crate::output::{self, frame_name, npy};
 use crate::render3d::Studio;
 use crate::scene::{Backend, Scene, View};
-use crate::{panels, render, scenes, setup};
+use crate::{animation, panels, render, scenes, setup};
 use eddies_gpu::GpuError;
 
 /// What `eddies run` was asked to do.
@@ -172,6 +173,7 @@ fn prepare(opts: &RunOptions) -> Result<Prepared, CliError> {
     let src = scene_source(opts.scene.as_deref())?;
     let overrides = overrides(opts)?;
     let loaded = load::load(&src, &overrides)?;
+    animation::check_encoder(&loaded)?;
     let bytes = setup::check_memory(&loaded, setup::available_memory())?;
     Ok(Prepared {
         src,
@@ -242,6 +244,7 @@ fn resume(opts: &RunOptions, dir: &Path) -> Result<RunSummary, CliError> {
     };
     let base = overrides(opts)?;
     let loaded = load::load(&src, &base)?;
+    animation::check_encoder(&loaded)?;
     let bytes = setup::check_memory(&loaded, setup::available_memory())?;
     let scene = loaded.scene;
     let done = point.progress.frames_done;
@@ -627,6 +630,11 @@ impl<'a> Runner<'a> {
         if self.scene.output.plots {
             crate::plot::plot_run(&self.out)?;
         }
+        let format = self.scene.output.animation;
+        if let Some(name) = animation::file_name(format) {
+            let path = self.out.join(name);
+            animation::animate(&self.out, format, self.scene.time.fps, &path)?;
+        }
         Ok(RunSummary {
             out: self.out,
             frames: self.frames_written,
@@ -734,12 +742,38 @@ impl<'a> Runner<'a> {
     /// Writes frame `frame`: the PNG, and with `output.npy` the particle and mass arrays.
     fn write_frame(&mut self, frame: usize) -> Result<(), CliError> {
         self.exports.write(self.sim.as_ref(), frame, &self.out)?;
-        let png = match &mut self.studio {
+        let image = match &mut self.studio {
             Some(studio) => {
-                render::png(&studio.render(self.sim.as_ref(), self.scene, None)?.image)?
+                let rendered = studio.render(self.sim.as_ref(), self.scene, None)?;
+                let mut image = rendered.image;
+                if self.scene.output.annotate {
+                    annotate(
+                        &mut image,
+                        &Annotation {
+                            time: self.sim.time(),
+                            metres_per_pixel: Some(rendered.metres_per_pixel as f64),
+                            legend: rendered.legend.as_ref(),
+                        },
+                    );
+                }
+                image
             }
-            None => render::render(self.sim.as_ref(), self.scene, &self.backdrop)?.to_png()?,
+            None => {
+                let picture = render::render(self.sim.as_ref(), self.scene, &self.backdrop)?;
+                let mut image = picture.to_image();
+                if self.scene.output.annotate {
+                    let metres_per_pixel = render::metres_per_pixel(self.scene, image.width());
+                    let annotation = Annotation {
+                        time: self.sim.time(),
+                        metres_per_pixel: Some(metres_per_pixel),
+                        legend: picture.legend.as_ref(),
+                    };
+                    annotate(&mut image, &annotation);
+                }
+                image
+            }
         };
+        let png = render::png_bytes(&image)?;
         let path = self.out.join(frame_name(frame));
         output::write_atomic(&path, &png).map_err(|e| CliError::write(&path, e))?;
         if self.scene.output.npy {

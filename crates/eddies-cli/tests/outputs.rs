@@ -1,6 +1,6 @@
 //! The files for other tools, read back with independent readers and checked against the simulation's own
 //! arrays (the NPY output), and checkpoints: a resumed run is the uninterrupted run, bit for bit, for every
-//! method; a damaged checkpoint is refused; one run per output folder.
+//! method; a damaged checkpoint is refused; one run per output folder; animations of a run's frames.
 
 use std::fs;
 use std::path::Path;
@@ -505,4 +505,212 @@ fn vortex_particles_write_vortons_tracers_and_their_grid() {
         "three parts per frame: {pvd}"
     );
     assert!(o.join("volume_00001.vdb").exists());
+}
+
+/// The frames of a run in `dir`: their count and the size of the first.
+fn frames_of(dir: &Path) -> (usize, (u32, u32)) {
+    let mut names: Vec<String> = fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| n.starts_with("frame_") && n.ends_with(".png"))
+        .collect();
+    names.sort();
+    let first = image::open(dir.join(&names[0])).unwrap();
+    (names.len(), (first.width(), first.height()))
+}
+
+/// A GIF decoded with the `gif` crate: its frames' count, its size, and the sum of the frame delays
+/// (hundredths of a second).
+fn gif_of(path: &Path) -> (usize, (u32, u32), u32) {
+    let (frames, size, delay, _) = decode_gif(path);
+    (frames, size, delay)
+}
+
+/// [`gif_of`], and the last frame's RGBA pixels.
+fn decode_gif(path: &Path) -> (usize, (u32, u32), u32, Vec<u8>) {
+    let mut options = gif::DecodeOptions::new();
+    options.set_color_output(gif::ColorOutput::RGBA);
+    let mut decoder = options.read_info(fs::File::open(path).unwrap()).unwrap();
+    let size = (decoder.width() as u32, decoder.height() as u32);
+    let (mut frames, mut delay, mut last) = (0, 0, Vec::new());
+    while let Some(frame) = decoder.read_next_frame().unwrap() {
+        assert_eq!(
+            (frame.width as u32, frame.height as u32),
+            size,
+            "every frame covers the whole picture"
+        );
+        frames += 1;
+        delay += frame.delay as u32;
+        last = frame.buffer.to_vec();
+    }
+    (frames, size, delay, last)
+}
+
+/// `output.animation = "gif"`: a run writes `animation.gif` with its frames at `time.fps`, a resumed run one
+/// with all of them, and `eddies animate` makes one from any run's folder.
+#[test]
+fn a_gif_animation_holds_the_runs_frames() {
+    let dir = tempfile::tempdir().unwrap();
+    let sets = [
+        "--set",
+        "domain.resolution=[32,16]",
+        "--set",
+        "output.animation=\"gif\"",
+        "--set",
+        "time.fps=20",
+        "--set",
+        "output.checkpoint_every=1",
+        "--set",
+        "output.field=\"speed\"",
+    ];
+    run(dir.path(), "g", "dam-break", 3, &sets);
+    let g = dir.path().join("g");
+    let (frames, size) = frames_of(&g);
+    assert_eq!(frames, 3);
+    let (count, gif_size, delay, last) = decode_gif(&g.join("animation.gif"));
+    assert_eq!(
+        (count, gif_size, delay),
+        (3, size, 3 * 5),
+        "5/100 s a frame at 20 fps"
+    );
+    // 256 colours a frame show the picture faithfully: a small mean error, and few values far off.
+    let png = image::open(g.join("frame_00002.png")).unwrap().into_rgba8();
+    let errors: Vec<u32> = png
+        .as_raw()
+        .iter()
+        .zip(&last)
+        .map(|(&a, &b)| (a as i32 - b as i32).unsigned_abs())
+        .collect();
+    let mean = errors.iter().sum::<u32>() as f64 / errors.len() as f64;
+    assert!(mean < 2.0, "mean error {mean} of 255");
+    // Rare colours (anti-aliased text edges) may be merged into their neighbours.
+    let far = errors.iter().filter(|&&e| e > 16).count() as f64 / errors.len() as f64;
+    assert!(
+        far < 0.005,
+        "{:.2} % of values off by more than 16",
+        100.0 * far
+    );
+
+    // Resumed to five frames: the animation is remade with all of them.
+    let out = eddies(
+        &["run", "--resume", "g", "--frames", "5", "--quiet"],
+        dir.path(),
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(gif_of(&g.join("animation.gif")).0, 5);
+
+    // From the folder, at the rate the run recorded, or at the rate asked for.
+    let out = eddies(&["animate", "g", "--output", "again.gif"], dir.path());
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(gif_of(&dir.path().join("again.gif")), (5, size, 5 * 5));
+    let out = eddies(&["animate", "g", "--fps", "50"], dir.path());
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(gif_of(&g.join("animation.gif")), (5, size, 5 * 2));
+
+    // A folder without frames, and one that does not exist.
+    fs::create_dir(dir.path().join("empty")).unwrap();
+    let out = eddies(&["animate", "empty"], dir.path());
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        error_line(&out).contains("holds no frames"),
+        "{}",
+        stderr(&out)
+    );
+    let out = eddies(&["animate", "nowhere"], dir.path());
+    assert_eq!(out.status.code(), Some(2));
+    assert!(error_line(&out).contains("nowhere"), "{}", stderr(&out));
+}
+
+/// `eddies` with PATH holding nothing but an empty folder: no ffmpeg.
+fn eddies_without_ffmpeg(args: &[&str], cwd: &Path) -> std::process::Output {
+    let empty = tempfile::tempdir().unwrap();
+    std::process::Command::new(env!("CARGO_BIN_EXE_eddies"))
+        .args(args)
+        .current_dir(cwd)
+        .env("PATH", empty.path())
+        .output()
+        .unwrap()
+}
+
+/// Without ffmpeg, an MP4 is refused before anything runs or is written, naming the program.
+#[test]
+fn mp4_without_ffmpeg_is_refused_before_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = [
+        "run",
+        "dam-break",
+        "--frames",
+        "2",
+        "--set",
+        "domain.resolution=[32,16]",
+        "--set",
+        "output.animation=\"mp4\"",
+        "--out",
+        "m",
+    ];
+    let out = eddies_without_ffmpeg(&args, dir.path());
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let line = error_line(&out);
+    assert!(
+        line.contains("ffmpeg") && line.contains("output.animation"),
+        "{line}"
+    );
+    assert!(!dir.path().join("m").exists(), "nothing is written");
+
+    // `eddies animate --format mp4` likewise writes nothing.
+    run(
+        dir.path(),
+        "f",
+        "dam-break",
+        1,
+        &["--set", "domain.resolution=[32,16]"],
+    );
+    let out = eddies_without_ffmpeg(&["animate", "f", "--format", "mp4"], dir.path());
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(error_line(&out).contains("ffmpeg"), "{}", stderr(&out));
+    assert!(!dir.path().join("f/animation.mp4").exists());
+}
+
+/// With ffmpeg on PATH, a run writes an MP4 (skipped, with a notice, where there is no ffmpeg).
+#[test]
+fn mp4_animation_through_ffmpeg() {
+    if eddies_cli::animation::find_program("ffmpeg").is_none() {
+        eprintln!("skipped: ffmpeg is not on PATH");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    // An odd height (34 × 17 cells, frames of 510 × 255 pixels) that yuv420p needs padded.
+    let sets = [
+        "--set",
+        "domain.resolution=[34,17]",
+        "--set",
+        "output.animation=\"mp4\"",
+    ];
+    run(dir.path(), "m", "dam-break", 3, &sets);
+    let path = dir.path().join("m/animation.mp4");
+    let mp4 = fs::read(&path).unwrap();
+    assert_eq!(&mp4[4..8], b"ftyp", "an MP4 file");
+    // ffprobe comes with ffmpeg: the stream holds every frame, padded to an even size.
+    let Some(ffprobe) = eddies_cli::animation::find_program("ffprobe") else {
+        return;
+    };
+    let probe = std::process::Command::new(ffprobe)
+        .args(["-v", "error", "-select_streams", "v:0", "-count_frames"])
+        .args([
+            "-show_entries",
+            "stream=width,height,nb_read_frames,pix_fmt",
+        ])
+        .args(["-of", "default=noprint_wrappers=1"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&probe.stdout);
+    for line in [
+        "width=510",
+        "height=256",
+        "nb_read_frames=3",
+        "pix_fmt=yuv420p",
+    ] {
+        assert!(text.lines().any(|l| l == line), "{line} in\n{text}");
+    }
 }

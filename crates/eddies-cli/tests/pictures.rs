@@ -22,8 +22,18 @@ fn frame(dir: &Path) -> image::RgbImage {
 fn first_frame(scene: &str, dir: &Path, extra: &[&str]) -> image::RgbImage {
     let out = dir.to_str().unwrap();
     let mut args = vec![
-        "run", scene, "--out", out, "--frames", "1", "--set", "time.fps=600", "--set", PIXELS,
-        "--set", "output.annotate=false",
+        "run",
+        scene,
+        "--out",
+        out,
+        "--frames",
+        "1",
+        "--set",
+        "time.fps=600",
+        "--set",
+        PIXELS,
+        "--set",
+        "output.annotate=false",
     ];
     for e in extra {
         args.extend(["--set", e]);
@@ -54,7 +64,11 @@ fn every_builtin_3d_scene_renders_a_picture_that_shows_its_fluid() {
         }
         let name = scene.name;
         let img = first_frame(name, &tmp.path().join(name), &[]);
-        assert_eq!((img.width(), img.height()), (160, 96), "{name}: the camera's size");
+        assert_eq!(
+            (img.width(), img.height()),
+            (160, 96),
+            "{name}: the camera's size"
+        );
         // A floor, a sky and a lit fluid take many colours; a blank or flat picture takes few.
         let colours = distinct_colours(&img);
         assert!(colours > 150, "{name}: only {colours} colours");
@@ -63,7 +77,10 @@ fn every_builtin_3d_scene_renders_a_picture_that_shows_its_fluid() {
         let away = first_frame(
             name,
             &tmp.path().join(format!("{name}-away")),
-            &["output.camera.target=[0.0, 100.0, 0.0]", "output.camera.position=[0.0, 99.0, 0.1]"],
+            &[
+                "output.camera.target=[0.0, 100.0, 0.0]",
+                "output.camera.position=[0.0, 99.0, 0.1]",
+            ],
         );
         assert!(
             differing_pixels(&img, &away) > 160 * 96 / 4,
@@ -83,9 +100,19 @@ fn a_camera_and_the_analysis_views_change_the_picture() {
         &tmp.path().join("side"),
         &["output.camera.position=[5.0, 1.0, 0.5]"],
     );
-    assert!(differing_pixels(&front, &side) > 160 * 96 / 4, "another camera, another picture");
-    let zoomed = first_frame("dam-break-3d", &tmp.path().join("zoom"), &["output.camera.fov=15"]);
-    assert!(differing_pixels(&front, &zoomed) > 160 * 96 / 4, "a narrower field of view");
+    assert!(
+        differing_pixels(&front, &side) > 160 * 96 / 4,
+        "another camera, another picture"
+    );
+    let zoomed = first_frame(
+        "dam-break-3d",
+        &tmp.path().join("zoom"),
+        &["output.camera.fov=15"],
+    );
+    assert!(
+        differing_pixels(&front, &zoomed) > 160 * 96 / 4,
+        "a narrower field of view"
+    );
     // The analysis views keep their own size (the grid, enlarged to at least 512 pixels).
     for view in ["projection", "slice"] {
         let img = first_frame(
@@ -103,16 +130,32 @@ fn a_camera_that_cannot_see_is_refused_at_its_key() {
     for (set, key) in [
         ("output.camera.fov=0", "output.camera.fov"),
         ("output.camera.pixels=[100]", "output.camera.pixels"),
-        ("output.camera.pixels=[100, 9000]", "output.camera.pixels[1]"),
-        ("output.camera.position=[1.0, 2.0]", "output.camera.position"),
+        (
+            "output.camera.pixels=[100, 9000]",
+            "output.camera.pixels[1]",
+        ),
+        (
+            "output.camera.position=[1.0, 2.0]",
+            "output.camera.position",
+        ),
     ] {
         let out = tmp.path().join("x");
         let run = eddies(
-            &["run", "dam-break-3d", "--out", out.to_str().unwrap(), "--set", set],
+            &[
+                "run",
+                "dam-break-3d",
+                "--out",
+                out.to_str().unwrap(),
+                "--set",
+                set,
+            ],
             tmp.path(),
         );
         assert_eq!(run.status.code(), Some(2), "{set}: {}", stderr(&run));
         assert!(stderr(&run).contains(key), "{set}: {}", stderr(&run));
-        assert!(!out.join("frame_00000.png").exists(), "{set}: nothing written");
+        assert!(
+            !out.join("frame_00000.png").exists(),
+            "{set}: nothing written"
+        );
     }
 }

@@ -10,3 +10,8 @@ pub mod plot;
 pub mod ply;
 pub mod vdb;
 pub mod vtk;
+
+/// DejaVu Sans (Bitstream Vera licence, `assets/DejaVuSans-LICENSE.txt`), the one font eddies sets text in:
+/// the plots' and the frames' annotations. Bundled, so that no system font is looked up and every machine
+/// draws the same picture.
+pub static FONT: &[u8] = include_bytes!("../assets/DejaVuSans.ttf");

@@ -11,7 +11,8 @@
 //! Foundations shared by the methods: [`grid`] (cell-centred and staggered grids, stencils, sampling), [`par`]
 //! (deterministic parallel loops), [`rng`] (the seeded generator), [`shape`] (signed-distance shapes),
 //! [`check`] (value checks that name their key), [`mesh`] (closed triangle meshes of the liquid surface),
-//! [`diag`] (per-step records and timers) and [`sim`]: the [`Simulation`] trait through which drivers run any
+//! [`diag`] (per-step records and timers), [`units`] (the SI unit of every quantity a method offers by name)
+//! and [`sim`]: the [`Simulation`] trait through which drivers run any
 //! method, its step template around each method's `advance`, and the [`Description`] each method gives of
 //! itself. Each method's parameter type
 //! ([`reint::ReintParams`], [`flip::FlipParams`], [`vpm::VpmParams`]) is its section of a scene file, with
@@ -48,6 +49,7 @@ pub mod reint;
 pub mod rng;
 pub mod shape;
 pub mod sim;
+pub mod units;
 pub mod validation;
 pub mod vpm;
 

@@ -14,7 +14,8 @@ pub mod stats;
 
 pub use files::{check_output_folder, remove_stale_outputs, write_atomic, OutputFolderError};
 pub use names::{
-    checkpoint_number, field_name, frame_name, numbered_name, particles_name, SERIES_NAME,
+    checkpoint_number, field_name, frame_name, numbered_name, particles_name, GIF_NAME, MP4_NAME,
+    SERIES_NAME,
 };
 pub use resolved::{scene_toml, ResolvedSceneError};
 pub use stats::stats_line;

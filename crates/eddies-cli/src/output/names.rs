@@ -27,6 +27,12 @@ pub fn numbered_name(stem: &str, number: usize, ext: &str) -> String {
 /// The VTK collection of a run's `.vti` and `.vtp` files.
 pub const SERIES_NAME: &str = "series.pvd";
 
+/// A run's animation (`output.animation = "gif"`).
+pub const GIF_NAME: &str = "animation.gif";
+
+/// A run's animation (`output.animation = "mp4"`).
+pub const MP4_NAME: &str = "animation.mp4";
+
 /// The numbered files of a run: stem and extension.
 const NUMBERED: &[(&str, &str)] = &[
     ("frame", "png"),
@@ -43,11 +49,11 @@ const NUMBERED: &[(&str, &str)] = &[
 ];
 
 /// Whether `name` is a file of an earlier run of ours that a new run replaces: a per-frame output, a
-/// checkpoint, or the VTK collection.
+/// checkpoint, the VTK collection or the animation.
 pub(super) fn is_frame_output(name: &str) -> bool {
     let numbered =
         |stem: &str| stem.len() >= 5 && stem[stem.len() - 5..].bytes().all(|b| b.is_ascii_digit());
-    if name == SERIES_NAME {
+    if [SERIES_NAME, GIF_NAME, MP4_NAME].contains(&name) {
         return true;
     }
     for (stem, ext) in NUMBERED {
@@ -96,6 +102,8 @@ mod tests {
             "volume_00004.vdb",
             "checkpoint_00010.ckpt",
             "series.pvd",
+            "animation.gif",
+            "animation.mp4",
         ] {
             assert!(is_frame_output(ok), "{ok}");
         }

@@ -25,7 +25,7 @@ mod shapes;
 mod sources;
 mod vpm;
 
-pub use output::{CameraSpec, Colormap, MeshFormat, Output, RendererChoice, View};
+pub use output::{AnimationFormat, CameraSpec, Colormap, MeshFormat, Output, RendererChoice, View};
 pub use shapes::{
     BoxSpec, CylinderSpec, DifferenceSpec, PlaneSpec, ShapeSpec, SphereSpec, TransformSpec,
     SHAPE_KINDS,

@@ -86,6 +86,19 @@ pub enum MeshFormat {
     Obj,
 }
 
+/// An animation of a run's frames (`output.animation`), written when the run ends.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum AnimationFormat {
+    /// No animation.
+    #[default]
+    None,
+    /// `animation.gif`: an animated GIF, 256 colours per frame.
+    Gif,
+    /// `animation.mp4`: H.264 (yuv420p) through the `ffmpeg` program, which must be on PATH.
+    Mp4,
+}
+
 /// `[output]`: frames, arrays, files for other tools, checkpoints.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -105,6 +118,12 @@ pub struct Output {
     pub renderer: RendererChoice,
     /// The camera of rendered pictures.
     pub camera: CameraSpec,
+    /// Whether frames show the simulated time, a scale bar and, for colour-mapped fields, a colour bar with
+    /// the field's name, unit and range. Default true.
+    pub annotate: bool,
+    /// An animation of the frames, written when the run ends (also a resumed one), at `time.fps`: "none",
+    /// "gif" (`animation.gif`) or "mp4" (`animation.mp4`, needs `ffmpeg` on PATH). Default "none".
+    pub animation: AnimationFormat,
     /// Side-by-side variants of the scene (vpm, with field "tracers" or "vorticity_magnitude"): each entry
     /// is one panel, a list of `key=value` overrides separated by `;` (as `--set` takes them) applied to
     /// this scene; the frames show the panels left to right, and `stats.jsonl` the first panel's
@@ -149,6 +168,8 @@ impl Default for Output {
             view: View::Render,
             renderer: RendererChoice::Auto,
             camera: CameraSpec::default(),
+            annotate: true,
+            animation: AnimationFormat::None,
             panels: Vec::new(),
             vtk: false,
             ply: false,

@@ -11,12 +11,10 @@ use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use super::reduce::{bounds, log_padded, padded, Segments};
 use super::PlotError;
+use crate::FONT;
 
 /// Width and height of every figure, in pixels (PNG) and user units (SVG).
 pub const SIZE: (u32, u32) = (1200, 700);
-
-/// DejaVu Sans (Bitstream Vera licence, `assets/DejaVuSans-LICENSE.txt`).
-static FONT: &[u8] = include_bytes!("../../assets/DejaVuSans.ttf");
 
 /// The family the bundled font is registered under: the one plotters asks for by default, and the one an
 /// SVG viewer substitutes its own sans-serif font for.
