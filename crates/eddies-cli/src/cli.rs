@@ -203,14 +203,16 @@ fn dispatch(command: Command) -> Result<i32, CliError> {
             if !opts.quiet {
                 let last = s.frames.saturating_sub(1);
                 println!(
-                    "wrote {} frames to {} ({} .. {}, stats.jsonl, scene.toml): {} steps, {:.2} s simulated in {:.1} s",
+                    "wrote {} frames to {} ({} .. {}, stats.jsonl, scene.toml): {} steps, {:.2} s simulated in {:.1} s \
+                     (frames held the simulation {:.1} s)",
                     s.frames,
                     s.out.display(),
                     crate::output::frame_name(0),
                     crate::output::frame_name(last),
                     s.steps,
                     s.sim_time,
-                    s.wall.as_secs_f64()
+                    s.wall.as_secs_f64(),
+                    s.frames_held.as_secs_f64()
                 );
             }
             Ok(EXIT_OK)

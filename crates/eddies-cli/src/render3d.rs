@@ -46,6 +46,13 @@ pub struct Studio {
     renderer: Renderer,
     camera: Camera,
     pixels: [u32; 2],
+    staging: Staging,
+}
+
+/// What turns a simulation's state into a [`Stage`]: the scene's obstacles with their motion. Apart from
+/// the [`Studio`], so that the state can be staged on one thread and drawn on another.
+#[derive(Clone, Debug)]
+pub struct Staging {
     obstacles: Vec<eddies::flip::Obstacle<3>>,
 }
 
@@ -95,7 +102,7 @@ impl Studio {
             renderer,
             camera,
             pixels,
-            obstacles: setup::obstacles::<3>(scene),
+            staging: Staging::new(scene),
         })
     }
 
@@ -114,6 +121,11 @@ impl Studio {
         self.camera = camera;
     }
 
+    /// What stages the simulation's state for this studio.
+    pub fn staging(&self) -> &Staging {
+        &self.staging
+    }
+
     /// Renders `sim` as `scene` asks, `width` × `height` pixels or the scene's `output.camera.pixels`.
     ///
     /// # Errors
@@ -124,7 +136,20 @@ impl Studio {
         scene: &Scene,
         size: Option<[u32; 2]>,
     ) -> Result<Rendered, RenderError> {
-        let (stage, legend) = self.stage(sim, scene)?;
+        let (stage, legend) = self.staging.stage(sim, scene)?;
+        self.draw(&stage, legend, size)
+    }
+
+    /// Draws a staged state, `width` × `height` pixels or the scene's `output.camera.pixels`.
+    ///
+    /// # Errors
+    /// A renderer failure.
+    pub fn draw(
+        &mut self,
+        stage: &Stage,
+        legend: Option<Legend>,
+        size: Option<[u32; 2]>,
+    ) -> Result<Rendered, RenderError> {
         let [w, h] = size.unwrap_or(self.pixels);
         let view = self
             .camera
@@ -132,7 +157,7 @@ impl Studio {
             .map_err(|e| RenderError::Render(e.to_string()))?;
         let image = self
             .renderer
-            .render(&stage, &self.camera, w, h)
+            .render(stage, &self.camera, w, h)
             .map_err(|e| RenderError::Render(e.to_string()))?;
         Ok(Rendered {
             image,
@@ -140,8 +165,20 @@ impl Studio {
             legend,
         })
     }
+}
+
+impl Staging {
+    /// The staging of a checked 3D scene.
+    pub fn new(scene: &Scene) -> Self {
+        Self {
+            obstacles: setup::obstacles::<3>(scene),
+        }
+    }
 
     /// The simulation's state as a stage, and the legend of its colours.
+    ///
+    /// # Errors
+    /// A field the simulation does not offer.
     pub fn stage(
         &self,
         sim: &dyn Simulation,
@@ -176,6 +213,7 @@ impl Studio {
             level: 0.0,
             outside: -0.5 * grid.cell,
             width: grid.cell,
+            distance: true,
         })
     }
 }
@@ -280,6 +318,7 @@ fn liquid_stage(
                 level: 0.0,
                 outside: -0.5 * h,
                 width: h,
+                distance: true,
             },
             inside,
         )
@@ -294,6 +333,7 @@ fn liquid_stage(
                 level,
                 outside: 0.0,
                 width: level,
+                distance: false,
             },
             inside,
         )

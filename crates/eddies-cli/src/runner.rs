@@ -13,6 +13,7 @@
 use std::fs::{self, File};
 use std::io::{BufWriter, IsTerminal, Write};
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use eddies::{SimError, Simulation};
@@ -27,8 +28,9 @@ use crate::load::{self, Loaded, Override, SceneError, SceneSource};
 use crate::output::checkpoint::{self as checkpoints, Position};
 use crate::output::exports::Exports;
 use crate::output::lock::{self, LockError, OutputLock};
+use crate::output::pictures::FrameWriter;
 use crate::output::{self, frame_name, npy};
-use crate::render3d::Studio;
+use crate::render3d::{Staging, Studio};
 use crate::scene::{Backend, Scene, View};
 use crate::{animation, panels, render, scenes, setup};
 use eddies_gpu::GpuError;
@@ -69,6 +71,9 @@ pub struct RunSummary {
     pub sim_time: f64,
     /// Wall time of the whole run.
     pub wall: Duration,
+    /// Of it, the time the simulation waited on frames: staging pictures and writing the files for other
+    /// tools, and waiting for the frame thread (pictures are drawn and written beside the stepping).
+    pub frames_held: Duration,
 }
 
 /// Finds the scene text: an existing file, else a built-in scene, else an error listing the built-ins.
@@ -494,8 +499,13 @@ struct Runner<'a> {
     stats_path: PathBuf,
     progress: Progress,
     backdrop: render::Backdrop,
-    /// The renderer of 3D pictures (`output.view = "render"`), or none.
-    studio: Option<Studio>,
+    /// The renderer of 3D pictures (`output.view = "render"`) and what stages the state for it, or none.
+    studio: Option<(Staging, Arc<Mutex<Studio>>)>,
+    /// The thread that finishes frames.
+    pictures: FrameWriter,
+    /// Time the simulation spent writing frames (staging, the files for other tools, waiting for the frame
+    /// thread).
+    frames_held: Duration,
     started: Instant,
     frames_written: usize,
     /// Records of the steps since the last frame, written when the frame is.
@@ -506,6 +516,12 @@ struct Runner<'a> {
 /// (which are particle projections).
 pub fn renders_3d(scene: &Scene) -> bool {
     scene.dim() == 3 && scene.output.view == View::Render && scene.output.panels.is_empty()
+}
+
+/// Encodes `image` as PNG and writes it to `path` (whole, or not at all).
+fn write_png(path: &Path, image: &image::RgbImage) -> Result<(), CliError> {
+    let png = render::png_bytes(image)?;
+    output::write_atomic(path, &png).map_err(|e| CliError::write(path, e))
 }
 
 impl<'a> Runner<'a> {
@@ -528,7 +544,10 @@ impl<'a> Runner<'a> {
             env!("CARGO_PKG_VERSION")
         );
         let text = output::scene_toml(scene, &header)?;
-        let studio = renders_3d(scene).then(|| Studio::new(scene)).transpose()?;
+        let studio = renders_3d(scene)
+            .then(|| Studio::new(scene))
+            .transpose()?
+            .map(|s| (s.staging().clone(), Arc::new(Mutex::new(s))));
         let stats_path = out.join("stats.jsonl");
         let (lock, progress) = match begin {
             Begin::Fresh => {
@@ -584,6 +603,8 @@ impl<'a> Runner<'a> {
             progress: progress_bar,
             backdrop: render::Backdrop::new(scene),
             studio,
+            pictures: FrameWriter::new(),
+            frames_held: Duration::ZERO,
             started: Instant::now(),
             frames_written: progress.frames_done,
             pending: Vec::new(),
@@ -606,6 +627,8 @@ impl<'a> Runner<'a> {
                 let _ = self.stats.flush();
                 self.progress.abandon();
                 self.clamps.summarise(self.sim.steps(), &self.progress);
+                // Frames handed over are written before the run ends.
+                let _ = self.pictures.finish();
                 let saved =
                     matches!(e, StepFailure::Interrupted(_)).then(|| self.checkpoint(frame));
                 return Err(self.failure(e, saved));
@@ -616,6 +639,8 @@ impl<'a> Runner<'a> {
                 .flush()
                 .map_err(|e| CliError::write(&self.stats_path, e))?;
             if every > 0 && (frame + 1) % every == 0 {
+                // A checkpoint counts its frames as written: they must be.
+                self.pictures.flush()?;
                 self.checkpoint(frame + 1)?;
             }
             self.progress.frame_done(
@@ -625,6 +650,9 @@ impl<'a> Runner<'a> {
                 self.started.elapsed(),
             );
         }
+        let waited = Instant::now();
+        self.pictures.finish()?;
+        self.frames_held += waited.elapsed();
         self.progress.finish();
         self.clamps.summarise(self.sim.steps(), &self.progress);
         if self.scene.output.plots {
@@ -641,6 +669,7 @@ impl<'a> Runner<'a> {
             steps: self.sim.steps(),
             sim_time: self.sim.time(),
             wall: self.started.elapsed(),
+            frames_held: self.frames_held,
         })
     }
 
@@ -741,41 +770,47 @@ impl<'a> Runner<'a> {
 
     /// Writes frame `frame`: the PNG, and with `output.npy` the particle and mass arrays.
     fn write_frame(&mut self, frame: usize) -> Result<(), CliError> {
+        let started = Instant::now();
         self.exports.write(self.sim.as_ref(), frame, &self.out)?;
-        let image = match &mut self.studio {
-            Some(studio) => {
-                let rendered = studio.render(self.sim.as_ref(), self.scene, None)?;
-                let mut image = rendered.image;
-                if self.scene.output.annotate {
-                    annotate(
-                        &mut image,
-                        &Annotation {
-                            time: self.sim.time(),
+        let path = self.out.join(frame_name(frame));
+        let time = self.sim.time();
+        let annotated = self.scene.output.annotate;
+        // The picture's data leaves the simulation here; the frame thread draws, annotates and writes it.
+        match &self.studio {
+            Some((staging, studio)) => {
+                let (stage, legend) = staging.stage(self.sim.as_ref(), self.scene)?;
+                let studio = Arc::clone(studio);
+                self.pictures.submit(move || {
+                    let rendered = studio.lock().unwrap().draw(&stage, legend, None)?;
+                    let mut image = rendered.image;
+                    if annotated {
+                        let annotation = Annotation {
+                            time,
                             metres_per_pixel: Some(rendered.metres_per_pixel as f64),
                             legend: rendered.legend.as_ref(),
-                        },
-                    );
-                }
-                image
+                        };
+                        annotate(&mut image, &annotation);
+                    }
+                    write_png(&path, &image)
+                })?;
             }
             None => {
                 let picture = render::render(self.sim.as_ref(), self.scene, &self.backdrop)?;
-                let mut image = picture.to_image();
-                if self.scene.output.annotate {
-                    let metres_per_pixel = render::metres_per_pixel(self.scene, image.width());
-                    let annotation = Annotation {
-                        time: self.sim.time(),
-                        metres_per_pixel: Some(metres_per_pixel),
-                        legend: picture.legend.as_ref(),
-                    };
-                    annotate(&mut image, &annotation);
-                }
-                image
+                let domain_width = render::metres_per_pixel(self.scene, 1);
+                self.pictures.submit(move || {
+                    let mut image = picture.to_image();
+                    if annotated {
+                        let annotation = Annotation {
+                            time,
+                            metres_per_pixel: Some(domain_width / image.width() as f64),
+                            legend: picture.legend.as_ref(),
+                        };
+                        annotate(&mut image, &annotation);
+                    }
+                    write_png(&path, &image)
+                })?;
             }
-        };
-        let png = render::png_bytes(&image)?;
-        let path = self.out.join(frame_name(frame));
-        output::write_atomic(&path, &png).map_err(|e| CliError::write(&path, e))?;
+        }
         if self.scene.output.npy {
             let dim = self.sim.dim();
             let positions = self.sim.particle_positions();
@@ -797,6 +832,7 @@ impl<'a> Runner<'a> {
             }
         }
         self.frames_written = frame + 1;
+        self.frames_held += started.elapsed();
         Ok(())
     }
 

@@ -6,14 +6,17 @@ use rayon::prelude::*;
 
 use crate::camera::{add, dot, normalize, scale, sub, View};
 use crate::stage::{
-    Params, Prepared, BRICK, FLOOR, HAS_LIQUID, HAS_SMOKE, HAS_SOLID, LIQUID_CELLS, SMOKE_CELLS,
-    SOLID_ALBEDO,
+    Params, Prepared, BRICK, FLOOR, HAS_LIQUID, HAS_SMOKE, HAS_SOLID, LIQUID_CELLS,
+    LIQUID_DISTANCE, SMOKE_CELLS, SOLID_ALBEDO, SOLID_DISTANCE,
 };
 
 /// The constants of the picture, shared with the WGSL kernel through [`wgsl_constants`].
 pub mod look {
     /// March step, in cells, where a surface may be.
     pub const STEP: f32 = 0.5;
+    /// Fraction of a distance field's value a ray may step at once (its trilinear interpolation and a
+    /// particle level set are distances only roughly).
+    pub const DISTANCE_TRUST: f32 = 0.8;
     /// March step, in cells, through smoke alone (no surface to find: trilinear smoke varies over a cell).
     pub const SMOKE_STEP: f32 = 1.0;
     /// Bisection steps that place a surface hit (to 1/64 of a step).
@@ -67,6 +70,7 @@ pub fn wgsl_constants() -> String {
     for (name, value) in [
         ("STEP", STEP),
         ("SMOKE_STEP", SMOKE_STEP),
+        ("DISTANCE_TRUST", DISTANCE_TRUST),
         ("AMBIENT", AMBIENT),
         ("SUN", SUN),
         ("LIQUID_SPECULAR", LIQUID_SPECULAR),
@@ -103,6 +107,8 @@ pub fn wgsl_constants() -> String {
         ("LIQUID_CELLS", LIQUID_CELLS),
         ("SMOKE_CELLS", SMOKE_CELLS),
         ("FLOOR", FLOOR),
+        ("LIQUID_DISTANCE", LIQUID_DISTANCE),
+        ("SOLID_DISTANCE", SOLID_DISTANCE),
     ] {
         s += &format!("const {name}: u32 = {value}u;\n");
     }
@@ -461,15 +467,15 @@ impl Marcher<'_> {
         if t0 < t_end && flags & (HAS_LIQUID | HAS_SOLID | HAS_SMOKE) != 0 {
             let dt = STEP * h;
             let smoke_dt = SMOKE_STEP * h;
-            // Whether the last brick held smoke alone: the next step may be the coarser one.
-            let mut only_smoke = false;
+            // The next step: as long as the contents of the last sample's brick allow.
+            let mut next_dt = dt;
             let max_steps = 4 * ((n[0] + n[1] + n[2]) as u32 + 8) * (1.0 / STEP) as u32;
             let mut t = t0;
             for _ in 0..max_steps {
                 if t >= t_end {
                     break;
                 }
-                let t_next = (t + if only_smoke { smoke_dt } else { dt }).min(t_end);
+                let t_next = (t + next_dt).min(t_end);
                 let q = add(o, scale(d, t_next));
                 let c: [f32; 3] = std::array::from_fn(|a| (q[a] - origin[a]) / h);
                 let in_grid = (0..3).all(|a| c[a] >= 0.0 && c[a] < n[a] as f32);
@@ -479,7 +485,6 @@ impl Marcher<'_> {
                     let brick =
                         s.bricks[((b[2] * p.bricks[1] + b[1]) * p.bricks[0] + b[0]) as usize];
                     here = brick & 255;
-                    only_smoke = here == HAS_SMOKE;
                     if here == 0 {
                         // Every brick within `empty − 1` of this one is empty too: jump out of that cube.
                         let empty = brick >> 8;
@@ -492,20 +497,46 @@ impl Marcher<'_> {
                         });
                         let (_, exit) = slab(o, d, lo, hi);
                         t = exit.max(t_next);
+                        next_dt = dt;
                         continue;
                     }
                 }
                 let g = self.cell_coords(q);
-                if here & HAS_LIQUID != 0 && self.sample(&s.liquid, g, p.levels[1]) > p.levels[0] {
-                    hit_t = self.bisect(Kind::Liquid, o, d, t, t_next);
-                    hit_kind = HAS_LIQUID;
-                }
-                if here & HAS_SOLID != 0 && self.sample(&s.solid, g, p.levels[3]) > p.levels[2] {
-                    let ts = self.bisect(Kind::Solid, o, d, t, t_next);
-                    if ts < hit_t {
-                        hit_t = ts;
-                        hit_kind = HAS_SOLID;
+                // Through smoke alone a cell per step; near a surface half a cell, or for a distance field
+                // most of the distance to it.
+                next_dt = if here & (HAS_LIQUID | HAS_SOLID) == 0 {
+                    smoke_dt
+                } else if here & HAS_SMOKE != 0 {
+                    dt
+                } else {
+                    f32::INFINITY
+                };
+                if here & HAS_LIQUID != 0 {
+                    let v = self.sample(&s.liquid, g, p.levels[1]);
+                    if v > p.levels[0] {
+                        hit_t = self.bisect(Kind::Liquid, o, d, t, t_next);
+                        hit_kind = HAS_LIQUID;
                     }
+                    next_dt = next_dt.min(if flags & LIQUID_DISTANCE != 0 {
+                        (DISTANCE_TRUST * (p.levels[0] - v)).max(dt)
+                    } else {
+                        dt
+                    });
+                }
+                if here & HAS_SOLID != 0 {
+                    let v = self.sample(&s.solid, g, p.levels[3]);
+                    if v > p.levels[2] {
+                        let ts = self.bisect(Kind::Solid, o, d, t, t_next);
+                        if ts < hit_t {
+                            hit_t = ts;
+                            hit_kind = HAS_SOLID;
+                        }
+                    }
+                    next_dt = next_dt.min(if flags & SOLID_DISTANCE != 0 {
+                        (DISTANCE_TRUST * (p.levels[2] - v)).max(dt)
+                    } else {
+                        dt
+                    });
                 }
                 if here & HAS_SMOKE != 0 {
                     let end = t_next.min(hit_t);

@@ -320,17 +320,13 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>) {
         let dt = STEP * h;
         let max_steps = 4u * (u32(n.x + n.y + n.z) + 8u) * u32(1.0 / STEP);
         let smoke_dt = SMOKE_STEP * h;
-        var only_smoke = false;
+        var next_dt = dt;
         var t = t0;
         for (var step = 0u; step < max_steps; step++) {
             if t >= t_end {
                 break;
             }
-            var this_dt = dt;
-            if only_smoke {
-                this_dt = smoke_dt;
-            }
-            let t_next = min(t + this_dt, t_end);
+            let t_next = min(t + next_dt, t_end);
             let q = o + d * t_next;
             let c = (q - origin) / h;
             let in_grid = all(c >= vec3<f32>(0.0)) && all(c < vec3<f32>(n));
@@ -339,7 +335,6 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>) {
                 let b = vec3<u32>(c) / BRICK;
                 let brick = bricks[(b.z * p.bricks.y + b.y) * p.bricks.x + b.x];
                 here = brick & 255u;
-                only_smoke = here == HAS_SMOKE;
                 if here == 0u {
                     // Every brick within `empty - 1` of this one is empty too: jump out of that cube.
                     let empty = brick >> 8u;
@@ -347,20 +342,44 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>) {
                     let hi = min(origin + vec3<f32>((b + empty) * BRICK) * h, grid_max);
                     let exit = slab(o, d, lo, hi).y;
                     t = max(exit, t_next);
+                    next_dt = dt;
                     continue;
                 }
             }
             let g = cell_coords(q);
-            if (here & HAS_LIQUID) != 0u && sample(LIQUID, g, p.levels.y) > p.levels.x {
-                hit_t = bisect(LIQUID, p.levels.x, p.levels.y, o, d, t, t_next);
-                hit_kind = HAS_LIQUID;
+            if (here & (HAS_LIQUID | HAS_SOLID)) == 0u {
+                next_dt = smoke_dt;
+            } else if (here & HAS_SMOKE) != 0u {
+                next_dt = dt;
+            } else {
+                next_dt = BIG;
             }
-            if (here & HAS_SOLID) != 0u && sample(SOLID, g, p.levels.w) > p.levels.z {
-                let ts = bisect(SOLID, p.levels.z, p.levels.w, o, d, t, t_next);
-                if ts < hit_t {
-                    hit_t = ts;
-                    hit_kind = HAS_SOLID;
+            if (here & HAS_LIQUID) != 0u {
+                let v = sample(LIQUID, g, p.levels.y);
+                if v > p.levels.x {
+                    hit_t = bisect(LIQUID, p.levels.x, p.levels.y, o, d, t, t_next);
+                    hit_kind = HAS_LIQUID;
                 }
+                var bound = dt;
+                if (flags & LIQUID_DISTANCE) != 0u {
+                    bound = max(DISTANCE_TRUST * (p.levels.x - v), dt);
+                }
+                next_dt = min(next_dt, bound);
+            }
+            if (here & HAS_SOLID) != 0u {
+                let v = sample(SOLID, g, p.levels.w);
+                if v > p.levels.z {
+                    let ts = bisect(SOLID, p.levels.z, p.levels.w, o, d, t, t_next);
+                    if ts < hit_t {
+                        hit_t = ts;
+                        hit_kind = HAS_SOLID;
+                    }
+                }
+                var bound = dt;
+                if (flags & SOLID_DISTANCE) != 0u {
+                    bound = max(DISTANCE_TRUST * (p.levels.z - v), dt);
+                }
+                next_dt = min(next_dt, bound);
             }
             if (here & HAS_SMOKE) != 0u {
                 let end = min(t_next, hit_t);

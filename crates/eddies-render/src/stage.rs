@@ -42,6 +42,9 @@ pub struct Layer {
     /// The change of value over which the field goes from clear to opaque in shadows (a density's level, a
     /// level set's cell size).
     pub width: f32,
+    /// Whether `level − value` outside is (roughly) the distance to the surface in metres, as for a level
+    /// set: rays then step most of that distance at once.
+    pub distance: bool,
 }
 
 /// A colour per cell or for all (linear RGB, 0–1).
@@ -106,6 +109,10 @@ pub const LIQUID_CELLS: u32 = 8;
 pub const SMOKE_CELLS: u32 = 16;
 /// A floor lies under the grid.
 pub const FLOOR: u32 = 32;
+/// The liquid's field is a distance.
+pub const LIQUID_DISTANCE: u32 = 64;
+/// The obstacles' field is a distance.
+pub const SOLID_DISTANCE: u32 = 128;
 
 /// The uniform block both renderers read: the camera, the grid, the light and the contents' flags. Laid
 /// out as the WGSL struct `Params` in `render.wgsl`.
@@ -212,6 +219,9 @@ impl Prepared {
         if let Some(liquid) = &stage.liquid {
             check_layer("the liquid's field", &liquid.layer)?;
             flags |= HAS_LIQUID;
+            if liquid.layer.distance {
+                flags |= LIQUID_DISTANCE;
+            }
             params.levels[0] = liquid.layer.level;
             params.levels[1] = liquid.layer.outside;
             match &liquid.albedo {
@@ -226,6 +236,9 @@ impl Prepared {
         if let Some(solid) = &stage.solid {
             check_layer("the obstacles' field", solid)?;
             flags |= HAS_SOLID;
+            if solid.distance {
+                flags |= SOLID_DISTANCE;
+            }
             params.levels[2] = solid.level;
             params.levels[3] = solid.outside;
         }
@@ -514,6 +527,7 @@ mod tests {
                     level: 0.5,
                     outside: 0.0,
                     width: 0.5,
+                    distance: false,
                 },
                 albedo: Albedo::Uniform([1.0; 3]),
             }),
@@ -574,6 +588,7 @@ mod tests {
                 level: 0.0,
                 outside: -1.0,
                 width: 1.0,
+                distance: true,
             }),
             smoke: None,
             floor: false,
@@ -586,6 +601,7 @@ mod tests {
                 level: 0.0,
                 outside: 1.0,
                 width: 1.0,
+                distance: true,
             }),
             ..stage
         };

@@ -65,6 +65,7 @@ fn sphere(colour: [f32; 3]) -> Stage {
                 level: 0.0,
                 outside: -grid.cell,
                 width: grid.cell,
+                distance: true,
             },
             albedo: Albedo::Uniform(colour),
         }),
@@ -220,6 +221,7 @@ fn everything() -> Stage {
                 level: 0.0,
                 outside: -grid.cell,
                 width: grid.cell,
+                distance: true,
             },
             albedo: Albedo::Cells(colours),
         }),
@@ -228,6 +230,7 @@ fn everything() -> Stage {
             level: 0.0,
             outside: -grid.cell,
             width: grid.cell,
+            distance: true,
         }),
         smoke: Some(Smoke {
             extinction: smoke,

@@ -84,6 +84,7 @@ fn liquid(quick: bool, gpu: bool) -> Result<Vec<BenchRow>, BenchError> {
                 level: 0.0,
                 outside: -0.5 * grid.cell,
                 width: grid.cell,
+                distance: true,
             },
             albedo: Albedo::Uniform([0.2, 0.45, 0.8]),
         }),

@@ -9,6 +9,7 @@ pub mod files;
 pub mod lock;
 pub mod names;
 pub mod npy;
+pub mod pictures;
 pub mod resolved;
 pub mod stats;
 
