@@ -68,6 +68,8 @@ pub struct RunSummary {
     pub sim_time: f64,
     /// Wall time of the whole run.
     pub wall: Duration,
+    /// The animation written (`output.animation`), if any.
+    pub animation: Option<PathBuf>,
 }
 
 /// Finds the scene text: an existing file, else a built-in scene, else an error listing the built-ins.
@@ -620,16 +622,21 @@ impl<'a> Runner<'a> {
             crate::plot::plot_run(&self.out)?;
         }
         let format = self.scene.output.animation;
-        if let Some(name) = animation::file_name(format) {
-            let path = self.out.join(name);
-            animation::animate(&self.out, format, self.scene.time.fps, &path)?;
-        }
+        let animation = match animation::file_name(format) {
+            Some(name) => {
+                let path = self.out.join(name);
+                animation::animate(&self.out, format, self.scene.time.fps, &path)?;
+                Some(path)
+            }
+            None => None,
+        };
         Ok(RunSummary {
             out: self.out,
             frames: self.frames_written,
             steps: self.sim.steps(),
             sim_time: self.sim.time(),
             wall: self.started.elapsed(),
+            animation,
         })
     }
 
