@@ -202,8 +202,14 @@ fn dispatch(command: Command) -> Result<i32, CliError> {
             let s = runner::run(&opts)?;
             if !opts.quiet {
                 let last = s.frames.saturating_sub(1);
+                let animation = s
+                    .animation
+                    .as_ref()
+                    .and_then(|p| p.file_name())
+                    .map(|n| format!(", {}", n.to_string_lossy()))
+                    .unwrap_or_default();
                 println!(
-                    "wrote {} frames to {} ({} .. {}, stats.jsonl, scene.toml): {} steps, {:.2} s simulated in {:.1} s \
+                    "wrote {} frames to {} ({} .. {}, stats.jsonl, scene.toml{animation}): {} steps, {:.2} s simulated in {:.1} s \
                      (frames held the simulation {:.1} s)",
                     s.frames,
                     s.out.display(),

@@ -142,7 +142,8 @@ pub enum LegendScale {
 /// What a colour-mapped picture's colours mean: the quantity, its unit, and the colour scale used.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Legend {
-    /// The quantity's name, as the scene names the field.
+    /// The quantity's name: the field's, or what a particle view sums per pixel (`tracers`,
+    /// `strength |ω|V`, `∫ FIELD dz`).
     pub field: String,
     /// Its SI unit ([`eddies::units`]), "1" when it has none.
     pub unit: String,

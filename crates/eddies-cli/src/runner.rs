@@ -74,6 +74,8 @@ pub struct RunSummary {
     /// Of it, the time the simulation waited on frames: staging pictures and writing the files for other
     /// tools, and waiting for the frame thread (pictures are drawn and written beside the stepping).
     pub frames_held: Duration,
+    /// The animation written (`output.animation`), if any.
+    pub animation: Option<PathBuf>,
 }
 
 /// Finds the scene text: an existing file, else a built-in scene, else an error listing the built-ins.
@@ -659,10 +661,14 @@ impl<'a> Runner<'a> {
             crate::plot::plot_run(&self.out)?;
         }
         let format = self.scene.output.animation;
-        if let Some(name) = animation::file_name(format) {
-            let path = self.out.join(name);
-            animation::animate(&self.out, format, self.scene.time.fps, &path)?;
-        }
+        let animation = match animation::file_name(format) {
+            Some(name) => {
+                let path = self.out.join(name);
+                animation::animate(&self.out, format, self.scene.time.fps, &path)?;
+                Some(path)
+            }
+            None => None,
+        };
         Ok(RunSummary {
             out: self.out,
             frames: self.frames_written,
@@ -670,6 +676,7 @@ impl<'a> Runner<'a> {
             sim_time: self.sim.time(),
             wall: self.started.elapsed(),
             frames_held: self.frames_held,
+            animation,
         })
     }
 
