@@ -187,7 +187,7 @@ fn figures(ui: &mut egui::Ui, stats: &Stats, fps: f64) {
         for (name, value) in &stats.quantities {
             let unit = match *name {
                 "mass" => "kg",
-                "fluid_volume" => "m^D",
+                "fluid_volume" => "m³ (m² in 2D)",
                 "kinetic_energy" => "J",
                 _ => "m/s",
             };

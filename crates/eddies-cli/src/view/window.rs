@@ -125,7 +125,12 @@ impl App {
             self.ctx.clone(),
             config,
             false,
-            RendererOptions::default(),
+            // No dithering: its noise is computed per pixel, and on a software rasteriser (lavapipe) the
+            // fragment shader is most of the frame's cost.
+            RendererOptions {
+                dithering: false,
+                ..Default::default()
+            },
         ));
         pollster::block_on(painter.set_window(egui::ViewportId::ROOT, Some(Arc::clone(&window))))
             .map_err(|e| {
@@ -194,7 +199,8 @@ impl App {
                 panel::keys(ui, &self.controls, &mut commands);
             }
             egui::CentralPanel::default()
-                .frame(egui::Frame::NONE.fill(Color32::from_gray(20)))
+                // Unfilled: the clear colour is the background, so no pixel is shaded twice.
+                .frame(egui::Frame::NONE)
                 .show(ui, |ui| {
                     picture_rect = self.picture(ui, &mut commands);
                 });
@@ -228,7 +234,7 @@ impl App {
         open.painter.paint_and_update_textures(
             egui::ViewportId::ROOT,
             full.pixels_per_point,
-            [0.0, 0.0, 0.0, 1.0],
+            [0.03, 0.03, 0.03, 1.0],
             &primitives,
             &mut textures,
             capture,
