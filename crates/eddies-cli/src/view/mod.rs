@@ -6,6 +6,7 @@
 //! Without a display (neither `DISPLAY` nor `WAYLAND_DISPLAY`, or one that cannot be opened) the command fails
 //! with exit code 2 and one line.
 
+mod blit;
 pub mod camera;
 pub mod panel;
 pub mod picture;

@@ -7,7 +7,7 @@ use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use egui::{Color32, PointerButton, Pos2, Rect, Sense, TextureHandle, TextureOptions, Vec2};
+use egui::{PointerButton, Rect, Sense, Vec2};
 use egui_wgpu::winit::Painter;
 use egui_wgpu::{RendererOptions, WgpuConfiguration, WgpuSetup};
 use egui_winit::winit;
@@ -16,6 +16,7 @@ use winit::event::WindowEvent;
 use winit::event_loop::{ActiveEventLoop, ControlFlow};
 use winit::window::{Window, WindowId};
 
+use super::blit::{BlitPicture, BlitResources};
 use super::camera::OrbitCamera;
 use super::panel::{self, Controls};
 use super::picture::Pick;
@@ -63,7 +64,10 @@ pub struct App {
     script: Script,
     ctx: egui::Context,
     open: Option<Open>,
-    texture: Option<TextureHandle>,
+    /// The picture's size (pixels), once there is one.
+    picture_size: Option<[u32; 2]>,
+    /// A picture not yet handed to the renderer.
+    new_picture: Option<Arc<image::RgbaImage>>,
     pick: Option<Pick>,
     stats: Stats,
     controls: Controls,
@@ -96,7 +100,8 @@ impl App {
             script,
             ctx: egui::Context::default(),
             open: None,
-            texture: None,
+            picture_size: None,
+            new_picture: None,
             pick: None,
             stats: Stats::default(),
             controls,
@@ -139,6 +144,10 @@ impl App {
                 Vec::new(),
             )
         })?;
+        if let Some(state) = painter.render_state() {
+            let blit = BlitResources::new(&state.device, state.target_format);
+            state.renderer.write().callback_resources.insert(blit);
+        }
         let input = egui_winit::State::new(
             self.ctx.clone(),
             egui::ViewportId::ROOT,
@@ -157,22 +166,11 @@ impl App {
     /// Draws one frame: the latest picture, the panel; takes a screenshot on the script's last frame.
     fn redraw(&mut self, event_loop: &ActiveEventLoop) {
         if let Some(frame) = self.worker.take() {
-            let img = &frame.shown.image;
-            let color = egui::ColorImage::from_rgb(
-                [img.width() as usize, img.height() as usize],
-                img.as_raw(),
-            );
-            match &mut self.texture {
-                Some(t) => t.set(color, TextureOptions::NEAREST),
-                None => {
-                    self.texture = Some(self.ctx.load_texture(
-                        "picture",
-                        color,
-                        TextureOptions::NEAREST,
-                    ))
-                }
-            }
-            self.pick = Some(frame.shown.pick);
+            let shown = frame.shown;
+            self.picture_size = Some([shown.image.width(), shown.image.height()]);
+            let rgba = image::DynamicImage::ImageRgb8(shown.image).into_rgba8();
+            self.new_picture = Some(Arc::new(rgba));
+            self.pick = Some(shown.pick);
             self.stats = frame.stats;
         }
         // Out of `self` while the frame is drawn, so that the panel's closure may borrow the rest.
@@ -221,7 +219,7 @@ impl App {
         let primitives = self.ctx.tessellate(full.shapes, full.pixels_per_point);
         let mut textures = full.textures_delta;
 
-        let shows_picture = self.texture.is_some();
+        let shows_picture = self.picture_size.is_some();
         let last = shows_picture && self.script.frames.is_some_and(|n| self.frames + 1 >= n);
         let (sender, shot) = mpsc::channel();
         let capture = if last && self.script.screenshot.is_some() {
@@ -302,18 +300,17 @@ impl App {
 
     /// The picture, fitted into the central panel, and the mouse over it. Returns where it was drawn.
     fn picture(&mut self, ui: &mut egui::Ui, commands: &mut Vec<panel::Action>) -> Option<Rect> {
-        let texture = self.texture.as_ref()?;
+        let [tw, th] = self.picture_size?.map(|n| n as f32);
         let avail = ui.available_rect_before_wrap();
-        let [tw, th] = texture.size().map(|n| n as f32);
         let scale = (avail.width() / tw).min(avail.height() / th);
         let rect = Rect::from_center_size(avail.center(), Vec2::new(tw * scale, th * scale));
         let response = ui.allocate_rect(rect, Sense::click_and_drag());
-        ui.painter().image(
-            texture.id(),
+        ui.painter().add(egui_wgpu::Callback::new_paint_callback(
             rect,
-            Rect::from_min_max(Pos2::ZERO, Pos2::new(1.0, 1.0)),
-            Color32::WHITE,
-        );
+            BlitPicture {
+                pixels: self.new_picture.take(),
+            },
+        ));
         let alt = ui.input(|i| i.modifiers.alt);
         let turning = response.dragged_by(PointerButton::Secondary)
             || (alt && response.dragged_by(PointerButton::Primary));
