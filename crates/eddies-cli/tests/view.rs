@@ -162,7 +162,7 @@ fn stripes(dir: &Path, name: &str, frames: u32, drag: bool) -> (image::RgbImage,
             "--name".into(),
             "eddies view".into(),
         ];
-        let mut at = |u: f64, args: &mut Vec<String>| {
+        let at = |u: f64, args: &mut Vec<String>| {
             args.extend(
                 [
                     "mousemove",
