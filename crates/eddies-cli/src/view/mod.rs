@@ -30,7 +30,7 @@ use crate::setup;
 /// Where the viewer runs the simulation.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
 pub enum ViewBackend {
-    /// The GPU where the method has a GPU backend and an adapter opens, else the CPU.
+    /// The GPU where the method has a GPU backend and a hardware adapter opens, else the CPU.
     #[default]
     Auto,
     /// The CPU.
@@ -94,7 +94,10 @@ pub fn view(opts: &ViewOptions) -> Result<ViewSummary, CliError> {
     let mut overrides = runner::overrides(&run)?;
     let mut scene = load::load(&src, &overrides)?.scene;
     if opts.backend == ViewBackend::Auto {
-        let gpu = scene.method == Method::Reint && setup::gpu().is_ok();
+        // A software rasteriser (lavapipe, llvmpipe) would step slower than the CPU backend and take the
+        // cores the window draws with.
+        let gpu = scene.method == Method::Reint
+            && setup::gpu().is_ok_and(|g| !g.adapter().device_type.starts_with("software"));
         let backend = if gpu { Backend::Gpu } else { Backend::Cpu };
         overrides = runner::overrides(&RunOptions {
             backend: Some(backend),
