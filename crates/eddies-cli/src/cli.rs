@@ -1,4 +1,4 @@
-//! The command line: `eddies run | scenes | validate | bench | info | plot | animate`, parsed with clap, dispatched, and mapped to
+//! The command line: `eddies run | view | scenes | validate | bench | info | plot | animate`, parsed with clap, dispatched, and mapped to
 //! exit codes (see [`crate::error`]).
 
 use std::ffi::OsString;
@@ -11,6 +11,7 @@ use crate::error::{CliError, EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK};
 use crate::runner::{self, RunOptions};
 use crate::scene::AnimationFormat;
 use crate::scene::Backend;
+use crate::view::{self, ViewBackend, ViewOptions};
 use crate::{animation, bench, plot, scenes, validate};
 
 /// Fluid simulation from scene files: reintegration tracking, PIC/FLIP/APIC liquids and vortex particles.
@@ -52,6 +53,37 @@ pub enum Command {
     /// the program ffmpeg is on PATH. Written to DIR/animation.gif or DIR/animation.mp4 unless --output
     /// names another file. A run makes one itself with `output.animation = "gif"` or `"mp4"`.
     Animate(AnimateArgs),
+    /// Run a scene live in a window (needs a display: exit code 2 without one).
+    ///
+    /// Left drag pushes the fluid; right drag or Alt + drag turns the camera (3D), the wheel zooms (3D).
+    /// Space pauses and resumes, S or → takes one step when paused, R resets, Esc or Q quits. The side panel
+    /// chooses the field, sets time.cfl live and rebuilds the run with other viscosity or gravity.
+    View(ViewArgs),
+}
+
+/// Arguments of `eddies view`.
+#[derive(Debug, Args)]
+pub struct ViewArgs {
+    /// A scene file (.toml) or the name of a built-in scene (see `eddies scenes`) [default: paint-stream]
+    pub scene: Option<String>,
+    /// Override a scene key by its dotted path, as `eddies run --set`. Repeatable.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub set: Vec<String>,
+    /// Where to run: auto (the GPU for reint where an adapter opens, else the CPU), cpu or gpu
+    #[arg(long, value_name = "BACKEND", default_value = "auto")]
+    pub backend: ViewBackend,
+    /// Worker threads of the simulation (0: one per core)
+    #[arg(long, value_name = "N", default_value_t = 0, value_parser = threads_parser())]
+    pub threads: usize,
+    /// Close after N displayed frames, printing the displayed frames per second and the steps taken
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub frames: Option<u64>,
+    /// With --frames: write the last displayed frame of the window as PNG
+    #[arg(long, value_name = "FILE", requires = "frames")]
+    pub screenshot: Option<PathBuf>,
+    /// Start paused (Space runs)
+    #[arg(long)]
+    pub paused: bool,
 }
 
 /// Arguments of `eddies run`.
@@ -221,6 +253,25 @@ fn dispatch(command: Command) -> Result<i32, CliError> {
                     s.frames_held.as_secs_f64()
                 );
             }
+            Ok(EXIT_OK)
+        }
+        Command::View(a) => {
+            let s = view::view(&ViewOptions {
+                scene: a.scene,
+                sets: a.set,
+                backend: a.backend,
+                threads: a.threads,
+                frames: a.frames,
+                screenshot: a.screenshot.clone(),
+                paused: a.paused,
+            })?;
+            if let Some(path) = &a.screenshot {
+                println!("wrote {}", path.display());
+            }
+            println!(
+                "displayed {} frames at {:.1} fps; {} simulation steps ({:.0} steps/s)",
+                s.frames, s.fps, s.steps, s.steps_per_s
+            );
             Ok(EXIT_OK)
         }
         Command::Plot(a) => {

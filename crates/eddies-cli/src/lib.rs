@@ -2,7 +2,7 @@
 //! ([`scene`]) and its loading with located errors ([`load`], [`keypath`]), the built-in scenes ([`scenes`]),
 //! setting up and running a simulation ([`setup`], [`runner`]) and its outputs ([`render`],
 //! [`annotate`], [`animation`], [`output`]), the validation and benchmark tables ([`validate`], [`bench`](mod@bench), one file per
-//! family of cases), the error type and exit codes ([`error`]) and the argument parser ([`cli`]).
+//! family of cases), the live viewer ([`view`]), the error type and exit codes ([`error`]) and the argument parser ([`cli`]).
 
 pub mod animation;
 pub mod annotate;
@@ -22,6 +22,7 @@ pub mod scene;
 pub mod scenes;
 pub mod setup;
 pub mod validate;
+pub mod view;
 
 /// The NPY arrays of `output.npy`, at the crate root as before [`output`] held them.
 pub use output::npy;

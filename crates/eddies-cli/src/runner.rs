@@ -317,7 +317,7 @@ fn lock_error(e: LockError) -> CliError {
 }
 
 /// Each side-by-side panel is the scene with its own overrides, loaded and checked like the scene.
-fn panel_scenes(
+pub(crate) fn panel_scenes(
     src: &SceneSource,
     base: &[Override],
     scene: &Scene,
@@ -334,7 +334,7 @@ fn panel_scenes(
 }
 
 /// The simulation of `scene` (or of its panels side by side), with the warnings of its set-up.
-fn build_sim(
+pub(crate) fn build_sim(
     src: &SceneSource,
     scene: &Scene,
     panel_scenes: &[Scene],

@@ -57,4 +57,6 @@ pub use check::Invalid;
 pub use checkpoint::{Checkpoint, SavedState};
 pub use diag::{Clamp, Quantity, StageTimer, StepRecord};
 pub use shape::Shape;
-pub use sim::{Advance, Boundary, Description, Field, FrameSource, SimError, Simulation, Sink};
+pub use sim::{
+    impulse_vectors, Advance, Boundary, Description, Field, FrameSource, SimError, Simulation, Sink,
+};

@@ -232,6 +232,23 @@ pub trait Simulation: Send {
     /// Memory held by the state and scratch buffers (bytes).
     fn memory_bytes(&self) -> usize;
 
+    /// Adds `velocity` (m/s, `dim` components) to the fluid within `radius` (m) of `center` (m, `dim`
+    /// components), weighted by the smooth falloff `(1 − (d/radius)²)²`: a push from a mouse or a game event,
+    /// taking effect from the next step. Methods that cannot take one say so with
+    /// [`SimError::InvalidInput`]; so does a `center` or `velocity` of the wrong length.
+    fn apply_impulse(
+        &mut self,
+        center: &[f64],
+        radius: f64,
+        velocity: &[f64],
+    ) -> Result<(), SimError> {
+        let _ = (center, radius, velocity);
+        Err(SimError::InvalidInput(format!(
+            "{} does not take impulses",
+            self.describe().method
+        )))
+    }
+
     /// The evolving state (see [`crate::checkpoint`]): everything a simulation built from the same scene
     /// needs, after [`Simulation::restore_state`], to continue bit-identically to this one. Methods that
     /// cannot save their state say so.
@@ -251,6 +268,23 @@ pub trait Simulation: Send {
             self.describe().method
         )))
     }
+}
+
+/// `center` and `velocity` of [`Simulation::apply_impulse`] as `D`-vectors, or the error that names the one
+/// of the wrong length.
+pub fn impulse_vectors<const D: usize>(
+    center: &[f64],
+    velocity: &[f64],
+) -> Result<([f64; D], [f64; D]), SimError> {
+    let vector = |name: &str, v: &[f64]| -> Result<[f64; D], SimError> {
+        v.try_into().map_err(|_| {
+            SimError::InvalidInput(format!(
+                "impulse {name}: {} components for a {D}D simulation",
+                v.len()
+            ))
+        })
+    };
+    Ok((vector("centre", center)?, vector("velocity", velocity)?))
 }
 
 /// The resume checks every method's tests share: a run continued from a checkpoint against the run that was

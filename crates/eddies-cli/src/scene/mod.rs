@@ -90,6 +90,9 @@ pub type ValueCheck = Result<(), BadValue>;
 /// particles where there are none), splatted and projected along z.
 pub const TRACERS: &str = "tracers";
 
+/// The views of a particle method's frames besides its grid fields: [`TRACERS`], and the vortons' |ω| V.
+pub const PARTICLE_VIEWS: [&str; 2] = [TRACERS, "vorticity_magnitude"];
+
 /// The keys a table of the scene format takes, for tables whose serde errors do not list them (`[vpm]`,
 /// whose parameter keys come from [`VpmParams`]); `None` for other tables.
 pub fn keys_of(path: &KeyPath) -> Option<Vec<String>> {
@@ -605,9 +608,7 @@ impl Scene {
         }
         if !self.output.panels.is_empty() {
             let key = root.key("output").key("panels");
-            if self.method != Method::Vpm
-                || !["tracers", "vorticity_magnitude"].contains(&self.output.field.as_str())
-            {
+            if self.method != Method::Vpm || !PARTICLE_VIEWS.contains(&self.output.field.as_str()) {
                 return Err(BadValue::new(
                     key,
                     "side-by-side panels show particles",

@@ -704,6 +704,17 @@ impl<const D: usize> Simulation for ReintGpu<D> {
     }
 
     /// Bytes of device memory the simulation holds.
+    fn apply_impulse(
+        &mut self,
+        center: &[f64],
+        radius: f64,
+        velocity: &[f64],
+    ) -> Result<(), SimError> {
+        let (c, v) = eddies::impulse_vectors::<D>(center, velocity)?;
+        ReintGpu::apply_impulse(self, c, radius, v.map(|x| x as f32));
+        Ok(())
+    }
+
     fn memory_bytes(&self) -> usize {
         let b = &self.buffers;
         [

@@ -589,6 +589,17 @@ impl<const D: usize> Simulation for FlipSim<D> {
         self.restore(state)
     }
 
+    fn apply_impulse(
+        &mut self,
+        center: &[f64],
+        radius: f64,
+        velocity: &[f64],
+    ) -> Result<(), SimError> {
+        let (c, v) = crate::sim::impulse_vectors::<D>(center, velocity)?;
+        self.particles.apply_impulse(c, radius, v);
+        Ok(())
+    }
+
     fn memory_bytes(&self) -> usize {
         let grids = self.u.u.iter().chain(&self.u_old.u).chain(&self.disp.u);
         let g: usize = grids.map(|g| g.data.capacity() * 8).sum::<usize>()

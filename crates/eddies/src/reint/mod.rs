@@ -1104,6 +1104,17 @@ impl<const D: usize> Simulation for ReintSim<D> {
         Ok(())
     }
 
+    fn apply_impulse(
+        &mut self,
+        center: &[f64],
+        radius: f64,
+        velocity: &[f64],
+    ) -> Result<(), SimError> {
+        let (c, v) = crate::sim::impulse_vectors::<D>(center, velocity)?;
+        ReintSim::apply_impulse(self, c, radius, v.map(|x| x as f32));
+        Ok(())
+    }
+
     fn memory_bytes(&self) -> usize {
         let scratch = self.rho.len() + self.q.len() + self.scale.len();
         let vectors: usize = self.acc.iter().chain(&self.deficit).map(Vec::len).sum();

@@ -125,3 +125,39 @@ fn descriptions_list_the_fields_the_methods_return() {
     }
     assert!(reint.describe().fields.contains(&"substance_1"));
 }
+
+/// `apply_impulse` through the trait: reint and FLIP take the push (the fluid gains momentum along it), a
+/// method without impulses and a vector of the wrong length say why.
+#[test]
+fn impulses_push_reint_and_flip_and_are_refused_where_a_method_has_none() {
+    let mut reint = ReintSim::new(ReintConfig::<2> {
+        resolution: [32, 32],
+        cell_size: 1.0 / 32.0,
+        gravity: [0.0, 0.0],
+        ..Default::default()
+    })
+    .unwrap();
+    reint.fill(&Shape::box2([0.0, 0.0], [1.0, 1.0]), 0, 1.0, [0.0, 0.0]);
+    let mut flip = FlipSim::new(FlipConfig::<2> {
+        resolution: [32, 32],
+        cell_size: 1.0 / 32.0,
+        gravity: [0.0, 0.0],
+        ..Default::default()
+    })
+    .unwrap();
+    flip.fill(&Shape::box2([0.0, 0.0], [1.0, 0.5]), [0.0, 0.0]);
+    for sim in [&mut reint as &mut dyn Simulation, &mut flip] {
+        sim.apply_impulse(&[0.5, 0.25], 0.2, &[1.0, 0.0])
+            .expect("an impulse");
+        let moved: f32 = sim.particle_values("velocity_x").unwrap().iter().sum();
+        assert!(moved > 0.0, "{}: no push", sim.describe().method);
+        let err = sim.apply_impulse(&[0.5], 0.2, &[1.0, 0.0]).unwrap_err();
+        assert!(err.to_string().contains("centre"), "{err}");
+    }
+    let mut ball = VpmSim::new(VpmParams::default()).unwrap();
+    let err = ball
+        .apply_impulse(&[0.5, 0.5, 0.5], 0.2, &[1.0, 0.0, 0.0])
+        .unwrap_err();
+    assert!(matches!(err, SimError::InvalidInput(_)));
+    assert_eq!(err.to_string(), "vpm does not take impulses");
+}
