@@ -74,14 +74,16 @@ pub fn keys(ui: &egui::Ui, controls: &Controls, actions: &mut Vec<Action>) {
     }
 }
 
-/// The side panel, on the right.
+/// The side panel, on the right; returns its left edge, which the picture keeps left of.
 pub fn side_panel(
     ui: &mut egui::Ui,
     controls: &mut Controls,
     stats: &Stats,
     fps: f64,
     actions: &mut Vec<Action>,
-) {
+) -> f32 {
+    // The panel's outer left edge (its response covers only the inside of its frame).
+    let left = ui.max_rect().max.x - PANEL_WIDTH;
     egui::Panel::right("controls")
         .exact_size(PANEL_WIDTH)
         .resizable(false)
@@ -112,6 +114,7 @@ pub fn side_panel(
                  (3D). Space: pause/resume, S or Right: one step, R: reset, Esc or Q: quit.",
             );
         });
+    left
 }
 
 fn run_buttons(ui: &mut egui::Ui, controls: &Controls, actions: &mut Vec<Action>) {

@@ -1,8 +1,7 @@
 //! What the viewer shows of a simulation, and how a point of it maps back into the domain: the one place a
-//! renderer plugs into the viewer. Today every scene is shown through the frame path of `eddies run`
-//! ([`render::render`], a 2D picture or a 3D scene projected along −z); a 3D renderer that takes the
-//! camera's [`CameraPose`](super::camera::CameraPose) replaces the body of [`show`] and returns
-//! [`Pick::Camera`].
+//! renderer plugs into the viewer. 2D scenes, and 3D ones with `output.view = "projection"` or `"slice"`,
+//! are shown through the frame path of `eddies run` ([`render::render`]); rendered 3D scenes through the
+//! [`Studio`] of `eddies run`, seen by the orbit camera's [`CameraPose`](super::camera::CameraPose).
 
 use eddies::Simulation;
 use glam::DVec3;
@@ -10,6 +9,7 @@ use image::RgbImage;
 
 use super::camera::OrbitCamera;
 use crate::render::{self, Backdrop, RenderError};
+use crate::render3d::Studio;
 use crate::scene::{Scene, PARTICLE_VIEWS};
 
 /// A picture for the window and the way back from its pixels into the domain.
@@ -58,14 +58,42 @@ pub fn views(sim: &dyn Simulation) -> Vec<String> {
     names
 }
 
-/// The picture of `sim` for the window: `scene.output.field` over `backdrop`, seen by `camera` where the
-/// renderer can place one.
+/// Longest side of rendered 3D pictures in the viewer (pixels): the window scales them; smaller pictures
+/// keep the CPU renderer's frame rate interactive.
+pub const RENDERED_SIDE: u32 = 800;
+
+/// The picture of `sim` for the window: rendered by `studio` through `camera` (3D scenes rendered as
+/// `eddies run` renders them), or `scene.output.field` over `backdrop`.
 pub fn show(
     sim: &dyn Simulation,
     scene: &Scene,
     backdrop: &Backdrop,
     camera: &OrbitCamera,
+    studio: Option<&mut Studio>,
 ) -> Result<Shown, RenderError> {
+    if let Some(studio) = studio {
+        let pose = camera.pose();
+        let f = |v: [f64; 3]| v.map(|x| x as f32);
+        let mut cam = studio.camera();
+        cam.position = f(pose.position);
+        cam.target = f(pose.target);
+        cam.fov_y = pose.fov_y as f32;
+        studio.set_camera(cam);
+        let [w, h] = [
+            scene.output.camera.pixels[0] as f64,
+            scene.output.camera.pixels[1] as f64,
+        ];
+        let k = RENDERED_SIDE as f64 / w.max(h);
+        let size = [
+            (w * k).round().max(16.0) as u32,
+            (h * k).round().max(16.0) as u32,
+        ];
+        let rendered = studio.render(sim, scene, Some(size))?;
+        return Ok(Shown {
+            image: rendered.image,
+            pick: Pick::Camera(*camera),
+        });
+    }
     let picture = render::render(sim, scene, backdrop)?;
     let size = scene.size();
     Ok(Shown {

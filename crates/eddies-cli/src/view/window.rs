@@ -192,7 +192,7 @@ impl App {
         let ctx = self.ctx.clone();
         let full = ctx.run_ui(raw, |ui| {
             let keys_free = !ui.ctx().egui_wants_keyboard_input();
-            panel::side_panel(ui, &mut self.controls, &self.stats, fps, &mut commands);
+            let panel = panel::side_panel(ui, &mut self.controls, &self.stats, fps, &mut commands);
             if keys_free {
                 panel::keys(ui, &self.controls, &mut commands);
             }
@@ -200,7 +200,7 @@ impl App {
                 // Unfilled: the clear colour is the background, so no pixel is shaded twice.
                 .frame(egui::Frame::NONE)
                 .show(ui, |ui| {
-                    picture_rect = self.picture(ui, &mut commands);
+                    picture_rect = self.picture(ui, panel, &mut commands);
                 });
         });
         let mut quit = false;
@@ -298,10 +298,18 @@ impl App {
         }
     }
 
-    /// The picture, fitted into the central panel, and the mouse over it. Returns where it was drawn.
-    fn picture(&mut self, ui: &mut egui::Ui, commands: &mut Vec<panel::Action>) -> Option<Rect> {
+    /// The picture, fitted into the central panel left of `panel_left`, and the mouse over it. Returns where
+    /// it was drawn.
+    fn picture(
+        &mut self,
+        ui: &mut egui::Ui,
+        panel_left: f32,
+        commands: &mut Vec<panel::Action>,
+    ) -> Option<Rect> {
         let [tw, th] = self.picture_size?.map(|n| n as f32);
-        let avail = ui.available_rect_before_wrap();
+        // Left of the side panel, whatever space the central panel was given.
+        let mut avail = ui.available_rect_before_wrap();
+        avail.max.x = avail.max.x.min(panel_left);
         let scale = (avail.width() / tw).min(avail.height() / th);
         let rect = Rect::from_center_size(avail.center(), Vec2::new(tw * scale, th * scale));
         let response = ui.allocate_rect(rect, Sense::click_and_drag());

@@ -16,6 +16,7 @@ use super::camera::OrbitCamera;
 use super::picture::{self, Shown};
 use crate::load::{self, Override, SceneSource};
 use crate::render::Backdrop;
+use crate::render3d::Studio;
 use crate::scene::Scene;
 use crate::setup;
 
@@ -148,10 +149,20 @@ impl Drop for Worker {
     }
 }
 
+/// The renderer of a scene whose frames are rendered 3D pictures; none where it cannot start (the picture
+/// then is the projection).
+fn studio_for(scene: &Scene) -> Option<Studio> {
+    crate::runner::renders_3d(scene)
+        .then(|| Studio::new(scene).ok())
+        .flatten()
+}
+
 /// The simulation thread's state.
 struct Stepper {
     setup: Setup,
     backdrop: Backdrop,
+    /// The renderer of 3D scenes shown as `eddies run` renders them, or none.
+    studio: Option<Studio>,
     camera: OrbitCamera,
     running: bool,
     /// A picture is owed even though the window has not taken the last one.
@@ -175,6 +186,7 @@ impl Stepper {
     ) -> Self {
         Self {
             backdrop: Backdrop::new(&setup.scene),
+            studio: studio_for(&setup.scene),
             setup,
             camera,
             running,
@@ -307,6 +319,7 @@ impl Stepper {
                 scene.output.field = field;
                 scene.time.cfl = cfl;
                 self.backdrop = Backdrop::new(&scene);
+                self.studio = studio_for(&scene);
                 self.setup.scene = scene;
                 self.setup.sim = sim;
                 self.live_sets = sets;
@@ -331,7 +344,13 @@ impl Stepper {
             }
         }
         let sim = self.setup.sim.as_ref();
-        let shown = match picture::show(sim, &self.setup.scene, &self.backdrop, &self.camera) {
+        let shown = match picture::show(
+            sim,
+            &self.setup.scene,
+            &self.backdrop,
+            &self.camera,
+            self.studio.as_mut(),
+        ) {
             Ok(s) => s,
             Err(e) => {
                 self.error = Some(e.to_string());
