@@ -63,7 +63,8 @@ fn every_builtin_3d_scene_renders_a_picture_that_shows_its_fluid() {
             continue;
         }
         let name = scene.name;
-        let img = first_frame(name, &tmp.path().join(name), &[]);
+        // Output folders named apart from the scenes: a folder named like a scene would be read as a path.
+        let img = first_frame(name, &tmp.path().join(format!("{name}-out")), &[]);
         assert_eq!(
             (img.width(), img.height()),
             (160, 96),
@@ -120,7 +121,7 @@ fn a_camera_and_the_analysis_views_change_the_picture() {
             &tmp.path().join(view),
             &[&format!("output.view=\"{view}\"")],
         );
-        assert_eq!(img.width(), 528, "{view}: 48 cells enlarged 11×");
+        assert_eq!(img.width(), 480, "{view}: 48 cells enlarged 10×");
     }
 }
 
