@@ -370,41 +370,16 @@ pub fn render_particles(sim: &dyn Simulation, scene: &Scene) -> Result<Picture, 
     let (nx, ny) = (res[0] * scale * panels, res[1] * scale);
     let h = size[0] / (res[0] * scale) as f64;
     let field = scene.output.field.as_str();
-    let (positions, weights, signed) = match field {
-        "vorticity_magnitude" => {
-            let p = sim.particle_positions();
-            let w = sim
-                .particle_values("strength")
-                .unwrap_or_else(|| vec![1.0; p.len() / 3]);
-            (p, w, false)
-        }
-        TRACERS => {
-            let t = sim.tracer_positions();
-            let p = if t.is_empty() {
-                sim.particle_positions()
-            } else {
-                t
-            };
-            let w = vec![1.0; p.len() / 3];
-            (p, w, false)
-        }
-        name => {
-            let f = sim.field(name).ok_or_else(|| RenderError::FieldNotNow {
-                name: name.to_string(),
-                offered: sim.field_names(),
-            })?;
-            let (o, dx) = (sim.grid_origin(), sim.cell_size());
-            let (gx, gy) = (f.shape[2], f.shape[1]);
-            let mut p = Vec::with_capacity(f.data.len() * 3);
-            for idx in 0..f.data.len() {
-                let c = [idx % gx, (idx / gx) % gy, idx / (gx * gy)];
-                p.extend((0..3).map(|a| (o[a] + (c[a] as f64 + 0.5) * dx) as f32));
-            }
-            let w = f.data.iter().map(|v| v * dx as f32).collect();
-            (p, w, f.signed)
-        }
-    };
+    let (positions, values, signed) = particle_points(sim, field)?;
     let particles = matches!(field, "vorticity_magnitude" | TRACERS);
+    // A grid field's points stand for their cells: weighted by the cell size, the sums are its integral
+    // along the line of sight.
+    let dx = sim.cell_size() as f32;
+    let weights: Vec<f32> = if particles {
+        values
+    } else {
+        values.iter().map(|v| v * dx).collect()
+    };
     let mut sum = vec![0.0f32; nx * ny];
     let mut hit = vec![false; nx * ny];
     for (p, &w) in positions.chunks_exact(3).zip(&weights) {
@@ -463,15 +438,53 @@ pub fn render_particles(sim: &dyn Simulation, scene: &Scene) -> Result<Picture, 
     })
 }
 
-/// Linear to sRGB-encoded 8 bit.
-pub fn to_srgb8(c: f32) -> u8 {
-    let c = c.clamp(0.0, 1.0);
-    let s = if c <= 0.003_130_8 {
-        12.92 * c
-    } else {
-        1.055 * c.powf(1.0 / 2.4) - 0.055
-    };
-    (s * 255.0 + 0.5) as u8
+/// Linear to sRGB-encoded 8 bit: the renderer's encoding.
+pub use eddies_render::srgb8 as to_srgb8;
+
+/// What a particle method's picture is made of: points (x, y, z each), a value per point, and whether the
+/// values have a sign. `tracers`: the tracers (the vortons where there are none), each 1;
+/// `vorticity_magnitude`: the vortons with their strength |ω| V; any other name: the grid field's cell
+/// centres with its values.
+///
+/// # Errors
+/// A grid field the simulation does not offer now.
+pub fn particle_points(
+    sim: &dyn Simulation,
+    field: &str,
+) -> Result<(Vec<f32>, Vec<f32>, bool), RenderError> {
+    Ok(match field {
+        "vorticity_magnitude" => {
+            let p = sim.particle_positions();
+            let w = sim
+                .particle_values("strength")
+                .unwrap_or_else(|| vec![1.0; p.len() / 3]);
+            (p, w, false)
+        }
+        TRACERS => {
+            let t = sim.tracer_positions();
+            let p = if t.is_empty() {
+                sim.particle_positions()
+            } else {
+                t
+            };
+            let w = vec![1.0; p.len() / 3];
+            (p, w, false)
+        }
+        name => {
+            let f = sim.field(name).ok_or_else(|| RenderError::FieldNotNow {
+                name: name.to_string(),
+                offered: sim.field_names(),
+            })?;
+            let (o, dx) = (sim.grid_origin(), sim.cell_size());
+            let (gx, gy) = (f.shape[2], f.shape[1]);
+            let mut p = Vec::with_capacity(f.data.len() * 3);
+            for idx in 0..f.data.len() {
+                let c = [idx % gx, (idx / gx) % gy, idx / (gx * gy)];
+                p.extend((0..3).map(|a| (o[a] + (c[a] as f64 + 0.5) * dx) as f32));
+            }
+            (p, f.data, f.signed)
+        }
+    })
 }
 
 fn encode(c: [f32; 3]) -> [u8; 3] {

@@ -17,7 +17,7 @@ use glam::DVec3;
 use image::RgbImage;
 use rayon::prelude::*;
 
-use crate::render::{unit_of, ColorScale, Legend, LegendScale, RenderError};
+use crate::render::{particle_points, unit_of, ColorScale, Legend, LegendScale, RenderError};
 use crate::scene::{Colormap, Method, RendererChoice, Scene, TRACERS};
 use crate::setup;
 
@@ -411,39 +411,7 @@ fn particle_stage(
         cell,
     };
     let name = scene.output.field.as_str();
-    let (positions, weights, signed) = match name {
-        TRACERS => {
-            let t = sim.tracer_positions();
-            let p = if t.is_empty() {
-                sim.particle_positions()
-            } else {
-                t
-            };
-            let w = vec![1.0; p.len() / 3];
-            (p, w, false)
-        }
-        "vorticity_magnitude" => {
-            let p = sim.particle_positions();
-            let w = sim
-                .particle_values("strength")
-                .unwrap_or_else(|| vec![1.0; p.len() / 3]);
-            (p, w, false)
-        }
-        other => {
-            let f = sim.field(other).ok_or_else(|| RenderError::FieldNotNow {
-                name: other.to_string(),
-                offered: sim.field_names(),
-            })?;
-            let (o, dx) = (sim.grid_origin(), sim.cell_size());
-            let (gx, gy) = (f.shape[2], f.shape[1]);
-            let mut p = Vec::with_capacity(f.data.len() * 3);
-            for idx in 0..f.data.len() {
-                let c = [idx % gx, (idx / gx) % gy, idx / (gx * gy)];
-                p.extend((0..3).map(|a| (o[a] + (c[a] as f64 + 0.5) * dx) as f32));
-            }
-            (p, f.data.clone(), f.signed)
-        }
-    };
+    let (positions, weights, signed) = particle_points(sim, name)?;
     let amount = splat(&positions, &weights, grid, |w| w.abs());
     let mut legend = None;
     let albedo = if name == TRACERS {
