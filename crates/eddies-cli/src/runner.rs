@@ -504,7 +504,7 @@ struct Runner<'a> {
     /// The renderer of 3D pictures (`output.view = "render"`) and what stages the state for it, or none.
     studio: Option<(Staging, Arc<Mutex<Studio>>)>,
     /// The thread that finishes frames.
-    pictures: FrameWriter,
+    pictures: FrameWriter<CliError>,
     /// Time the simulation spent writing frames (staging, the files for other tools, waiting for the frame
     /// thread).
     frames_held: Duration,

@@ -5,9 +5,10 @@ use image::RgbImage;
 use rayon::prelude::*;
 
 use crate::camera::{add, dot, normalize, scale, sub, View};
+use crate::prepared::Prepared;
 use crate::stage::{
-    Params, Prepared, BRICK, FLOOR, HAS_LIQUID, HAS_SMOKE, HAS_SOLID, LIQUID_CELLS,
-    LIQUID_DISTANCE, SMOKE_CELLS, SOLID_ALBEDO, SOLID_DISTANCE,
+    Params, BRICK, FLOOR, HAS_LIQUID, HAS_SMOKE, HAS_SOLID, LIQUID_CELLS, LIQUID_DISTANCE,
+    SMOKE_CELLS, SOLID_ALBEDO, SOLID_DISTANCE,
 };
 
 /// The constants of the picture, shared with the WGSL kernel through [`wgsl_constants`].

@@ -8,7 +8,8 @@ use image::RgbImage;
 
 use crate::camera::View;
 use crate::cpu::wgsl_constants;
-use crate::stage::{Params, Prepared};
+use crate::prepared::Prepared;
+use crate::stage::Params;
 use crate::RenderError;
 
 const SOURCE: &str = include_str!("render.wgsl");

@@ -20,12 +20,14 @@ mod camera;
 mod cpu;
 mod gpu;
 pub mod light;
+mod prepared;
 mod stage;
 
 pub use camera::{Camera, View, DEFAULT_FOV_Y};
 pub use cpu::{look, render_cpu, srgb8};
 pub use gpu::GpuRenderer;
-pub use stage::{Albedo, Grid, Layer, Prepared, Smoke, Stage, Surface};
+pub use prepared::Prepared;
+pub use stage::{Albedo, Grid, Layer, Smoke, Stage, Surface};
 
 use image::RgbImage;
 
