@@ -799,3 +799,23 @@ fn flip_keys_are_checked_with_their_location() {
         "{line}"
     );
 }
+
+/// Built without the `viewer` feature (the default), `eddies view` exits 2 and says how to get the window,
+/// before it looks for a display or the scene.
+#[cfg(not(feature = "viewer"))]
+#[test]
+fn view_without_the_viewer_feature_says_how_to_build_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = eddies(&["view", "droplet-splash"], dir.path());
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        error_line(&out).contains("cargo build --release --features viewer"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(
+        fs::read_dir(dir.path()).unwrap().count(),
+        0,
+        "nothing is written"
+    );
+}

@@ -3,6 +3,10 @@
 //!
 //! Tests that need a display print a notice and pass without one (no `DISPLAY`), unless
 //! `EDDIES_REQUIRE_GPU=1` (CI, which starts Xvfb): then a missing display is a failure.
+//!
+//! They need the window, built with the `viewer` feature: `cargo test -p eddies-cli --features viewer --test view`
+//! (`.ci/run` runs them). Without it, `tests/cli.rs` checks that `eddies view` says how to build it.
+#![cfg(feature = "viewer")]
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;

@@ -6,26 +6,21 @@
 //! Without a display (neither `DISPLAY` nor `WAYLAND_DISPLAY`, or one that cannot be opened) the command fails
 //! with exit code 2 and one line.
 
+#[cfg(feature = "viewer")]
 mod blit;
 pub mod camera;
+#[cfg(feature = "viewer")]
 pub mod panel;
 pub mod picture;
+#[cfg(feature = "viewer")]
+mod session;
+#[cfg(feature = "viewer")]
 pub mod window;
 pub mod worker;
 
 use std::path::PathBuf;
 
-use egui_winit::winit::event_loop::EventLoop;
-
-use self::camera::OrbitCamera;
-use self::panel::{Controls, Param};
-use self::window::{App, Script};
-use self::worker::{Setup, Worker};
 use crate::error::CliError;
-use crate::load;
-use crate::runner::{self, RunOptions};
-use crate::scene::{Backend, Method};
-use crate::setup;
 
 /// Where the viewer runs the simulation.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
@@ -59,7 +54,20 @@ pub struct ViewOptions {
 }
 
 /// What a viewer session showed.
-pub type ViewSummary = window::Shown;
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ViewSummary {
+    /// Frames drawn with a picture.
+    pub frames: u64,
+    /// Frames per second drawn, from the first picture to the last frame.
+    pub fps: f64,
+    /// The simulation's steps when the window closed.
+    pub steps: u64,
+    /// Steps per second at the end.
+    pub steps_per_s: f64,
+}
+
+/// Whether this program was built with the window (the `viewer` feature).
+pub const BUILT: bool = cfg!(feature = "viewer");
 
 /// Whether this process could have a display to open a window on.
 pub fn has_display() -> bool {
@@ -68,6 +76,7 @@ pub fn has_display() -> bool {
         .any(|v| std::env::var_os(v).is_some_and(|s| !s.is_empty()))
 }
 
+#[cfg_attr(not(feature = "viewer"), allow(dead_code))]
 fn no_display(why: &str) -> CliError {
     CliError::input(
         format!("no display: eddies view needs a window ({why}); `eddies run` writes frames without one"),
@@ -77,99 +86,16 @@ fn no_display(why: &str) -> CliError {
 
 /// Runs the viewer until its window closes (or the script's last frame); see the module documentation.
 pub fn view(opts: &ViewOptions) -> Result<ViewSummary, CliError> {
-    if !has_display() {
-        return Err(no_display("DISPLAY and WAYLAND_DISPLAY are unset"));
+    #[cfg(feature = "viewer")]
+    return session::view(opts);
+    #[cfg(not(feature = "viewer"))]
+    {
+        let _ = opts;
+        Err(CliError::input(
+            "eddies was built without its window: build it with the `viewer` feature \
+             (`cargo build --release --features viewer`, see docs/VIEWER.md)"
+                .to_string(),
+            Vec::new(),
+        ))
     }
-    let run = RunOptions {
-        scene: opts.scene.clone(),
-        sets: opts.sets.clone(),
-        backend: match opts.backend {
-            ViewBackend::Cpu => Some(Backend::Cpu),
-            ViewBackend::Gpu => Some(Backend::Gpu),
-            ViewBackend::Auto => None,
-        },
-        ..Default::default()
-    };
-    let src = runner::scene_source(run.scene.as_deref())?;
-    let mut overrides = runner::overrides(&run)?;
-    let mut scene = load::load(&src, &overrides)?.scene;
-    if opts.backend == ViewBackend::Auto {
-        // A software rasteriser (lavapipe, llvmpipe) would step slower than the CPU backend and take the
-        // cores the window draws with.
-        let gpu = scene.method == Method::Reint
-            && setup::gpu().is_ok_and(|g| !g.adapter().device_type.starts_with("software"));
-        let backend = if gpu { Backend::Gpu } else { Backend::Cpu };
-        overrides = runner::overrides(&RunOptions {
-            backend: Some(backend),
-            ..run.clone()
-        })?;
-        scene = load::load(&src, &overrides)?.scene;
-    }
-    setup::check_memory(&load::load(&src, &overrides)?, setup::available_memory())?;
-    let event_loop = EventLoop::new().map_err(|e| no_display(&format!("{e}")))?;
-
-    let (sim, warnings) = eddies::par::with_threads(opts.threads, || {
-        runner::build_sim(
-            &src,
-            &scene,
-            &runner::panel_scenes(&src, &overrides, &scene)?,
-        )
-    })?;
-    for w in &warnings {
-        eprintln!("warning: {w}");
-    }
-    let size = scene.size();
-    let camera = OrbitCamera::framing([size[0], size[1], size.get(2).copied().unwrap_or(0.0)]);
-    let mut rebuilt = Vec::new();
-    match scene.method {
-        Method::Reint => rebuilt.push(Param {
-            label: "viscosity (m²/s)",
-            key: "reint.viscosity",
-            value: scene.reint.viscosity as f64,
-        }),
-        Method::Vpm => rebuilt.push(Param {
-            label: "viscosity (m²/s)",
-            key: "vpm.viscosity",
-            value: scene.vpm.params.viscosity,
-        }),
-        Method::Flip => {}
-    }
-    let controls = Controls {
-        heading: format!(
-            "{}: {} {}D on the {}",
-            src.name,
-            scene.method.name(),
-            scene.dim(),
-            scene.backend.name()
-        ),
-        running: !opts.paused,
-        views: picture::views(sim.as_ref()),
-        view: scene.output.field.clone(),
-        cfl: scene.time.cfl,
-        rebuilt,
-        gravity: scene.gravity(),
-    };
-    let title = format!("eddies view — {}", src.name);
-    let dim = scene.dim();
-    let worker = Worker::start(
-        Setup {
-            src,
-            overrides,
-            scene,
-            sim,
-            threads: opts.threads,
-        },
-        camera,
-        !opts.paused,
-    );
-    let script = Script {
-        frames: opts.frames,
-        screenshot: opts.screenshot.clone(),
-    };
-    let mut app = App::new(title, dim, worker, script, controls, camera);
-    event_loop
-        .run_app(&mut app)
-        .map_err(|e| CliError::other(format!("the window's event loop failed: {e}")))?;
-    app.outcome
-        .unwrap_or_else(|| Err(no_display("the window closed before it opened")))
 }

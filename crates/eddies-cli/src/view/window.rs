@@ -21,6 +21,7 @@ use super::camera::OrbitCamera;
 use super::panel::{self, Controls};
 use super::picture::Pick;
 use super::worker::{Command, Stats, Worker};
+use super::ViewSummary as Shown;
 use crate::error::CliError;
 
 /// Frames per second the window aims at; it draws no faster, to leave the cores to the simulation.
@@ -34,19 +35,6 @@ pub struct Script {
     pub frames: Option<u64>,
     /// Write the last frame here (PNG) before closing.
     pub screenshot: Option<PathBuf>,
-}
-
-/// What the window did.
-#[derive(Clone, Debug, Default)]
-pub struct Shown {
-    /// Frames drawn with a picture.
-    pub frames: u64,
-    /// Frames per second drawn, from the first picture to the last frame.
-    pub fps: f64,
-    /// The simulation's steps when the window closed.
-    pub steps: u64,
-    /// Steps per second at the end.
-    pub steps_per_s: f64,
 }
 
 /// The window and everything it draws with.
