@@ -210,7 +210,7 @@ pub fn run(opts: &RunOptions) -> Result<RunSummary, CliError> {
     let bytes = bytes * panel_scenes.len().max(1) as f64;
     output::check_output_folder(&out).map_err(|source| CliError::output_folder(&out, source))?;
     eddies::par::with_threads(opts.threads, || {
-        let (sim, warnings) = build_sim(&src, &scene, &panel_scenes)?;
+        let (mut sim, warnings) = build_sim(&src, &scene, &panel_scenes)?;
         check_first_step(&src, &scene, sim.as_ref())?;
         if !opts.quiet {
             eprintln!("{}", describe(&src, &scene, bytes, sim.as_ref(), &out));
@@ -219,7 +219,17 @@ pub fn run(opts: &RunOptions) -> Result<RunSummary, CliError> {
             }
         }
         let interrupt = Interrupt::watch();
-        Runner::start(&src, &scene, sim, out, opts.quiet, &interrupt, Begin::Fresh)?.run()
+        let begin = Begin::Fresh(Position::default());
+        Runner::start(
+            &src,
+            &scene,
+            sim.as_mut(),
+            out,
+            opts.quiet,
+            &interrupt,
+            begin,
+        )?
+        .run()
     })
 }
 
@@ -295,7 +305,7 @@ fn resume(opts: &RunOptions, dir: &Path) -> Result<RunSummary, CliError> {
         Runner::start(
             &src,
             &scene,
-            sim,
+            sim.as_mut(),
             dir.to_path_buf(),
             opts.quiet,
             &interrupt,
@@ -303,6 +313,23 @@ fn resume(opts: &RunOptions, dir: &Path) -> Result<RunSummary, CliError> {
         )?
         .run()
     })
+}
+
+/// Runs `sim`, a simulation of `scene` stepped by [`next_step`] through `at.frames_done` frames so far, on
+/// to `scene.time.frames` frames, writing into a fresh `out` what `eddies run` writes (frames numbered on
+/// from `at.frames_done`). Ctrl-C and SIGTERM stop it between steps as they stop `eddies run`. For drivers
+/// that build and step a simulation themselves (the Python package); the caller chooses the thread pool.
+pub fn run_from(
+    src: &SceneSource,
+    scene: &Scene,
+    sim: &mut dyn Simulation,
+    at: Position,
+    out: PathBuf,
+    quiet: bool,
+) -> Result<RunSummary, CliError> {
+    output::check_output_folder(&out).map_err(|source| CliError::output_folder(&out, source))?;
+    let interrupt = Interrupt::watch();
+    Runner::start(src, scene, sim, out, quiet, &interrupt, Begin::Fresh(at))?.run()
 }
 
 /// A folder in use by another run, or one that cannot be locked.
@@ -317,7 +344,7 @@ fn lock_error(e: LockError) -> CliError {
 }
 
 /// Each side-by-side panel is the scene with its own overrides, loaded and checked like the scene.
-pub(crate) fn panel_scenes(
+pub fn panel_scenes(
     src: &SceneSource,
     base: &[Override],
     scene: &Scene,
@@ -334,7 +361,7 @@ pub(crate) fn panel_scenes(
 }
 
 /// The simulation of `scene` (or of its panels side by side), with the warnings of its set-up.
-pub(crate) fn build_sim(
+pub fn build_sim(
     src: &SceneSource,
     scene: &Scene,
     panel_scenes: &[Scene],
@@ -411,6 +438,59 @@ fn check_first_step(
 /// up (or, at the start, a scene whose speeds are a mistake).
 const MIN_STEP_PER_FRAME: f64 = 1e-7;
 
+/// The time step a run takes next, or `None` once the frame in progress (`at.frames_done`, begun at step
+/// `at.frame_start_step`) is complete: `time.steps_per_frame` equal steps when it is set, else steps of the
+/// CFL limit `max_dt(time.cfl)` that end exactly on the frame's time `(frame + 1) / fps` (the step before
+/// the last is halved rather than leave a sliver). Every driver that steps a scene as `eddies run` does
+/// (the runner, the Python package) takes its steps from here, so that their states agree bit for bit.
+///
+/// A limit that has collapsed (NaN, or below [`MIN_STEP_PER_FRAME`] of a frame) is a divergence.
+pub fn next_step(
+    scene: &Scene,
+    sim: &dyn Simulation,
+    at: Position,
+) -> Result<Option<f64>, SimError> {
+    if frame_complete(scene, sim, at) {
+        return Ok(None);
+    }
+    let frame_dt = 1.0 / scene.time.fps;
+    let spf = scene.time.steps_per_frame.max(0) as u64;
+    if spf > 0 {
+        return Ok(Some(frame_dt / spf as f64));
+    }
+    let left = (at.frames_done + 1) as f64 * frame_dt - sim.time();
+    let max = sim.max_dt(scene.time.cfl);
+    // The flow has blown up (its speeds or vorticity run away), and waiting for it would only stall the run.
+    if max.is_nan() || max < frame_dt * MIN_STEP_PER_FRAME {
+        return Err(SimError::Diverged {
+            stage: "max_dt",
+            step: sim.steps(),
+            detail: format!(
+                "the CFL time step collapsed to {max:e} s (a frame is {frame_dt} s): the flow blew up"
+            ),
+        });
+    }
+    Ok(Some(if max >= left {
+        left
+    } else if 2.0 * max > left {
+        0.5 * left
+    } else {
+        max
+    }))
+}
+
+/// Whether the frame in progress (see [`next_step`]) is complete: its `time.steps_per_frame` steps taken,
+/// counted from the frame's first step so that a run resumed mid-frame takes the rest of it, or its end time
+/// reached.
+pub fn frame_complete(scene: &Scene, sim: &dyn Simulation, at: Position) -> bool {
+    let frame_dt = 1.0 / scene.time.fps;
+    let spf = scene.time.steps_per_frame.max(0) as u64;
+    if spf > 0 {
+        return sim.steps() >= at.frame_start_step + spf;
+    }
+    (at.frames_done + 1) as f64 * frame_dt - sim.time() <= frame_dt * 1e-9
+}
+
 /// Keeps the lines of `stats.jsonl` up to step `last` (a run resumed from a checkpoint takes the later steps
 /// again), rewriting the file atomically; a missing file stays missing.
 fn keep_stats_until(path: &Path, last: u64) -> std::io::Result<()> {
@@ -468,9 +548,10 @@ fn describe(
     )
 }
 
-/// How a run starts: in an empty (or cleared) folder, or from a checkpoint in its folder, already locked.
+/// How a run starts: in an empty (or cleared) folder, at a point of the time line its simulation has
+/// reached (the start, for `eddies run`), or from a checkpoint in its folder, already locked.
 enum Begin {
-    Fresh,
+    Fresh(Position),
     Resume {
         progress: Position,
         lock: OutputLock,
@@ -495,7 +576,7 @@ struct Runner<'a> {
     scene: &'a Scene,
     interrupt: &'a Interrupt,
     clamps: ClampLog,
-    sim: Box<dyn Simulation>,
+    sim: &'a mut dyn Simulation,
     out: PathBuf,
     stats: BufWriter<File>,
     stats_path: PathBuf,
@@ -532,7 +613,7 @@ impl<'a> Runner<'a> {
     fn start(
         src: &SceneSource,
         scene: &'a Scene,
-        sim: Box<dyn Simulation>,
+        sim: &'a mut dyn Simulation,
         out: PathBuf,
         quiet: bool,
         interrupt: &'a Interrupt,
@@ -552,7 +633,7 @@ impl<'a> Runner<'a> {
             .map(|s| (s.staging().clone(), Arc::new(Mutex::new(s))));
         let stats_path = out.join("stats.jsonl");
         let (lock, progress) = match begin {
-            Begin::Fresh => {
+            Begin::Fresh(progress) => {
                 let lock = lock::create_and_lock(&out).map_err(|e| match e {
                     LockError::Io { source, .. } => CliError::input(
                         format!(
@@ -564,10 +645,6 @@ impl<'a> Runner<'a> {
                     e => lock_error(e),
                 })?;
                 output::remove_stale_outputs(&out).map_err(|e| CliError::write(&out, e))?;
-                let progress = Position {
-                    frames_done: 0,
-                    frame_start_step: 0,
-                };
                 (lock, progress)
             }
             Begin::Resume { progress, lock } => {
@@ -615,11 +692,9 @@ impl<'a> Runner<'a> {
 
     fn run(mut self) -> Result<RunSummary, CliError> {
         let frames = self.scene.time.frames.max(0) as usize;
-        let frame_dt = 1.0 / self.scene.time.fps;
         let every = self.scene.output.checkpoint_every as usize;
         for frame in self.first_frame..frames {
-            let t_end = (frame + 1) as f64 * frame_dt;
-            let reached = self.advance_to(t_end, frame_dt);
+            let reached = self.advance_frame(frame);
             // The frame's records, completed by the simulation (a device backend reads its diagnostics
             // back once per frame, here), then written.
             let flushed = self.flush_records();
@@ -705,48 +780,20 @@ impl<'a> Runner<'a> {
         Ok(path)
     }
 
-    /// Steps until the simulated time reaches `t_end`.
-    fn advance_to(&mut self, t_end: f64, frame_dt: f64) -> Result<(), StepFailure> {
-        let spf = self.scene.time.steps_per_frame.max(0) as u64;
-        if spf > 0 {
-            // Counted from the frame's first step, so that a run resumed mid-frame takes the rest of it.
-            let dt = frame_dt / spf as f64;
-            while self.sim.steps() < self.frame_start_step + spf {
-                self.step(dt)?;
-            }
-            return Ok(());
-        }
-        let cfl = self.scene.time.cfl;
-        loop {
-            let left = t_end - self.sim.time();
-            if left <= frame_dt * 1e-9 {
-                return Ok(());
-            }
-            let max = self.sim.max_dt(cfl);
-            // The flow has blown up (its speeds or vorticity run away), and waiting for it would only stall
-            // the run.
-            if max.is_nan() || max < frame_dt * MIN_STEP_PER_FRAME {
-                return Err(StepFailure::Sim(SimError::Diverged {
-                    stage: "max_dt",
-                    step: self.sim.steps(),
-                    detail: format!(
-                        "the CFL time step collapsed to {max:e} s (a frame is {frame_dt} s): the flow blew up"
-                    ),
-                }));
-            }
-            let dt = if max >= left {
-                left
-            } else if 2.0 * max > left {
-                0.5 * left
-            } else {
-                max
-            };
+    /// Steps until the frame in progress is complete (see [`next_step`]).
+    fn advance_frame(&mut self, frame: usize) -> Result<(), StepFailure> {
+        let at = Position {
+            frames_done: frame,
+            frame_start_step: self.frame_start_step,
+        };
+        while let Some(dt) = next_step(self.scene, &*self.sim, at).map_err(StepFailure::Sim)? {
             let before = self.sim.time();
             self.step(dt)?;
             if self.sim.time() <= before {
                 return Err(StepFailure::Stalled(before));
             }
         }
+        Ok(())
     }
 
     fn step(&mut self, dt: f64) -> Result<(), StepFailure> {
@@ -778,14 +825,14 @@ impl<'a> Runner<'a> {
     /// Writes frame `frame`: the PNG, and with `output.npy` the particle and mass arrays.
     fn write_frame(&mut self, frame: usize) -> Result<(), CliError> {
         let started = Instant::now();
-        self.exports.write(self.sim.as_ref(), frame, &self.out)?;
+        self.exports.write(&*self.sim, frame, &self.out)?;
         let path = self.out.join(frame_name(frame));
         let time = self.sim.time();
         let annotated = self.scene.output.annotate;
         // The picture's data leaves the simulation here; the frame thread draws, annotates and writes it.
         match &self.studio {
             Some((staging, studio)) => {
-                let (stage, legend) = staging.stage(self.sim.as_ref(), self.scene)?;
+                let (stage, legend) = staging.stage(&*self.sim, self.scene)?;
                 let studio = Arc::clone(studio);
                 self.pictures.submit(move || {
                     let rendered = studio.lock().unwrap().draw(&stage, legend, None)?;
@@ -802,7 +849,7 @@ impl<'a> Runner<'a> {
                 })?;
             }
             None => {
-                let picture = render::render(self.sim.as_ref(), self.scene, &self.backdrop)?;
+                let picture = render::render(&*self.sim, self.scene, &self.backdrop)?;
                 let domain_width = render::metres_per_pixel(self.scene, 1);
                 self.pictures.submit(move || {
                     let mut image = picture.to_image();
@@ -1127,19 +1174,19 @@ mod tests {
         scene.time.frames = 4;
         scene.time.steps_per_frame = 2;
         let interrupt = Interrupt::watch();
-        let sim = Box::new(LostDevice {
+        let mut sim = LostDevice {
             steps: 0,
             fail_at: 6,
-        });
+        };
         let out = dir.path().join("out");
         let runner = Runner::start(
             &src,
             &scene,
-            sim,
+            &mut sim,
             out.clone(),
             true,
             &interrupt,
-            Begin::Fresh,
+            Begin::Fresh(Position::default()),
         )
         .unwrap();
         let err = runner.run().unwrap_err();

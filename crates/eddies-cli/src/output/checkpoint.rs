@@ -13,8 +13,8 @@ use eddies::{Checkpoint, SavedState};
 use super::names::{checkpoint_number, numbered_name};
 use super::write_atomic;
 
-/// Where a run stands in its time line when a checkpoint is written.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// Where a run stands in its time line when a checkpoint is written (the start: [`Default`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Position {
     /// Frames written.
     pub frames_done: usize,
