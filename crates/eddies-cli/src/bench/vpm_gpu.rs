@@ -1,0 +1,111 @@
+//! `eddies bench vpm --backend gpu`: the vortex particle method's direct Biot–Savart sum on the GPU
+//! (`eddies_gpu::vpm::DirectSum`), in vorton pairs per second, velocity alone and with its gradient (what
+//! stretching needs), every vorton a target. Each evaluation is timed whole: the vortons' upload, the kernel
+//! and the velocities' read-back (median of three after a warm-up).
+
+use std::time::Instant;
+
+use eddies::rng::SplitMix64;
+use eddies::vpm::biot_savart::Sources;
+use eddies_gpu::vpm::DirectSum;
+use glam::DVec3;
+
+use super::case::{median, BenchCase, BenchError, BenchRow};
+use crate::setup;
+
+/// A size whose evaluation would take longer than this (estimated from the rate of the size before; each
+/// size takes eight) is skipped: a software adapter
+/// would take hours at 10⁶ vortons.
+const LONGEST_S: f64 = 10.0;
+
+/// The GPU benchmarks of the vortex particle method.
+pub fn cases() -> Vec<BenchCase> {
+    vec![
+        // Direct sum at 10⁴, 10⁵ and 10⁶ vortons (quick: 10⁴), velocity alone and with its gradient
+        BenchCase {
+            name: "vpm-gpu-direct-sum",
+            run: |q| {
+                direct_sum(if q {
+                    &[10_000]
+                } else {
+                    &[10_000, 100_000, 1_000_000]
+                })
+            },
+        },
+    ]
+}
+
+/// `n` vortons in a unit cube, strengths of either sign, core radii 1–3 % of the cube.
+fn cloud(n: usize) -> (Sources, Vec<[f32; 3]>) {
+    let mut rng = SplitMix64::new(11);
+    let mut v =
+        |lo: f64, hi: f64| DVec3::new(rng.range(lo, hi), rng.range(lo, hi), rng.range(lo, hi));
+    let position: Vec<DVec3> = (0..n).map(|_| v(0.0, 1.0)).collect();
+    let strength: Vec<DVec3> = (0..n).map(|_| v(-1e-4, 1e-4)).collect();
+    let radius: Vec<f64> = (0..n).map(|_| 0.01 + 0.02 * v(0.0, 1.0).x).collect();
+    let mut sources = Sources::default();
+    sources.fill(DVec3::splat(0.5), &position, &strength, &radius);
+    let targets = (0..n)
+        .map(|k| [sources.x[k], sources.y[k], sources.z[k]])
+        .collect();
+    (sources, targets)
+}
+
+fn direct_sum(sizes: &[usize]) -> Result<Vec<BenchRow>, BenchError> {
+    let gpu = setup::gpu()?;
+    let device = gpu.adapter().name.clone();
+    let mut direct = DirectSum::new(&gpu);
+    let mut rows = Vec::new();
+    let mut rate: Option<f64> = None;
+    for &n in sizes {
+        let pairs = (n * n) as f64;
+        if let Some(r) = rate.filter(|r| pairs / r > LONGEST_S) {
+            eprintln!(
+                "note: {n} vortons skipped: about {:.0} s an evaluation on {device}",
+                pairs / r
+            );
+            continue;
+        }
+        let (sources, targets) = cloud(n);
+        for gradient in [false, true] {
+            direct.evaluate(&gpu, &sources, &targets, gradient)?;
+            let mut samples = Vec::new();
+            for _ in 0..3 {
+                let t = Instant::now();
+                direct.evaluate(&gpu, &sources, &targets, gradient)?;
+                samples.push(t.elapsed().as_secs_f64());
+            }
+            let t = median(&mut samples);
+            rate = Some(rate.map_or(pairs / t, |r: f64| r.min(pairs / t)));
+            let metric = if gradient {
+                "with-gradient"
+            } else {
+                "velocity"
+            };
+            for (metric, value, unit) in [
+                (metric.to_string(), pairs / t, "pairs/s"),
+                (format!("{metric}-time"), t * 1e3, "ms"),
+            ] {
+                rows.push(BenchRow {
+                    bench: "vpm-gpu-direct-sum".into(),
+                    size: n.to_string(),
+                    metric,
+                    value,
+                    unit: unit.into(),
+                    threads: rayon::current_num_threads(),
+                    device: device.clone(),
+                });
+            }
+        }
+    }
+    rows.push(BenchRow {
+        bench: "vpm-gpu-direct-sum".into(),
+        size: sizes.last().map_or(0, |n| *n).to_string(),
+        metric: "device-bytes".into(),
+        value: direct.bytes() as f64,
+        unit: "B".into(),
+        threads: rayon::current_num_threads(),
+        device,
+    });
+    Ok(rows)
+}

@@ -1,0 +1,188 @@
+//! Vortex particles on the GPU: the velocity evaluation, the method's cost (Gourlay part 8).
+//!
+//! [`DirectSum`] is Biot–Savart by direct summation (`direct.wgsl`): the velocity, and for stretching its
+//! gradient, at any targets from every vorton, with the mollified kernel of the CPU's
+//! [`eddies::vpm::biot_savart`]. A tiled N-body kernel: each workgroup streams the vortons through shared
+//! memory and each target adds them in index order, so the sums have one fixed order and a run repeats bit
+//! for bit on one device. The CPU sums the same terms in sixteen lanes, so the two agree to f32 rounding,
+//! not bit for bit.
+
+use eddies::vpm::biot_savart::{Sources, FOUR_PI_INV};
+
+use crate::device::{dispatch, Gpu, GpuError};
+
+/// The kernel's WGSL, after the prelude.
+pub(crate) const SOURCE: &str = include_str!("direct.wgsl");
+
+/// Targets per workgroup, and sources per shared-memory tile.
+pub const TILE: u32 = 256;
+
+/// The prelude of the kernel for velocity alone or with its gradient.
+pub(crate) fn prelude(gradient: bool) -> String {
+    format!("const TILE: u32 = {TILE}u;\nconst GRADIENT: bool = {gradient};\n")
+}
+
+/// What one evaluation returns: velocity (m/s) at each target and, when asked for, its gradient (1/s,
+/// row-major `∂uᵢ/∂x_k`), the factor 1/4π applied.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Induced {
+    /// Velocity at each target.
+    pub velocity: Vec<[f32; 3]>,
+    /// Velocity gradient at each target; empty unless asked for.
+    pub gradient: Vec<[f32; 9]>,
+}
+
+/// Biot–Savart by direct summation on the GPU; its buffers grow to the largest evaluation and are reused.
+pub struct DirectSum {
+    params: wgpu::Buffer,
+    sources: Option<wgpu::Buffer>,
+    targets: Option<wgpu::Buffer>,
+    velocity: Option<wgpu::Buffer>,
+    gradient: Option<wgpu::Buffer>,
+}
+
+/// `buffer` if it holds `bytes`, else a new one of that size.
+fn sized(gpu: &Gpu, slot: &mut Option<wgpu::Buffer>, label: &str, bytes: u64) -> wgpu::Buffer {
+    let bytes = bytes.max(16);
+    match slot {
+        Some(b) if b.size() >= bytes => b.clone(),
+        _ => {
+            let b = gpu.buffer(label, bytes.next_power_of_two());
+            *slot = Some(b.clone());
+            b
+        }
+    }
+}
+
+impl DirectSum {
+    /// The kernel's buffers on `gpu` (the pipelines are built at the first evaluation and cached by `gpu`).
+    pub fn new(gpu: &Gpu) -> Self {
+        Self {
+            params: gpu.uniform::<[u32; 4]>("vpm direct params"),
+            sources: None,
+            targets: None,
+            velocity: None,
+            gradient: None,
+        }
+    }
+
+    /// Device memory held (bytes).
+    pub fn bytes(&self) -> u64 {
+        [&self.sources, &self.targets, &self.velocity, &self.gradient]
+            .iter()
+            .filter_map(|b| b.as_ref().map(wgpu::Buffer::size))
+            .sum::<u64>()
+            + self.params.size()
+    }
+
+    /// The velocity induced by the first `sources.len` vortons of `sources` at `targets` (m, relative to the
+    /// sources' origin), and with `gradient` its gradient.
+    pub fn evaluate(
+        &mut self,
+        gpu: &Gpu,
+        sources: &Sources,
+        targets: &[[f32; 3]],
+        gradient: bool,
+    ) -> Result<Induced, GpuError> {
+        let n = sources.len;
+        let m = targets.len();
+        if m == 0 {
+            return Ok(Induced::default());
+        }
+        let packed: Vec<[f32; 4]> = (0..n)
+            .flat_map(|k| {
+                [
+                    [sources.x[k], sources.y[k], sources.z[k], sources.s2[k]],
+                    [sources.ax[k], sources.ay[k], sources.az[k], 0.0],
+                ]
+            })
+            .collect();
+        let points: Vec<[f32; 4]> = targets.iter().map(|t| [t[0], t[1], t[2], 0.0]).collect();
+        let source_bytes = 32 * n as u64;
+        let target_bytes = 16 * m as u64;
+        let gradient_bytes = if gradient { 36 * m as u64 } else { 4 };
+        for (what, bytes) in [
+            ("vortons", source_bytes),
+            ("targets", target_bytes),
+            ("gradient", gradient_bytes),
+        ] {
+            gpu.check_binding(what, bytes)?;
+        }
+        let (src_buf, tgt_buf, vel_buf, grad_buf) = gpu.allocating("vortons", || {
+            (
+                sized(gpu, &mut self.sources, "vpm vortons", source_bytes),
+                sized(gpu, &mut self.targets, "vpm targets", target_bytes),
+                sized(gpu, &mut self.velocity, "vpm velocity", target_bytes),
+                sized(gpu, &mut self.gradient, "vpm gradient", gradient_bytes),
+            )
+        })?;
+        gpu.write(&self.params, &[[n as u32, m as u32, 0, 0]]);
+        gpu.write(&src_buf, &packed);
+        gpu.write(&tgt_buf, &points);
+        let key = if gradient {
+            "vpm direct gradient"
+        } else {
+            "vpm direct velocity"
+        };
+        let pipeline = gpu.pipeline(key, &prelude(gradient), SOURCE)?;
+        let bind = gpu.validating(key, || {
+            Ok(gpu.bind(
+                &pipeline,
+                &[&self.params, &src_buf, &tgt_buf, &vel_buf, &grad_buf],
+            ))
+        })?;
+        let mut encoder = gpu
+            .device()
+            .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some(key) });
+        dispatch(
+            &mut encoder,
+            key,
+            &pipeline,
+            &bind,
+            [(m as u32).div_ceil(TILE), 1, 1],
+            None,
+        );
+        gpu.queue().submit([encoder.finish()]);
+        let mut ranges = vec![(&vel_buf, 0, target_bytes)];
+        if gradient {
+            ranges.push((&grad_buf, 0, gradient_bytes));
+        }
+        let bytes = gpu.read(&ranges)?;
+        let k = FOUR_PI_INV as f32;
+        let words = |b: &[u8]| bytemuck::pod_collect_to_vec::<u8, f32>(b);
+        let velocity = words(&bytes[0])
+            .chunks_exact(4)
+            .map(|v| [v[0] * k, v[1] * k, v[2] * k])
+            .collect();
+        let gradient = match bytes.get(1) {
+            Some(g) => words(g)
+                .chunks_exact(9)
+                .map(|j| std::array::from_fn(|q| j[q] * k))
+                .collect(),
+            None => Vec::new(),
+        };
+        Ok(Induced { velocity, gradient })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use wgpu::naga;
+
+    /// Both variants parse and validate without a GPU.
+    #[test]
+    fn the_kernel_compiles_without_a_gpu() {
+        for gradient in [false, true] {
+            let code = format!("{}\n{SOURCE}", prelude(gradient));
+            let module = naga::front::wgsl::parse_str(&code)
+                .unwrap_or_else(|e| panic!("gradient {gradient}: {}", e.emit_to_string(&code)));
+            naga::valid::Validator::new(
+                naga::valid::ValidationFlags::all(),
+                naga::valid::Capabilities::default(),
+            )
+            .validate(&module)
+            .unwrap_or_else(|e| panic!("gradient {gradient}: {}", e.emit_to_string(&code)));
+        }
+    }
+}
