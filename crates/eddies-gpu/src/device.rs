@@ -562,3 +562,36 @@ pub fn dispatch(
 pub fn groups(n: [u32; 3], size: [u32; 3]) -> [u32; 3] {
     std::array::from_fn(|a| n[a].div_ceil(size[a]))
 }
+
+/// The variable that makes a missing adapter a failure of the GPU tests (CI sets it to `1`).
+pub const REQUIRE_VAR: &str = "EDDIES_REQUIRE_GPU";
+
+/// The device for a test suite: `None`, with a notice on stderr, where no adapter opens, so that the test
+/// passes on a machine without one; a panic instead when [`REQUIRE_VAR`] is `1`. Programs use
+/// [`Gpu::new`] and report its error.
+pub fn device_or_skip() -> Option<Gpu> {
+    match Gpu::new() {
+        Ok(g) => Some(g),
+        Err(e) => {
+            if std::env::var(REQUIRE_VAR).is_ok_and(|v| v == "1") {
+                panic!("{REQUIRE_VAR}=1 but {e}");
+            }
+            eprintln!("notice: GPU test skipped: {e}");
+            None
+        }
+    }
+}
+
+/// Parses and validates a kernel's WGSL with the shader translator's own checks, as wgpu runs them on a
+/// device, without one: the error, with the source line, or nothing.
+pub fn validate_wgsl(code: &str) -> Result<(), String> {
+    use wgpu::naga;
+    let module = naga::front::wgsl::parse_str(code).map_err(|e| e.emit_to_string(code))?;
+    naga::valid::Validator::new(
+        naga::valid::ValidationFlags::all(),
+        naga::valid::Capabilities::default(),
+    )
+    .validate(&module)
+    .map_err(|e| e.emit_to_string(code))?;
+    Ok(())
+}

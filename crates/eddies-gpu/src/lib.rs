@@ -12,5 +12,8 @@ mod device;
 pub mod reint;
 pub mod vpm;
 
-pub use device::{adapters, dispatch, groups, AdapterSummary, Gpu, GpuError, ADAPTER_VAR};
+pub use device::{
+    adapters, device_or_skip, dispatch, groups, validate_wgsl, AdapterSummary, Gpu, GpuError,
+    ADAPTER_VAR, REQUIRE_VAR,
+};
 pub use reint::ReintGpu;

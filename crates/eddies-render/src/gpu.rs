@@ -143,19 +143,10 @@ impl GpuRenderer {
 
 #[cfg(test)]
 mod tests {
-    use wgpu::naga;
-
     /// The kernel with its constants compiles and validates, without a GPU.
     #[test]
     fn the_kernel_validates() {
         let code = format!("{}\n{}", super::wgsl_constants(), super::SOURCE);
-        let module = naga::front::wgsl::parse_str(&code)
-            .unwrap_or_else(|e| panic!("{}", e.emit_to_string(&code)));
-        naga::valid::Validator::new(
-            naga::valid::ValidationFlags::all(),
-            naga::valid::Capabilities::default(),
-        )
-        .validate(&module)
-        .unwrap_or_else(|e| panic!("{}", e.emit_to_string(&code)));
+        eddies_gpu::validate_wgsl(&code).unwrap_or_else(|e| panic!("{e}"));
     }
 }

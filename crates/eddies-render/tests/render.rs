@@ -11,17 +11,8 @@ use eddies_render::{
 
 fn gpu() -> Option<Arc<Gpu>> {
     static GPU: OnceLock<Option<Arc<Gpu>>> = OnceLock::new();
-    GPU.get_or_init(|| match Gpu::new() {
-        Ok(g) => Some(Arc::new(g)),
-        Err(e) => {
-            if std::env::var("EDDIES_REQUIRE_GPU").is_ok_and(|v| v == "1") {
-                panic!("EDDIES_REQUIRE_GPU=1 but {e}");
-            }
-            eprintln!("notice: GPU test skipped: {e}");
-            None
-        }
-    })
-    .clone()
+    GPU.get_or_init(|| eddies_gpu::device_or_skip().map(Arc::new))
+        .clone()
 }
 
 const N: usize = 48;

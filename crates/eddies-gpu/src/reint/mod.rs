@@ -744,7 +744,7 @@ pub fn bytes_per_cell(dim: usize, substances: usize, obstacles: bool) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use wgpu::naga;
+    use crate::device::validate_wgsl;
 
     /// Every kernel of every variant (2D and 3D, one to four substances, with and without obstacles) parses
     /// and validates, without a GPU: the shader translator's own checks, as wgpu runs them on a device.
@@ -768,14 +768,7 @@ mod tests {
                         let what = format!(
                             "{name}, {dim}D, {substances} substances, obstacles {obstacles_present}"
                         );
-                        let module = naga::front::wgsl::parse_str(&code)
-                            .unwrap_or_else(|e| panic!("{what}: {}", e.emit_to_string(&code)));
-                        naga::valid::Validator::new(
-                            naga::valid::ValidationFlags::all(),
-                            naga::valid::Capabilities::default(),
-                        )
-                        .validate(&module)
-                        .unwrap_or_else(|e| panic!("{what}: {}", e.emit_to_string(&code)));
+                        validate_wgsl(&code).unwrap_or_else(|e| panic!("{what}: {e}"));
                     }
                 }
             }

@@ -168,21 +168,14 @@ impl DirectSum {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use wgpu::naga;
+    use crate::device::validate_wgsl;
 
     /// Both variants parse and validate without a GPU.
     #[test]
     fn the_kernel_compiles_without_a_gpu() {
         for gradient in [false, true] {
             let code = format!("{}\n{SOURCE}", prelude(gradient));
-            let module = naga::front::wgsl::parse_str(&code)
-                .unwrap_or_else(|e| panic!("gradient {gradient}: {}", e.emit_to_string(&code)));
-            naga::valid::Validator::new(
-                naga::valid::ValidationFlags::all(),
-                naga::valid::Capabilities::default(),
-            )
-            .validate(&module)
-            .unwrap_or_else(|e| panic!("gradient {gradient}: {}", e.emit_to_string(&code)));
+            validate_wgsl(&code).unwrap_or_else(|e| panic!("gradient {gradient}: {e}"));
         }
     }
 }
