@@ -53,7 +53,8 @@ pub enum Command {
     /// the program ffmpeg is on PATH. Written to DIR/animation.gif or DIR/animation.mp4 unless --output
     /// names another file. A run makes one itself with `output.animation = "gif"` or `"mp4"`.
     Animate(AnimateArgs),
-    /// Run a scene live in a window (needs a display: exit code 2 without one).
+    /// Run a scene live in a window (needs a display, and a build with the `viewer` feature:
+    /// `cargo build --release --features viewer`; exit code 2 without either).
     ///
     /// Left drag pushes the fluid; right drag or Alt + drag turns the camera (3D), the wheel zooms (3D).
     /// Space pauses and resumes, S or → takes one step when paused, R resets, Esc or Q quits. The side panel
@@ -171,10 +172,11 @@ pub struct BenchArgs {
     /// Smaller grids and fewer repetitions
     #[arg(long)]
     pub quick: bool,
-    /// One JSON object per line: {"bench","size","metric","value","unit","threads"}
+    /// One JSON object per line: {"bench","size","metric","value","unit","threads","device"}
     #[arg(long)]
     pub json: bool,
-    /// Where the benchmarks run: cpu, or gpu (the reint benchmarks on the GPU)
+    /// Where the benchmarks run: cpu, or gpu (reint, the vortex-particle direct sum and the renderer on the
+    /// GPU)
     #[arg(long, value_name = "BACKEND", default_value = "cpu")]
     pub backend: Backend,
     /// Worker threads (0: one per core)
