@@ -67,7 +67,8 @@ impl Run {
         // A device backend measures its diagnostics later; a step from Python reads them at once.
         self.sim
             .complete_records(std::slice::from_mut(&mut record))?;
-        if runner::frame_complete(&self.scene, &*self.sim, self.at) {
+        // A step of the caller's `dt` may pass several frame times.
+        while runner::frame_complete(&self.scene, &*self.sim, self.at) {
             self.frame_done();
         }
         Ok(stats_line(&record))

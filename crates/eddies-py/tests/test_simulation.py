@@ -213,3 +213,16 @@ def test_the_gpu_backend_steps_and_repeats_bit_for_bit(small_reint):
     assert np.array_equal(bits(first.field("mass")), bits(second.field("mass")))
     # Reintegration tracking keeps the mass on the GPU as on the CPU (to float32 rounding of the sums).
     assert first.field("mass").sum() == pytest.approx(cpu.field("mass").sum(), rel=1e-5)
+
+
+def test_the_frame_clock_follows_steps_of_the_callers_dt(small_reint):
+    scene, _ = small_reint
+    sim = eddies.Simulation(scene)
+    # 30 frames per second: a step of 0.09 s passes two frame times, one more of 0.011 s the third.
+    sim.step(0.09)
+    assert sim.frames_done == 2
+    sim.step(0.011)
+    assert sim.frames_done == 3
+    # The next step of the program's choice ends on the fourth frame's time at the latest.
+    record = sim.step()
+    assert record["time"] <= 4 / 30 + 1e-12
