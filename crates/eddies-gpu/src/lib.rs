@@ -3,7 +3,8 @@
 //! [`Gpu`] is the device layer: it picks an adapter (the best one, or the one `EDDIES_GPU_ADAPTER` names),
 //! opens a device, builds each kernel's pipeline once and reads results back in batches. Methods implement
 //! the library's [`eddies::Simulation`] on top of it; today [`ReintGpu`], reintegration tracking in 2D and 3D.
-//! [`vpm::DirectSum`] evaluates the vortex particle method's Biot–Savart sum on the GPU.
+//! [`vpm::DirectSum`] evaluates the vortex particle method's Biot–Savart sum on the GPU, and
+//! [`vpm::GpuDirect`] hands it to the CPU simulation's velocity stage.
 //!
 //! Kernels use no float atomics and fix the order of every sum: a run repeats bit for bit on one device.
 //! Without a usable adapter [`Gpu::new`] says what it looked for; [`adapters`] lists what this machine has.

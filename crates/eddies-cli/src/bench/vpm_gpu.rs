@@ -1,7 +1,9 @@
 //! `eddies bench vpm --backend gpu`: the vortex particle method's direct Biot–Savart sum on the GPU
 //! (`eddies_gpu::vpm::DirectSum`), in vorton pairs per second, velocity alone and with its gradient (what
 //! stretching needs), every vorton a target. Each evaluation is timed whole: the vortons' upload, the kernel
-//! and the velocities' read-back (median of three after a warm-up).
+//! and the velocities' read-back (median of three after a warm-up). And the built-in scenes `vortex-ring`,
+//! `dye-drop` and `hot-plume` stepped with their direct sums on the GPU (`vpm.velocity = "direct-vortons"`):
+//! milliseconds and steps per second (median of five steps after two).
 
 use std::time::Instant;
 
@@ -10,8 +12,10 @@ use eddies::vpm::biot_savart::Sources;
 use eddies_gpu::vpm::DirectSum;
 use glam::DVec3;
 
-use super::case::{median, BenchCase, BenchError, BenchRow};
-use crate::setup;
+use super::case::{median, step_rows, BenchCase, BenchError, BenchRow};
+use crate::load::{self, Override, SceneSource};
+use crate::output::checkpoint::Position;
+use crate::{runner, scenes, setup};
 
 /// A size whose evaluation would take longer than this (estimated from the rate of the size before; each
 /// size takes eight) is skipped: a software adapter
@@ -32,7 +36,84 @@ pub fn cases() -> Vec<BenchCase> {
                 })
             },
         },
+        // vortex-ring, dye-drop and hot-plume with direct sums on the GPU (quick: vortex-ring)
+        BenchCase {
+            name: "vpm-gpu-scenes",
+            run: |q| {
+                let names: &[&'static str] = if q {
+                    &["vortex-ring"]
+                } else {
+                    &["vortex-ring", "dye-drop", "hot-plume"]
+                };
+                let mut rows = Vec::new();
+                for &name in names {
+                    rows.extend(scene_steps(name)?);
+                }
+                Ok(rows)
+            },
+        },
     ]
+}
+
+/// The built-in scene `name` on the GPU backend with direct sums: five of the steps `eddies run` takes,
+/// after two, or none where a step would take longer than [`LONGEST_S`].
+fn scene_steps(name: &'static str) -> Result<Vec<BenchRow>, BenchError> {
+    let builtin = scenes::find(name).ok_or(BenchError::MissingScene(name))?;
+    let src = SceneSource {
+        label: builtin.label(),
+        name: builtin.name.to_string(),
+        text: builtin.source.to_string(),
+    };
+    let overrides = ["backend=\"gpu\"", "vpm.velocity=\"direct-vortons\""]
+        .map(Override::parse_set)
+        .into_iter()
+        .collect::<Result<Vec<_>, _>>()?;
+    let scene = load::load(&src, &overrides)?.scene;
+    let mut sim = setup::build(&scene)?.sim;
+    let device = setup::gpu()?.adapter().name.clone();
+    let mut records = Vec::new();
+    // The steps `eddies run` takes: the CFL step, cut at frame times.
+    let mut at = Position::default();
+    for k in 0..7 {
+        let dt = loop {
+            match runner::next_step(&scene, sim.as_ref(), at)? {
+                Some(dt) => break dt,
+                None => {
+                    at = Position {
+                        frames_done: at.frames_done + 1,
+                        frame_start_step: sim.steps(),
+                    }
+                }
+            }
+        };
+        let record = sim.step(dt)?;
+        if k == 0 && record.wall_ms > LONGEST_S * 1e3 {
+            eprintln!(
+                "note: {name} skipped: {:.0} s a step on {device}",
+                record.wall_ms / 1e3
+            );
+            return Ok(Vec::new());
+        }
+        if k >= 2 {
+            records.push(record);
+        }
+    }
+    let size = format!("{} vortons", sim.particle_positions().len() / 3);
+    let mut rows = step_rows(&format!("vpm-gpu-{name}"), &size, &records);
+    let ms = rows[0].value;
+    rows.insert(
+        1,
+        BenchRow {
+            metric: "steps-per-second".into(),
+            value: 1e3 / ms,
+            unit: "steps/s".into(),
+            ..rows[0].clone()
+        },
+    );
+    for r in &mut rows {
+        r.device = device.clone();
+    }
+    Ok(rows)
 }
 
 /// `n` vortons in a unit cube, strengths of either sign, core radii 1–3 % of the cube.

@@ -37,7 +37,7 @@ pub use vpm::{
 
 use eddies::flip::FlipParams;
 use eddies::reint::{ReintParams, MAX_SUBSTANCES};
-use eddies::vpm::VpmParams;
+use eddies::vpm::{VelocityMethod, VpmParams};
 use eddies::{Boundary, Description, FrameSource};
 use glam::DVec3;
 use serde::{Deserialize, Serialize};
@@ -403,14 +403,28 @@ impl Scene {
         let root = KeyPath::root();
         let dim = self.dim();
 
-        if self.backend == Backend::Gpu && self.method != Method::Reint {
+        if self.backend == Backend::Gpu && self.method == Method::Flip {
             return Err(BadValue::new(
                 root.key("backend"),
+                "\"gpu\" with method \"flip\": the GPU backend runs reint and vpm's direct sums so far",
+                "\"cpu\" for flip; \"gpu\" with method = \"reint\" or \"vpm\"",
+            ));
+        }
+        if self.backend == Backend::Gpu
+            && self.method == Method::Vpm
+            && !matches!(
+                self.vpm.params.velocity,
+                VelocityMethod::DirectVortons | VelocityMethod::DirectGrid
+            )
+        {
+            return Err(BadValue::new(
+                root.key("vpm").key("velocity"),
                 format!(
-                    "\"gpu\" with method \"{}\": the GPU backend runs reint so far",
-                    self.method.name()
+                    "\"{}\" with backend \"gpu\": on the GPU, vortex particles take their velocity by direct \
+                     summation",
+                    self.vpm.params.velocity.name()
                 ),
-                "\"cpu\" for flip and vpm; \"gpu\" with method = \"reint\"",
+                "\"direct-vortons\" or \"direct-grid\" with backend = \"gpu\"",
             ));
         }
 

@@ -104,7 +104,10 @@ pub fn build(scene: &Scene) -> Result<Built, SetupError> {
         scene.dim(),
     ) {
         (Method::Vpm, _) => {
-            let sim = vpm::build(scene)?;
+            let mut sim = vpm::build(scene)?;
+            if scene.backend == Backend::Gpu {
+                sim.set_direct_device(eddies_gpu::vpm::GpuDirect::shared(self::gpu()?));
+            }
             fill.filled = sim.vortons().len();
             let sources = !(v.jet.is_empty() && v.heat_source.is_empty())
                 || v.ball.iter().any(|b| b.period > 0.0 || b.start > 0.0);

@@ -7,7 +7,11 @@
 //! for bit on one device. The CPU sums the same terms in sixteen lanes, so the two agree to f32 rounding,
 //! not bit for bit.
 
-use eddies::vpm::biot_savart::{Sources, FOUR_PI_INV};
+use std::sync::{Arc, Mutex};
+
+use eddies::vpm::biot_savart::{DirectDevice, Sources, FOUR_PI_INV};
+use eddies::vpm::velocity::SharedDevice;
+use glam::DVec3;
 
 use crate::device::{dispatch, Gpu, GpuError};
 
@@ -162,6 +166,54 @@ impl DirectSum {
             None => Vec::new(),
         };
         Ok(Induced { velocity, gradient })
+    }
+}
+
+/// [`DirectSum`] as the vortex particle simulation's direct-sum device
+/// (`eddies::vpm::VpmSim::set_direct_device`): the velocity stage's direct sums on the GPU.
+pub struct GpuDirect {
+    gpu: Arc<Gpu>,
+    sum: DirectSum,
+}
+
+impl GpuDirect {
+    /// The device for a simulation, on `gpu`.
+    pub fn new(gpu: Arc<Gpu>) -> Self {
+        let sum = DirectSum::new(&gpu);
+        Self { gpu, sum }
+    }
+
+    /// As the simulation holds it.
+    pub fn shared(gpu: Arc<Gpu>) -> SharedDevice {
+        SharedDevice(Arc::new(Mutex::new(Self::new(gpu))))
+    }
+}
+
+impl DirectDevice for GpuDirect {
+    fn direct(
+        &mut self,
+        src: &Sources,
+        targets: &[DVec3],
+        u: &mut [DVec3],
+        jac: Option<&mut [[f64; 9]]>,
+    ) -> Result<(), String> {
+        let relative: Vec<[f32; 3]> = targets
+            .iter()
+            .map(|p| (*p - src.origin).as_vec3().to_array())
+            .collect();
+        let out = self
+            .sum
+            .evaluate(&self.gpu, src, &relative, jac.is_some())
+            .map_err(|e| e.to_string())?;
+        for (o, v) in u.iter_mut().zip(&out.velocity) {
+            *o = DVec3::new(v[0] as f64, v[1] as f64, v[2] as f64);
+        }
+        if let Some(jac) = jac {
+            for (o, g) in jac.iter_mut().zip(&out.gradient) {
+                *o = g.map(f64::from);
+            }
+        }
+        Ok(())
     }
 }
 

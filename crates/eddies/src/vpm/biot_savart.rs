@@ -439,6 +439,20 @@ pub fn direct(src: &Sources, targets: &[DVec3], u: &mut [DVec3], jac: Option<&mu
     }
 }
 
+/// A device that evaluates [`direct`] in its place (the GPU backend's `eddies_gpu::vpm::GpuDirect`): the
+/// velocity (m/s) at `targets` induced by `src`, and with `jac` its gradient (1/s, row-major), the factor
+/// 1/4π applied, as [`direct`] gives them. It sums the same terms, in its own fixed order.
+pub trait DirectDevice: Send {
+    /// [`direct`] on the device; the error says how the device failed.
+    fn direct(
+        &mut self,
+        src: &Sources,
+        targets: &[DVec3],
+        u: &mut [DVec3],
+        jac: Option<&mut [[f64; 9]]>,
+    ) -> Result<(), String>;
+}
+
 /// Vector potential at `t` (relative to the sources' origin) from the sources `start..end`, without the
 /// factor 1/4π: `Σ αⱼ h(|r|²)` with the stream-function kernel of the high-order algebraic core,
 /// `h(s) = (s + 3σ²/2)(s + σ²)^{−3/2}`.

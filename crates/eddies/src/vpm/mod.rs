@@ -154,6 +154,12 @@ impl VpmSim {
         &self.params
     }
 
+    /// Hands the direct Biot–Savart sums of the velocity stage (`direct-vortons`, `direct-grid`) to
+    /// `device` (the GPU backend); a device failure ends the step that asked with [`SimError::Device`].
+    pub fn set_direct_device(&mut self, device: velocity::SharedDevice) {
+        self.solver.device = Some(device);
+    }
+
     /// The vortons.
     pub fn vortons(&self) -> &Vortons {
         &self.vortons
@@ -720,6 +726,12 @@ impl Simulation for VpmSim {
             timer.add("poisson", p.poisson);
             timer.add("curl", p.curl);
             self.step_cycles = p.cycles;
+        }
+        if let Some(detail) = self.solver.device_error.take() {
+            return Err(SimError::Device {
+                step: self.steps + 1,
+                detail,
+            });
         }
         if let Some(source) = self.solver.error.take() {
             return Err(SimError::SolveFailed {

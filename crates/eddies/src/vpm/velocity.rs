@@ -1,7 +1,9 @@
 //! Velocity from vorticity (Gourlay parts 3, 12 and 20): the four integral techniques of [`VelocityMethod`] and
 //! the Poisson technique behind one call, with the grid fitted to the vortons and optional auto-mollification.
 
-use super::biot_savart::{self, Sources};
+use std::sync::{Arc, Mutex};
+
+use super::biot_savart::{self, DirectDevice, Sources};
 use super::mollify::{self, FittedGrid};
 use super::params::{PotentialBoundary, TreeMethod, TreeParams, VelocityMethod, VpmParams};
 use super::poisson::{Blobs, BoundaryIntegral, PoissonVelocity};
@@ -29,9 +31,23 @@ pub struct Query<'a> {
     pub stage: Option<usize>,
 }
 
+/// A [`DirectDevice`] the velocity stage hands its direct sums to, shared by the solver's copies.
+#[derive(Clone)]
+pub struct SharedDevice(pub Arc<Mutex<dyn DirectDevice>>);
+
+impl std::fmt::Debug for SharedDevice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SharedDevice")
+    }
+}
+
 /// The velocity stage's buffers, reused across steps.
 #[derive(Clone, Debug)]
 pub struct VelocitySolver {
+    /// Where the direct sums run: a device (the GPU), or the CPU without one.
+    pub device: Option<SharedDevice>,
+    /// How the device failed at the last evaluation, if it did.
+    pub device_error: Option<String>,
     sources: Sources,
     /// The treecode.
     pub tree: Tree,
@@ -57,6 +73,8 @@ pub struct VelocitySolver {
 impl Default for VelocitySolver {
     fn default() -> Self {
         Self {
+            device: None,
+            device_error: None,
             sources: Sources::default(),
             tree: Tree::default(),
             poisson: PoissonVelocity::default(),
@@ -230,6 +248,11 @@ impl VelocitySolver {
         if params.velocity.uses_tree() {
             self.tree
                 .evaluate(&params.tree, &self.targets, &mut self.target_u, jac);
+        } else if let Some(device) = &self.device {
+            let mut device = device.0.lock().unwrap_or_else(|p| p.into_inner());
+            if let Err(e) = device.direct(&self.sources, &self.targets, &mut self.target_u, jac) {
+                self.device_error = Some(e);
+            }
         } else {
             biot_savart::direct(&self.sources, &self.targets, &mut self.target_u, jac);
         }
