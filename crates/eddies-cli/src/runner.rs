@@ -479,6 +479,21 @@ pub fn next_step(
     }))
 }
 
+/// The time step of a driver that steps on across frames rather than frame by frame (the Python package, the
+/// benchmarks): [`next_step`], with each frame it finds complete counted into `at`.
+pub fn step_across_frames(
+    scene: &Scene,
+    sim: &dyn Simulation,
+    at: &mut Position,
+) -> Result<f64, SimError> {
+    loop {
+        match next_step(scene, sim, *at)? {
+            Some(dt) => return Ok(dt),
+            None => *at = at.next_frame(sim.steps()),
+        }
+    }
+}
+
 /// Whether the frame in progress (see [`next_step`]) is complete: its `time.steps_per_frame` steps taken,
 /// counted from the frame's first step so that a run resumed mid-frame takes the rest of it, or its end time
 /// reached.

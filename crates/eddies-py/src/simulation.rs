@@ -56,29 +56,22 @@ impl Run {
     fn step_here(&mut self, dt: Option<f64>) -> Result<String, SimError> {
         let dt = match dt {
             Some(dt) => dt,
-            None => loop {
-                match runner::next_step(&self.scene, &*self.sim, self.at)? {
-                    Some(dt) => break dt,
-                    None => self.frame_done(),
-                }
-            },
+            None => runner::step_across_frames(&self.scene, &*self.sim, &mut self.at)?,
         };
         let mut record = self.sim.step(dt)?;
         // A device backend measures its diagnostics later; a step from Python reads them at once.
         self.sim
             .complete_records(std::slice::from_mut(&mut record))?;
         // A step of the caller's `dt` may pass several frame times.
-        while runner::frame_complete(&self.scene, &*self.sim, self.at) {
-            self.frame_done();
-        }
+        self.count_frames();
         Ok(stats_line(&record))
     }
 
-    fn frame_done(&mut self) {
-        self.at = Position {
-            frames_done: self.at.frames_done + 1,
-            frame_start_step: self.sim.steps(),
-        };
+    /// Counts the frames the simulation's time (or step count) has completed into the frame clock.
+    fn count_frames(&mut self) {
+        while runner::frame_complete(&self.scene, &*self.sim, self.at) {
+            self.at = self.at.next_frame(self.sim.steps());
+        }
     }
 
     /// After a run that stopped part way: the frame clock where the simulation stands. With
@@ -91,9 +84,7 @@ impl Run {
                 frame_start_step: self.at.frame_start_step + whole * spf,
             };
         }
-        while runner::frame_complete(&self.scene, &*self.sim, self.at) {
-            self.frame_done();
-        }
+        self.count_frames();
     }
 }
 

@@ -75,17 +75,7 @@ fn scene_steps(name: &'static str) -> Result<Vec<BenchRow>, BenchError> {
     // The steps `eddies run` takes: the CFL step, cut at frame times.
     let mut at = Position::default();
     for k in 0..7 {
-        let dt = loop {
-            match runner::next_step(&scene, sim.as_ref(), at)? {
-                Some(dt) => break dt,
-                None => {
-                    at = Position {
-                        frames_done: at.frames_done + 1,
-                        frame_start_step: sim.steps(),
-                    }
-                }
-            }
-        };
+        let dt = runner::step_across_frames(&scene, sim.as_ref(), &mut at)?;
         let record = sim.step(dt)?;
         if k == 0 && record.wall_ms > LONGEST_S * 1e3 {
             eprintln!(

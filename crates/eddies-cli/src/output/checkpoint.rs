@@ -22,6 +22,16 @@ pub struct Position {
     pub frame_start_step: u64,
 }
 
+impl Position {
+    /// Where the run stands once the frame in progress is complete, at step `steps`.
+    pub fn next_frame(self, steps: u64) -> Self {
+        Self {
+            frames_done: self.frames_done + 1,
+            frame_start_step: steps,
+        }
+    }
+}
+
 /// A checkpoint read back for a resume.
 #[derive(Debug)]
 pub struct ResumePoint {

@@ -66,9 +66,6 @@ pub struct ViewSummary {
     pub steps_per_s: f64,
 }
 
-/// Whether this program was built with the window (the `viewer` feature).
-pub const BUILT: bool = cfg!(feature = "viewer");
-
 /// Whether this process could have a display to open a window on.
 pub fn has_display() -> bool {
     ["DISPLAY", "WAYLAND_DISPLAY"]

@@ -38,6 +38,9 @@ pub struct Induced {
 
 /// Biot–Savart by direct summation on the GPU; its buffers grow to the largest evaluation and are reused.
 pub struct DirectSum {
+    /// The vortons and targets as uploaded, reused across evaluations.
+    packed: Vec<[f32; 4]>,
+    points: Vec<[f32; 4]>,
     params: wgpu::Buffer,
     sources: Option<wgpu::Buffer>,
     targets: Option<wgpu::Buffer>,
@@ -62,6 +65,8 @@ impl DirectSum {
     /// The kernel's buffers on `gpu` (the pipelines are built at the first evaluation and cached by `gpu`).
     pub fn new(gpu: &Gpu) -> Self {
         Self {
+            packed: Vec::new(),
+            points: Vec::new(),
             params: gpu.uniform::<[u32; 4]>("vpm direct params"),
             sources: None,
             targets: None,
@@ -93,15 +98,16 @@ impl DirectSum {
         if m == 0 {
             return Ok(Induced::default());
         }
-        let packed: Vec<[f32; 4]> = (0..n)
-            .flat_map(|k| {
-                [
-                    [sources.x[k], sources.y[k], sources.z[k], sources.s2[k]],
-                    [sources.ax[k], sources.ay[k], sources.az[k], 0.0],
-                ]
-            })
-            .collect();
-        let points: Vec<[f32; 4]> = targets.iter().map(|t| [t[0], t[1], t[2], 0.0]).collect();
+        self.packed.clear();
+        self.packed.extend((0..n).flat_map(|k| {
+            [
+                [sources.x[k], sources.y[k], sources.z[k], sources.s2[k]],
+                [sources.ax[k], sources.ay[k], sources.az[k], 0.0],
+            ]
+        }));
+        self.points.clear();
+        self.points
+            .extend(targets.iter().map(|t| [t[0], t[1], t[2], 0.0]));
         let source_bytes = 32 * n as u64;
         let target_bytes = 16 * m as u64;
         let gradient_bytes = if gradient { 36 * m as u64 } else { 4 };
@@ -121,8 +127,8 @@ impl DirectSum {
             )
         })?;
         gpu.write(&self.params, &[[n as u32, m as u32, 0, 0]]);
-        gpu.write(&src_buf, &packed);
-        gpu.write(&tgt_buf, &points);
+        gpu.write(&src_buf, &self.packed);
+        gpu.write(&tgt_buf, &self.points);
         let key = if gradient {
             "vpm direct gradient"
         } else {
@@ -174,13 +180,19 @@ impl DirectSum {
 pub struct GpuDirect {
     gpu: Arc<Gpu>,
     sum: DirectSum,
+    /// The targets relative to the vortons' origin, reused across evaluations.
+    relative: Vec<[f32; 3]>,
 }
 
 impl GpuDirect {
     /// The device for a simulation, on `gpu`.
     pub fn new(gpu: Arc<Gpu>) -> Self {
         let sum = DirectSum::new(&gpu);
-        Self { gpu, sum }
+        Self {
+            gpu,
+            sum,
+            relative: Vec::new(),
+        }
     }
 
     /// As the simulation holds it.
@@ -197,13 +209,15 @@ impl DirectDevice for GpuDirect {
         u: &mut [DVec3],
         jac: Option<&mut [[f64; 9]]>,
     ) -> Result<(), String> {
-        let relative: Vec<[f32; 3]> = targets
-            .iter()
-            .map(|p| (*p - src.origin).as_vec3().to_array())
-            .collect();
+        self.relative.clear();
+        self.relative.extend(
+            targets
+                .iter()
+                .map(|p| (*p - src.origin).as_vec3().to_array()),
+        );
         let out = self
             .sum
-            .evaluate(&self.gpu, src, &relative, jac.is_some())
+            .evaluate(&self.gpu, src, &self.relative, jac.is_some())
             .map_err(|e| e.to_string())?;
         for (o, v) in u.iter_mut().zip(&out.velocity) {
             *o = DVec3::new(v[0] as f64, v[1] as f64, v[2] as f64);
