@@ -203,11 +203,12 @@ fn stripes(dir: &Path, name: &str, frames: u32, drag: bool) -> (image::RgbImage,
     (image::open(dir.join(&png)).unwrap().to_rgb8(), area)
 }
 
-/// A left drag across fluid at rest moves it where the cursor went and much less elsewhere: the picture
-/// after the drag differs from the undisturbed one (which the same run without input shows) near the drag
-/// path by several times more than away from it. Not nothing away from it: the weakly compressible fluid
-/// carries part of the push across the box as pressure waves in the second the run goes on, more the more
-/// steps the machine takes in that second (4–5 times less than near the path, on the reference VM).
+/// A left drag across fluid at rest moves it where the cursor went, and more there than elsewhere: the
+/// picture after the drag differs from the undisturbed one (which the same run without input shows) near the
+/// drag path by more than away from it. Not by a fixed factor: the weakly compressible fluid carries part of
+/// the push across the box as pressure waves for as long as the run goes on, and 90 frames last longer on a
+/// loaded machine. On the reference VM the change away from the path was 2.6 to 4.7 times less than near it
+/// when idle and 1.4 to 1.9 times less with both cores loaded, so the bound is 1.2 times.
 #[test]
 fn a_drag_pushes_the_fluid_along_its_path() {
     if !have_display() {
@@ -252,8 +253,8 @@ fn a_drag_pushes_the_fluid_along_its_path() {
         "the drag moved nothing: {near:.2} per pixel near its path"
     );
     assert!(
-        near > 3.0 * far,
-        "the change is not mainly near the path: {near:.2} per pixel near it, {far:.2} away"
+        near > 1.2 * far,
+        "the change is not larger near the path: {near:.2} per pixel near it, {far:.2} away"
     );
 }
 
