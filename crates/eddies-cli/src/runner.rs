@@ -31,7 +31,7 @@ use crate::output::lock::{self, LockError, OutputLock};
 use crate::output::pictures::FrameWriter;
 use crate::output::{self, frame_name, npy};
 use crate::render3d::{Staging, Studio};
-use crate::scene::{Backend, Scene, View};
+use crate::scene::{Backend, Method, Scene, View};
 use crate::{animation, panels, render, scenes, setup};
 use eddies_gpu::GpuError;
 
@@ -537,12 +537,16 @@ fn describe(
 ) -> String {
     let res: Vec<String> = scene.resolution().iter().map(|n| n.to_string()).collect();
     let subs = scene.substances().len();
-    // On the GPU: the adapter and the device memory the simulation holds.
+    // On the GPU: the adapter, and what runs there (reint: everything, in the device memory it holds).
     let device = match (scene.backend, setup::gpu()) {
         (Backend::Gpu, Ok(gpu)) => format!(
             "; GPU {}, {}",
             gpu.adapter().name,
-            setup::format_bytes(sim.memory_bytes() as f64)
+            match scene.method {
+                Method::Reint => setup::format_bytes(sim.memory_bytes() as f64),
+                Method::Flip => "pressure solves".into(),
+                Method::Vpm => "direct sums".into(),
+            }
         ),
         _ => String::new(),
     };

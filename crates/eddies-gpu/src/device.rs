@@ -126,6 +126,7 @@ pub struct Gpu {
     info: AdapterSummary,
     limits: wgpu::Limits,
     timestamps: bool,
+    f64: bool,
     timestamp_period_ns: f32,
     errors: ErrorSlot,
     pipelines: Mutex<HashMap<String, Arc<wgpu::ComputePipeline>>>,
@@ -163,9 +164,14 @@ impl Gpu {
         };
         let info = summary(&adapter.get_info());
         let timestamps = adapter.features().contains(wgpu::Features::TIMESTAMP_QUERY);
+        // Double precision where the adapter has it: the pressure solve's Krylov vectors need it.
+        let f64 = adapter.features().contains(wgpu::Features::SHADER_F64);
         let mut required_features = wgpu::Features::empty();
         if timestamps {
             required_features |= wgpu::Features::TIMESTAMP_QUERY;
+        }
+        if f64 {
+            required_features |= wgpu::Features::SHADER_F64;
         }
         // The adapter's own limits: grids of hundreds of millions of cells need its largest buffers.
         let limits = adapter.limits();
@@ -204,6 +210,7 @@ impl Gpu {
             info,
             limits,
             timestamps,
+            f64,
             timestamp_period_ns,
             errors,
             pipelines: Mutex::new(HashMap::new()),
@@ -218,6 +225,16 @@ impl Gpu {
     /// Whether kernels can be timed on the device.
     pub fn has_timestamps(&self) -> bool {
         self.timestamps
+    }
+
+    /// The device's limits (the adapter's own).
+    pub fn limits(&self) -> &wgpu::Limits {
+        &self.limits
+    }
+
+    /// Whether kernels can compute in double precision (`SHADER_F64`).
+    pub fn has_f64(&self) -> bool {
+        self.f64
     }
 
     /// The wgpu device, for kernels outside this crate.
@@ -589,7 +606,7 @@ pub fn validate_wgsl(code: &str) -> Result<(), String> {
     let module = naga::front::wgsl::parse_str(code).map_err(|e| e.emit_to_string(code))?;
     naga::valid::Validator::new(
         naga::valid::ValidationFlags::all(),
-        naga::valid::Capabilities::default(),
+        naga::valid::Capabilities::default() | naga::valid::Capabilities::FLOAT64,
     )
     .validate(&module)
     .map_err(|e| e.emit_to_string(code))?;

@@ -4,12 +4,14 @@
 //! opens a device, builds each kernel's pipeline once and reads results back in batches. Methods implement
 //! the library's [`eddies::Simulation`] on top of it; today [`ReintGpu`], reintegration tracking in 2D and 3D.
 //! [`vpm::DirectSum`] evaluates the vortex particle method's Biot–Savart sum on the GPU, and
-//! [`vpm::GpuDirect`] hands it to the CPU simulation's velocity stage.
+//! [`vpm::GpuDirect`] hands it to the CPU simulation's velocity stage. [`pressure::GpuPoisson`] runs the
+//! pressure solve of PIC/FLIP (preconditioned conjugate gradients, MGPCG included) for the CPU simulation.
 //!
 //! Kernels use no float atomics and fix the order of every sum: a run repeats bit for bit on one device.
 //! Without a usable adapter [`Gpu::new`] says what it looked for; [`adapters`] lists what this machine has.
 
 mod device;
+pub mod pressure;
 pub mod reint;
 pub mod vpm;
 

@@ -1,6 +1,6 @@
 //! `eddies bench`: a registry of named performance cases, printed as a table or as JSON Lines
 //! (`{"bench", "size", "metric", "value", "unit", "threads", "device"}`), the rows of docs/PERFORMANCE.md.
-//! `--backend gpu` runs the GPU cases ([`reint_gpu`], [`vpm_gpu`]) instead of the CPU ones.
+//! `--backend gpu` runs the GPU cases ([`reint_gpu`], [`flip_gpu`], [`vpm_gpu`]) instead of the CPU ones.
 //!
 //! Each case sets up a simulation, takes [`WARMUP_STEPS`](case::WARMUP_STEPS) steps to warm caches and allocators, then times
 //! single steps with `std::time::Instant` and reports the median, which is robust to the occasional slow step
@@ -17,6 +17,7 @@ use crate::validate::{json_number, short_number};
 
 pub mod case;
 pub mod flip;
+pub mod flip_gpu;
 pub mod outputs;
 pub mod pressure;
 pub mod reint;
@@ -66,6 +67,7 @@ pub fn run(
         Backend::Cpu => cases(),
         Backend::Gpu => {
             let mut cases = reint_gpu::cases();
+            cases.extend(flip_gpu::cases());
             cases.extend(vpm_gpu::cases());
             cases.extend(render::gpu_cases());
             cases

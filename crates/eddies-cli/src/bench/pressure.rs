@@ -56,7 +56,7 @@ pub fn cases() -> Vec<BenchCase> {
 
 /// The liquid masks of the table.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Mask {
+pub(super) enum Mask {
     /// Liquid everywhere but the top layer of cells, which is air; solid walls.
     Tank,
     /// Liquid in `x < n/2, y < n/2` (y up), air elsewhere; solid walls.
@@ -64,14 +64,14 @@ enum Mask {
 }
 
 impl Mask {
-    fn name(self) -> &'static str {
+    pub(super) fn name(self) -> &'static str {
         match self {
             Mask::Tank => "tank",
             Mask::DamBreak => "dam-break",
         }
     }
 
-    fn flags(self, n: usize) -> Grid<CellFlag, 3> {
+    pub(super) fn flags(self, n: usize) -> Grid<CellFlag, 3> {
         Grid::from_fn([n; 3], [0.0; 3], 1.0 / n as f64, |_, c| {
             let liquid = match self {
                 Mask::Tank => c[1] + 1 < n,
@@ -87,7 +87,7 @@ impl Mask {
 }
 
 /// A reproducible right-hand side on the padded layout of `op`, zero outside the unknowns.
-fn rhs(op: &PoissonOperator<3>) -> Vec<f64> {
+pub(super) fn rhs(op: &PoissonOperator<3>) -> Vec<f64> {
     let mut rng = SplitMix64::new(2010);
     let mut b: Vec<f64> = (0..op.len()).map(|_| rng.next_f64() - 0.5).collect();
     op.mask(&mut b);

@@ -36,6 +36,7 @@ pub use vpm::{
 };
 
 use eddies::flip::FlipParams;
+use eddies::linsolve::PreconditionerKind;
 use eddies::reint::{ReintParams, MAX_SUBSTANCES};
 use eddies::vpm::{VelocityMethod, VpmParams};
 use eddies::{Boundary, Description, FrameSource};
@@ -403,11 +404,22 @@ impl Scene {
         let root = KeyPath::root();
         let dim = self.dim();
 
-        if self.backend == Backend::Gpu && self.method == Method::Flip {
+        if self.backend == Backend::Gpu
+            && self.method == Method::Flip
+            && matches!(
+                self.flip.preconditioner,
+                PreconditionerKind::IncompleteCholesky
+                    | PreconditionerKind::ModifiedIncompleteCholesky
+            )
+        {
             return Err(BadValue::new(
-                root.key("backend"),
-                "\"gpu\" with method \"flip\": the GPU backend runs reint and vpm's direct sums so far",
-                "\"cpu\" for flip; \"gpu\" with method = \"reint\" or \"vpm\"",
+                root.key("flip").key("preconditioner"),
+                format!(
+                    "\"{}\" with backend \"gpu\": incomplete Cholesky is a sequential triangular solve, which \
+                     the GPU does not run",
+                    self.flip.preconditioner.name()
+                ),
+                "\"multigrid\", \"incomplete-poisson\", \"jacobi\" or \"none\" with backend = \"gpu\"",
             ));
         }
         if self.backend == Backend::Gpu

@@ -10,6 +10,7 @@ mod vpm;
 use std::sync::{Arc, OnceLock};
 
 use eddies::{SimError, Simulation};
+use eddies_gpu::pressure::GpuPoisson;
 use eddies_gpu::{Gpu, GpuError, ReintGpu};
 
 pub use crate::error::SetupError;
@@ -131,7 +132,17 @@ pub fn build(scene: &Scene) -> Result<Built, SetupError> {
                 )?),
                 (Method::Reint, 2) => Box::new(reint::build::<2>(scene, &mut fill)?),
                 (Method::Reint, _) => Box::new(reint::build::<3>(scene, &mut fill)?),
+                (_, 2) if gpu => {
+                    let mut sim = flip::build::<2>(scene, &mut fill)?;
+                    sim.set_pressure_device(Box::new(GpuPoisson::new(self::gpu()?)?));
+                    Box::new(sim)
+                }
                 (_, 2) => Box::new(flip::build::<2>(scene, &mut fill)?),
+                (_, _) if gpu => {
+                    let mut sim = flip::build::<3>(scene, &mut fill)?;
+                    sim.set_pressure_device(Box::new(GpuPoisson::new(self::gpu()?)?));
+                    Box::new(sim)
+                }
                 (_, _) => Box::new(flip::build::<3>(scene, &mut fill)?),
             };
             (

@@ -50,7 +50,7 @@ pub use surface::{SURFACE_KERNEL_RADIUS, SURFACE_PARTICLE_RADIUS};
 use crate::checkpoint::SavedState;
 use crate::diag::{Quantity, StageTimer};
 use crate::grid::{CellFlag, Grid, MacGrid};
-use crate::linsolve::{PcgParams, PoissonSolver};
+use crate::linsolve::{PcgParams, PoissonDevice, PoissonSolver, SolveError};
 use crate::shape::Shape;
 use crate::sim::{Advance, Description, Field, SimError, Simulation};
 use measure::{CellTally, Measured};
@@ -113,6 +113,8 @@ pub struct FlipSim<const D: usize> {
     closed_flags: Grid<CellFlag, D>,
     solver: Option<PoissonSolver<D>>,
     closed_solver: Option<PoissonSolver<D>>,
+    /// Where the pressure and volume-correction solves iterate (the GPU backend), or this CPU.
+    pressure_device: Option<Box<dyn PoissonDevice<D>>>,
     bins: HalfCellBins<D>,
     valid: [Vec<u8>; D],
     front: extrapolate::Front,
@@ -122,7 +124,27 @@ pub struct FlipSim<const D: usize> {
     last_substep_dt: f64,
 }
 
+/// The error of a failed solve in `stage` of `step`: the device's own failure as [`SimError::Device`], any
+/// other as [`SimError::SolveFailed`].
+pub(crate) fn solve_failed(stage: &'static str, step: u64, source: SolveError) -> SimError {
+    match source {
+        SolveError::Device(detail) => SimError::Device { step, detail },
+        source => SimError::SolveFailed {
+            stage,
+            step,
+            source,
+        },
+    }
+}
+
 impl<const D: usize> FlipSim<D> {
+    /// Runs the iterations of the pressure projection and of the volume correction on `device` (the GPU
+    /// backend); every other stage stays on this CPU. A device failure ends the step with
+    /// [`SimError::Device`].
+    pub fn set_pressure_device(&mut self, device: Box<dyn PoissonDevice<D>>) {
+        self.pressure_device = Some(device);
+    }
+
     /// An empty tank, or the parameter that is out of range.
     pub fn new(cfg: FlipConfig<D>) -> Result<Self, SimError> {
         Self::check(&cfg)?;
@@ -159,6 +181,7 @@ impl<const D: usize> FlipSim<D> {
             closed_flags: Grid::new(dims, origin, h, CellFlag::Air),
             solver: None,
             closed_solver: None,
+            pressure_device: None,
             bins: HalfCellBins::new(dims),
             valid: std::array::from_fn(|_| Vec::new()),
             front: extrapolate::Front::default(),
@@ -353,12 +376,11 @@ impl<const D: usize> FlipSim<D> {
                 &mut self.rhs,
                 &mut self.pressure,
                 &mut self.solver,
+                self.pressure_device
+                    .as_mut()
+                    .map(|d| &mut **d as &mut dyn PoissonDevice<D>),
             )
-            .map_err(|source| SimError::SolveFailed {
-                stage: "project",
-                step: self.steps + 1,
-                source,
-            })
+            .map_err(|source| solve_failed("project", self.steps + 1, source))
         })?;
         (self.last_iterations, self.last_residual) = info
             .as_ref()

@@ -3,7 +3,7 @@
 use super::params::{Boundary, Obstacle};
 use crate::grid::{strides_of, CellFlag, Grid, MacGrid};
 use crate::linsolve::{
-    DomainBoundary, Info, PcgParams, PoissonSolver, PreconditionerKind, SolveError,
+    DomainBoundary, Info, PcgParams, PoissonDevice, PoissonSolver, PreconditionerKind, SolveError,
 };
 use multiversion::multiversion;
 
@@ -106,7 +106,8 @@ pub(crate) fn enforce_boundary<const D: usize>(
 /// its faces) and subtracts `(Δt/ρ) ∇p` from every face between two non-solid cells with fluid on a side,
 /// which makes the discrete divergence of every fluid cell vanish to the solver's tolerance. `div_before`
 /// receives ∇·u* (1/s); `pressure` (Pa) is the initial guess and receives the solution. `solver` is kept
-/// across steps: only its operator is rebuilt (its work vectors and multigrid levels are reused).
+/// across steps: only its operator is rebuilt (its work vectors and multigrid levels are reused). The
+/// iterations run on `device` when one is given.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn project<const D: usize>(
     u: &mut MacGrid<D>,
@@ -120,6 +121,7 @@ pub(crate) fn project<const D: usize>(
     rhs: &mut Grid<f64, D>,
     pressure: &mut Grid<f64, D>,
     solver: &mut Option<PoissonSolver<D>>,
+    device: Option<&mut dyn PoissonDevice<D>>,
 ) -> Result<Option<Info>, SolveError> {
     u.divergence_into(div_before);
     if flags.data.iter().all(|&f| f != CellFlag::Fluid) {
@@ -146,7 +148,7 @@ pub(crate) fn project<const D: usize>(
         }
         _ => solver.insert(PoissonSolver::from_flags(flags, outside, kind, pcg)?),
     };
-    let info = solver.solve_grid(rhs, pressure)?;
+    let info = solver.solve_grid_on(device, rhs, pressure)?;
     apply_gradient(u, flags, boundary, dt / density, pressure, Write::Subtract);
     Ok(Some(info))
 }
@@ -260,7 +262,7 @@ pub(crate) fn for_face_rows_mut<T: Send, const D: usize>(
 /// which kicks the surface by up to √(g h): a tank at rest then moves at 5% of √(gH).) Only positions move:
 /// velocities are left alone, so the correction adds no momentum or energy (Kugelstadt et al.'s reason for
 /// correcting positions rather than velocities). `q` (m²) is the initial guess and receives the solution;
-/// `solver` must hold the operator of `flags`.
+/// `solver` must hold the operator of `flags`; its iterations run on `device` when one is given.
 #[multiversion(targets("x86_64+avx512f+avx512bw+avx512dq+avx512vl", "x86_64+avx2+fma"))]
 pub(crate) fn volume_displacement<const D: usize>(
     disp: &mut MacGrid<D>,
@@ -268,8 +270,9 @@ pub(crate) fn volume_displacement<const D: usize>(
     excess: &Grid<f64, D>,
     q: &mut Grid<f64, D>,
     solver: &mut PoissonSolver<D>,
+    device: Option<&mut dyn PoissonDevice<D>>,
 ) -> Result<Info, SolveError> {
-    let info = solver.solve_grid(excess, q)?;
+    let info = solver.solve_grid_on(device, excess, q)?;
     apply_gradient(disp, flags, Boundary::Closed, 1.0, q, Write::Set);
     Ok(info)
 }

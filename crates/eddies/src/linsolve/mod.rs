@@ -14,6 +14,8 @@
 //! * [`PoissonSolver`]: the operator, a preconditioner and scratch memory together, fed and read as
 //!   [`Grid`](crate::grid::Grid)s; what the simulation methods call once per step.
 //!
+//! * [`PoissonDevice`]: where a [`PoissonSolver`]'s iterations run when not on this CPU (the GPU backend).
+//!
 //! Every solve returns an [`Info`] (iterations, residual history, stop reason) or a [`SolveError`] (no
 //! convergence, breakdown, bad input); none of them panics or loops forever on bad input. Every kernel is
 //! parallel over fixed chunks of grid rows and adds its partial sums in a fixed order, so results are
@@ -21,6 +23,7 @@
 //! run on one thread, in storage order (see [`IncompleteCholesky`]).
 
 mod box_multigrid;
+mod device;
 mod multigrid;
 mod pcg;
 mod poisson;
@@ -29,6 +32,7 @@ mod solver;
 pub mod vector;
 
 pub use box_multigrid::{BoxMultigrid, BoxMultigridParams};
+pub use device::PoissonDevice;
 pub use multigrid::{Multigrid, MultigridParams, MultigridPreconditioner, Restriction, Smoother};
 pub use pcg::{pcg, PcgParams};
 pub use poisson::{CellKind, DomainBoundary, Layout, PoissonOperator};
@@ -141,6 +145,9 @@ pub enum SolveError {
     /// The problem is malformed: mismatched sizes, no unknowns, NaN or infinite data.
     #[error("bad input: {0}")]
     BadInput(String),
+    /// The device the solve ran on failed (lost, out of memory); see [`PoissonDevice`].
+    #[error("the device failed: {0}")]
+    Device(String),
 }
 
 /// Checks that `v` has `len` entries; `what` names it in the error.

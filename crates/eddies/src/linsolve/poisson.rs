@@ -560,8 +560,9 @@ impl<const D: usize> PoissonOperator<D> {
         !self.null.sizes.is_empty()
     }
 
-    /// Diagonal in units of `1/h²` (the non-solid neighbour count on the finest level; 0 outside the unknowns).
-    pub(crate) fn diagonal_units(&self) -> &[f32] {
+    /// Diagonal in units of `1/h²` (the non-solid neighbour count on the finest level, with the Dirichlet link
+    /// weights on coarse multigrid levels; 0 outside the unknowns), per padded cell.
+    pub fn diagonal_units(&self) -> &[f32] {
         &self.diag
     }
 
@@ -599,9 +600,16 @@ impl<const D: usize> PoissonOperator<D> {
         self.link_weight = weights;
     }
 
-    /// `1/h²`.
-    pub(crate) fn scale(&self) -> f64 {
+    /// `1/h²` (1/m²).
+    pub fn scale(&self) -> f64 {
         self.scale
+    }
+
+    /// The groups of unknowns that touch no Dirichlet cell ([`is_singular`](Self::is_singular)): the group of
+    /// each padded cell (`u32::MAX` where none) and the cells of each group. Solvers remove each group's mean
+    /// from their vectors.
+    pub fn null_space(&self) -> (&[u32], &[usize]) {
+        (&self.null.labels, &self.null.sizes)
     }
 
     /// Diagonal entry `A_ii` (0 outside the unknowns).

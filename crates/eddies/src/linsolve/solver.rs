@@ -1,11 +1,11 @@
 //! The Poisson problem of a flagged grid with its preconditioner and scratch memory: what a simulation keeps
 //! between steps.
 
-use super::multigrid::{MultigridParams, MultigridPreconditioner};
+use super::multigrid::{Multigrid, MultigridParams, MultigridPreconditioner};
 use super::pcg::{pcg, PcgParams};
 use super::poisson::{DomainBoundary, PoissonOperator};
 use super::precond::{IncompleteCholesky, IncompletePoisson, Jacobi};
-use super::{Identity, Info, Preconditioner, SolveError};
+use super::{Identity, Info, PoissonDevice, Preconditioner, SolveError};
 use crate::grid::{CellFlag, Grid};
 use std::sync::Arc;
 
@@ -234,6 +234,14 @@ impl<const D: usize> PoissonSolver<D> {
         self.kind
     }
 
+    /// The multigrid hierarchy of the preconditioner, when it is [`PreconditionerKind::Multigrid`].
+    pub fn multigrid(&self) -> Option<&Multigrid<D, f32>> {
+        match &self.precond {
+            BuiltPreconditioner::Multigrid(m) => Some(m.multigrid()),
+            _ => None,
+        }
+    }
+
     /// Solves `A x = b` on padded vectors ([`PoissonOperator::layout`]), from the guess in `x`.
     ///
     /// # Errors
@@ -260,6 +268,20 @@ impl<const D: usize> PoissonSolver<D> {
         rhs: &Grid<f64, D>,
         p: &mut Grid<f64, D>,
     ) -> Result<Info, SolveError> {
+        self.solve_grid_on(None, rhs, p)
+    }
+
+    /// As [`solve_grid`](Self::solve_grid), the iterations on `device` when one is given and takes the
+    /// problem ([`PoissonDevice::solve`]), on this CPU otherwise.
+    ///
+    /// # Errors
+    /// As [`solve_grid`](Self::solve_grid); [`SolveError::Device`] when the device fails.
+    pub fn solve_grid_on(
+        &mut self,
+        device: Option<&mut dyn PoissonDevice<D>>,
+        rhs: &Grid<f64, D>,
+        p: &mut Grid<f64, D>,
+    ) -> Result<Info, SolveError> {
         let dims = self.op.layout().dims;
         for (what, d) in [("the right-hand side", rhs.dims), ("the solution", p.dims)] {
             if d != dims {
@@ -270,14 +292,26 @@ impl<const D: usize> PoissonSolver<D> {
         }
         self.op.pad_unknowns(&rhs.data, &mut self.b);
         self.op.pad_unknowns(&p.data, &mut self.x);
-        let info = pcg(
-            &*self.op,
-            &mut self.precond,
-            &self.b,
-            &mut self.x,
-            &self.params,
-            &mut self.scratch,
-        )?;
+        let (mut b, mut x) = (std::mem::take(&mut self.b), std::mem::take(&mut self.x));
+        let on_device = match device {
+            Some(d) => d.solve(self, &b, &mut x),
+            None => Ok(None),
+        };
+        let info = match on_device {
+            Ok(Some(info)) => Ok(info),
+            Ok(None) => pcg(
+                &*self.op,
+                &mut self.precond,
+                &b,
+                &mut x,
+                &self.params,
+                &mut self.scratch,
+            ),
+            Err(e) => Err(e),
+        };
+        std::mem::swap(&mut self.b, &mut b);
+        std::mem::swap(&mut self.x, &mut x);
+        let info = info?;
         self.op.layout().unpad(&self.x, &mut p.data);
         Ok(info)
     }

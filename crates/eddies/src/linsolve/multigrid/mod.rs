@@ -164,6 +164,36 @@ impl<const D: usize, T: Real> Multigrid<D, T> {
         self.levels.iter().map(|l| l.op.layout().dims).collect()
     }
 
+    /// The operator of level `l` (0: the finest).
+    ///
+    /// # Panics
+    /// If `l` is not below [`levels`](Self::levels).
+    pub fn level_operator(&self, l: usize) -> &PoissonOperator<D> {
+        &self.levels[l].op
+    }
+
+    /// The coefficients by which level `l` extends a correction beyond its unknowns before prolongation (and
+    /// folds restricted values back, the transpose), as a dense array: `2D` per padded cell, one per
+    /// neighbour (axis-major, lower side first), zero for every cell that is not a ghost. The finest level has
+    /// none (all zero). For a device that runs the same V-cycle.
+    ///
+    /// # Panics
+    /// If `l` is not below [`levels`](Self::levels).
+    pub fn ghost_coefficients(&self, l: usize) -> Vec<f32> {
+        let level = &self.levels[l];
+        let mut dense = vec![0.0f32; level.op.layout().len() * 2 * D];
+        let g = &level.ghost;
+        for (k, &i) in g.index.iter().enumerate() {
+            for (o, &c) in dense[i * 2 * D..(i + 1) * 2 * D]
+                .iter_mut()
+                .zip(&g.coef[k * 2 * D..(k + 1) * 2 * D])
+            {
+                *o = c as f32;
+            }
+        }
+        dense
+    }
+
     /// The parameters.
     pub fn params(&self) -> &MultigridParams {
         &self.params

@@ -1,0 +1,242 @@
+//! `eddies bench flip --backend gpu`: PIC/FLIP with its pressure solve on the GPU
+//! (`eddies_gpu::pressure::GpuPoisson`).
+//!
+//! * `flip-gpu-dam-break`: the 3D dam break of the GPU issue (a block of 0.4 × 0.6 × 1 of the domain, 8
+//!   particles per cell) at 64³, 128³ and 256³: milliseconds per step and per stage, MGPCG iterations, the
+//!   solves' time on the device split into upload, iterations and read-back, and the device memory per cell.
+//!   The other stages run on the CPU.
+//! * `flip-gpu-pressure-tank`, `flip-gpu-pressure-dam-break`: the pressure-solver table of
+//!   `eddies bench pressure` on the GPU, every preconditioner it runs, 32³ to 256³: iterations, and the
+//!   solve's time with the vectors already on the device (`iterate`) and the transfers apart.
+//!
+//! A size whose run would take longer than [`LONGEST_S`] (estimated from the size before) is skipped with a
+//! note: a software adapter would take hours at 256³.
+
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use eddies::flip::{FlipConfig, FlipParams, FlipSim};
+use eddies::linsolve::{
+    DomainBoundary, LinearOperator, PcgParams, PoissonDevice, PoissonOperator, PoissonSolver,
+    PreconditionerKind,
+};
+use eddies::{Shape, Simulation};
+use eddies_gpu::pressure::{GpuPoisson, SharedPoisson, SolveTimes};
+use glam::DVec3;
+
+use super::case::{median, stage_medians, BenchCase, BenchError, BenchRow, WARMUP_STEPS};
+use super::pressure::{rhs, Mask, TOLERANCE};
+use crate::setup;
+
+/// A size is skipped when its estimated time exceeds this (s).
+const LONGEST_S: f64 = 60.0;
+
+/// The GPU benchmarks of PIC/FLIP.
+pub fn cases() -> Vec<BenchCase> {
+    vec![
+        // 3D dam break (0.4 x 0.6 x 1 block, 8 particles per cell) at 64³, 128³, 256³ (quick: 32³), pressure on the GPU
+        BenchCase {
+            name: "flip-gpu-dam-break",
+            run: |q| dam_break(if q { &[32] } else { &[64, 128, 256] }, q),
+        },
+        // PCG to 1e-6 on the GPU, every preconditioner it runs, full tank, 32³–128³ (+ multigrid at 256³; quick: 32³)
+        BenchCase {
+            name: "flip-gpu-pressure-tank",
+            run: |q| table(Mask::Tank, q),
+        },
+        // PCG to 1e-6 on the GPU, every preconditioner it runs, dam-break mask (quick: 32³)
+        BenchCase {
+            name: "flip-gpu-pressure-dam-break",
+            run: |q| table(Mask::DamBreak, q),
+        },
+    ]
+}
+
+/// The preconditioners the GPU runs.
+const KINDS: [PreconditionerKind; 4] = [
+    PreconditionerKind::None,
+    PreconditionerKind::Jacobi,
+    PreconditionerKind::IncompletePoisson,
+    PreconditionerKind::Multigrid,
+];
+
+fn device() -> Result<(Arc<Mutex<GpuPoisson>>, String), BenchError> {
+    let gpu = setup::gpu()?;
+    let name = gpu.adapter().name.clone();
+    Ok((Arc::new(Mutex::new(GpuPoisson::new(gpu)?)), name))
+}
+
+fn row(bench: &str, size: &str, metric: &str, value: f64, unit: &str, device: &str) -> BenchRow {
+    BenchRow {
+        bench: bench.to_string(),
+        size: size.to_string(),
+        metric: metric.to_string(),
+        value,
+        unit: unit.to_string(),
+        threads: rayon::current_num_threads(),
+        device: device.to_string(),
+    }
+}
+
+/// The dam break at `n³` for each size: [`WARMUP_STEPS`] steps, then 5 (quick: 3) timed.
+fn dam_break(sizes: &[usize], quick: bool) -> Result<Vec<BenchRow>, BenchError> {
+    let (dev, device) = device()?;
+    let mut rows = Vec::new();
+    let mut per_cell_s: Option<f64> = None;
+    let reps = if quick { 3 } else { 5 };
+    for &n in sizes {
+        let cells = n * n * n;
+        if let Some(estimate) = per_cell_s
+            .map(|s| s * cells as f64 * (WARMUP_STEPS + reps) as f64)
+            .filter(|&t| t > LONGEST_S)
+        {
+            eprintln!("note: flip-gpu-dam-break {n}³ skipped: about {estimate:.0} s on {device}");
+            continue;
+        }
+        let h = 1.0 / n as f64;
+        let cfg = FlipConfig::<3> {
+            resolution: [n; 3],
+            cell_size: h,
+            params: FlipParams {
+                seeds_per_axis: 2,
+                ..FlipParams::default()
+            },
+            ..FlipConfig::default()
+        };
+        let mut sim = FlipSim::<3>::new(cfg)?;
+        sim.fill(
+            &Shape::Box {
+                min: DVec3::ZERO,
+                max: DVec3::new(0.4, 0.6, 1.0),
+            },
+            [0.0; 3],
+        );
+        sim.set_pressure_device(Box::new(SharedPoisson(dev.clone())));
+        let mut records = Vec::new();
+        let mut gpu_times = Vec::new();
+        let start = Instant::now();
+        for i in 0..WARMUP_STEPS + reps {
+            let dt = sim.max_dt(1.0);
+            let rec = sim.step(dt)?;
+            let times = dev.lock().unwrap().take_times();
+            if i >= WARMUP_STEPS {
+                records.push(rec);
+                gpu_times.push(times);
+            }
+        }
+        per_cell_s = Some(start.elapsed().as_secs_f64() / (cells * (WARMUP_STEPS + reps)) as f64);
+        let size = format!("{n}x{n}x{n}");
+        let r = |metric: &str, value: f64, unit: &str| {
+            row("flip-gpu-dam-break", &size, metric, value, unit, &device)
+        };
+        let mut steps: Vec<f64> = records.iter().map(|r| r.wall_ms).collect();
+        rows.push(r("step-time", median(&mut steps), "ms"));
+        rows.push(r("particles", sim.particles().len() as f64, "count"));
+        for (stage, ms) in stage_medians(&records) {
+            rows.push(r(&format!("stage-{stage}"), ms, "ms"));
+        }
+        let mut iters: Vec<f64> = records
+            .iter()
+            .map(|r| r.scalar("pressure_iterations").unwrap_or(f64::NAN))
+            .collect();
+        rows.push(r("pressure-iterations", median(&mut iters), "count"));
+        let part = |f: fn(&SolveTimes) -> f64| {
+            let mut v: Vec<f64> = gpu_times.iter().map(f).collect();
+            median(&mut v)
+        };
+        rows.push(r("gpu-solve-upload", part(|t| t.upload_ms), "ms"));
+        rows.push(r("gpu-solve-iterate", part(|t| t.iterate_ms), "ms"));
+        rows.push(r("gpu-solve-download", part(|t| t.download_ms), "ms"));
+        rows.push(r(
+            "gpu-bytes-per-cell",
+            dev.lock().unwrap().bytes() as f64 / cells as f64,
+            "B",
+        ));
+        rows.push(r(
+            "cpu-bytes-per-particle",
+            FlipSim::<3>::bytes_per_particle(false) as f64,
+            "B",
+        ));
+    }
+    Ok(rows)
+}
+
+/// The solver table on the GPU for `mask`.
+fn table(mask: Mask, quick: bool) -> Result<Vec<BenchRow>, BenchError> {
+    let (dev, device) = device()?;
+    let mut dev = dev.lock().unwrap();
+    let sizes: &[usize] = if quick { &[32] } else { &[32, 64, 128, 256] };
+    let mut rows = Vec::new();
+    // Seconds per cell and iteration of each preconditioner at the size before.
+    let mut rate = [None::<f64>; KINDS.len()];
+    let mut iterations = [0usize; KINDS.len()];
+    for &n in sizes {
+        let op = PoissonOperator::from_flags(&mask.flags(n), DomainBoundary::Solid)?;
+        let b = rhs(&op);
+        for (k, kind) in KINDS.into_iter().enumerate() {
+            if n > 128 && kind != PreconditionerKind::Multigrid {
+                continue;
+            }
+            let cells = (n * n * n) as f64;
+            // Iterations grow like n for the Krylov methods without multigrid.
+            let growth = if kind == PreconditionerKind::Multigrid {
+                1.0
+            } else {
+                2.0
+            };
+            if let Some(t) = rate[k]
+                .map(|r| 3.0 * r * cells * growth * iterations[k].max(1) as f64)
+                .filter(|&t| t > LONGEST_S)
+            {
+                eprintln!(
+                    "note: flip-gpu-pressure-{} {} {n}³ skipped: about {t:.0} s on {device}",
+                    mask.name(),
+                    kind.name()
+                );
+                continue;
+            }
+            let params = PcgParams {
+                tolerance: TOLERANCE,
+                max_iterations: 20 * n,
+            };
+            let solver = PoissonSolver::new(op.clone(), kind, params)?;
+            let name = format!("flip-gpu-pressure-{}-{}", mask.name(), kind.name());
+            let failed = |source| BenchError::Pcg {
+                preconditioner: kind.name(),
+                n,
+                source,
+            };
+            let mut solve = || -> Result<(eddies::linsolve::Info, SolveTimes), BenchError> {
+                let mut x = vec![0.0; op.len()];
+                let info = PoissonDevice::<3>::solve(&mut *dev, &solver, &b, &mut x)
+                    .map_err(failed)?
+                    .expect("the GPU runs this preconditioner");
+                Ok((info, dev.take_times()))
+            };
+            // One warm-up solve (pipelines, allocation), then the median of three.
+            solve()?;
+            let mut runs = Vec::new();
+            for _ in 0..3 {
+                runs.push(solve()?);
+            }
+            let info = runs[0].0.clone();
+            let part = |f: fn(&SolveTimes) -> f64| {
+                let mut v: Vec<f64> = runs.iter().map(|r| f(&r.1)).collect();
+                median(&mut v)
+            };
+            let iterate = part(|t| t.iterate_ms);
+            rate[k] = Some(iterate * 1e-3 / (cells * info.iterations.max(1) as f64));
+            iterations[k] = info.iterations;
+            let size = format!("{n}x{n}x{n}");
+            let r = |metric: &str, value: f64, unit: &str| {
+                row(&name, &size, metric, value, unit, &device)
+            };
+            rows.push(r("iterations", info.iterations as f64, "iterations"));
+            rows.push(r("solve-time", iterate, "ms"));
+            rows.push(r("upload-time", part(|t| t.upload_ms), "ms"));
+            rows.push(r("download-time", part(|t| t.download_ms), "ms"));
+            rows.push(r("gpu-bytes-per-cell", dev.bytes() as f64 / cells, "B"));
+        }
+    }
+    Ok(rows)
+}

@@ -1,0 +1,1004 @@
+//! The pressure solve on the GPU: the preconditioned conjugate gradients of a
+//! [`PoissonSolver`](eddies::linsolve::PoissonSolver), with its operator, its preconditioner and its stopping
+//! rule, as the solver's [`PoissonDevice`].
+//!
+//! * **Precision.** The Krylov vectors and every sum are in double precision (`SHADER_F64`), as on the CPU:
+//!   in single precision the rounding of the pressure alone leaves a relative residual near `N²·10⁻⁸`
+//!   (10⁻⁴ at 64³), far above the usual tolerance of 10⁻⁶. The multigrid V-cycle runs in single precision,
+//!   as the CPU's (McAdams, Sifakis & Teran 2010).
+//! * **Preconditioners.** None, Jacobi, Incomplete Poisson (two stencil passes) and multigrid: the CPU
+//!   solver's own hierarchy (coarse operators, Dirichlet link weights, ghost shells) uploaded level by level,
+//!   and the same V-cycle (red-black Gauss–Seidel, full weighting, multilinear prolongation, the coarsest
+//!   level by symmetric sweeps in one workgroup). The incomplete Cholesky factors are sequential by nature
+//!   and stay on the CPU: [`PoissonDevice::solve`] hands them back.
+//! * **No read-back per iteration.** The scalars (α, β, the residual, the stopping rule) live in a device
+//!   buffer and are computed by the reduction kernel; once the solve stops, every later kernel of the batch
+//!   returns at once. Iterations are submitted in batches of 4, 8, then 16, and the state is read after each.
+//! * **Determinism.** Every sum is a per-workgroup tree followed by one workgroup adding the partial sums in
+//!   a fixed order, and no kernel writes a cell that another thread of the same pass reads: a solve repeats
+//!   bit for bit on one device. Red-black Gauss–Seidel updates one colour per pass.
+//! * **Null space.** A closed container's constant pressure is removed as on the CPU when the unknowns form
+//!   one such group; with several (separate pockets of liquid sealed by walls), the CPU solves.
+
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use bytemuck::{Pod, Zeroable};
+use eddies::linsolve::{
+    Info, Multigrid, PoissonDevice, PoissonOperator, PoissonSolver, PreconditionerKind, SolveError,
+    StopReason,
+};
+
+use crate::device::{Gpu, GpuError};
+
+const COMMON: &str = include_str!("common.wgsl");
+const APPLY: &str = include_str!("apply.wgsl");
+const DOT: &str = include_str!("dot.wgsl");
+const REDUCE: &str = include_str!("reduce.wgsl");
+const UPDATE: &str = include_str!("update.wgsl");
+const ELEMENTWISE: &str = include_str!("elementwise.wgsl");
+const INCOMPLETE_POISSON: &str = include_str!("incomplete_poisson.wgsl");
+const MG_LOAD: &str = include_str!("mg_load.wgsl");
+const MG_SMOOTH: &str = include_str!("mg_smooth.wgsl");
+const MG_RESIDUAL: &str = include_str!("mg_residual.wgsl");
+const MG_RESTRICT: &str = include_str!("mg_restrict.wgsl");
+const MG_GHOST: &str = include_str!("mg_ghost.wgsl");
+const MG_PROLONG: &str = include_str!("mg_prolong.wgsl");
+const MG_COARSEST: &str = include_str!("mg_coarsest.wgsl");
+
+/// Every kernel with the constants its variants take (for the tests that compile them without a GPU).
+#[cfg(test)]
+const KERNELS: [(&str, &str, &[&str]); 13] = [
+    (
+        "apply",
+        APPLY,
+        &["const MODE: u32 = 0u;", "const MODE: u32 = 1u;"],
+    ),
+    (
+        "dot",
+        DOT,
+        &["const MASKED: bool = false;", "const MASKED: bool = true;"],
+    ),
+    ("reduce", REDUCE, &["const ACTION: u32 = 4u;"]),
+    ("update", UPDATE, &[""]),
+    (
+        "elementwise",
+        ELEMENTWISE,
+        &["const OP: u32 = 0u;", "const OP: u32 = 3u;"],
+    ),
+    (
+        "incomplete-poisson",
+        INCOMPLETE_POISSON,
+        &["const PASS: u32 = 0u;", "const PASS: u32 = 1u;"],
+    ),
+    (
+        "mg-load",
+        MG_LOAD,
+        &["const OP: u32 = 0u;", "const OP: u32 = 1u;"],
+    ),
+    ("mg-smooth", MG_SMOOTH, &["const COLOUR: u32 = 0u;"]),
+    ("mg-residual", MG_RESIDUAL, &[""]),
+    ("mg-restrict", MG_RESTRICT, &[""]),
+    (
+        "mg-ghost",
+        MG_GHOST,
+        &["const OP: u32 = 0u;", "const OP: u32 = 1u;"],
+    ),
+    ("mg-prolong", MG_PROLONG, &[""]),
+    ("mg-coarsest", MG_COARSEST, &["const SWEEPS: u32 = 24u;"]),
+];
+
+/// Threads per workgroup of every kernel (`WG` in `common.wgsl`).
+const WG: u64 = 256;
+
+/// The prelude of a kernel: dimension, gating and its own constants, then the shared definitions.
+pub(crate) fn prelude(dim: usize, gated: bool, consts: &str) -> String {
+    format!("const DIM: u32 = {dim}u;\nconst GATED: bool = {gated};\n{consts}\n{COMMON}")
+}
+
+/// `Level` of `common.wgsl`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
+struct LevelUniform {
+    dims: [u32; 4],
+    padded: [u32; 4],
+    strides: [u32; 4],
+    h2: f32,
+    null_groups: u32,
+    _pad: [u32; 2],
+}
+
+/// `Cg` of `common.wgsl`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
+struct CgUniform {
+    level: LevelUniform,
+    scale: f64,
+    tolerance: f64,
+    null_size: f64,
+    _pad: f64,
+    max_iterations: u32,
+    partials: u32,
+    identity: u32,
+    _pad2: u32,
+}
+
+/// `State` of `common.wgsl`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
+struct State {
+    b_norm: f64,
+    rz: f64,
+    alpha: f64,
+    beta: f64,
+    mean: f64,
+    residual: f64,
+    iteration: u32,
+    done: u32,
+    _pad: [u32; 2],
+}
+
+// Why a solve stopped (`State::done`), as `common.wgsl` numbers them.
+const RUNNING: u32 = 0;
+const CONVERGED: u32 = 1;
+const ZERO_RHS: u32 = 2;
+const BREAKDOWN_RZ: u32 = 3;
+const BREAKDOWN_PQ: u32 = 4;
+const BREAKDOWN_RESIDUAL: u32 = 5;
+const BAD_RHS: u32 = 6;
+const BAD_GUESS: u32 = 7;
+const NO_CONVERGENCE: u32 = 8;
+
+// What the reduction kernel does with its total (`ACTION` in `reduce.wgsl`).
+const B_NORM: u32 = 0;
+const FIRST_RESIDUAL: u32 = 1;
+const FIRST_RZ: u32 = 2;
+const ALPHA: u32 = 3;
+const RESIDUAL: u32 = 4;
+const BETA: u32 = 5;
+const MEAN: u32 = 6;
+
+// `OP` of `elementwise.wgsl`.
+const XPBY: u32 = 0;
+const COPY: u32 = 1;
+const SUBTRACT_MEAN: u32 = 2;
+const JACOBI: u32 = 3;
+
+/// Workgroups for one thread per entry of a vector of `n`, folded into two dimensions of at most `per_axis`
+/// each, and how many of them there are.
+fn groups_for(n: u64, per_axis: u32) -> ([u32; 3], u32) {
+    let total = n.div_ceil(WG).max(1);
+    let x = total.min(per_axis as u64);
+    ([x as u32, total.div_ceil(x) as u32, 1], total as u32)
+}
+
+/// The uniform of a level of `dims` cells with cell size `h`.
+fn level_uniform<const D: usize>(op: &PoissonOperator<D>, null_groups: usize) -> LevelUniform {
+    let l = op.layout();
+    let mut u = LevelUniform {
+        dims: [1; 4],
+        padded: [1; 4],
+        strides: [0; 4],
+        h2: (op.spacing() * op.spacing()) as f32,
+        null_groups: null_groups as u32,
+        _pad: [0; 2],
+    };
+    for a in 0..D {
+        u.dims[a] = l.dims[a] as u32;
+        u.padded[a] = l.padded[a] as u32;
+        u.strides[a] = l.strides[a] as u32;
+    }
+    u.strides[D..3].fill(l.len() as u32);
+    u.padded[3] = l.len() as u32;
+    u
+}
+
+/// One level of the V-cycle on the device. The finest level's diagonal and null space are the operator's
+/// ([`Finest`]) and it has no ghost shell: those three are 4-byte placeholders there.
+struct LevelBuffers {
+    cells: u64,
+    finest: bool,
+    uniform: wgpu::Buffer,
+    diag: wgpu::Buffer,
+    ghost: wgpu::Buffer,
+    labels: wgpu::Buffer,
+    b: wgpu::Buffer,
+    x: wgpu::Buffer,
+    t: wgpu::Buffer,
+}
+
+/// The finest level's vectors.
+struct Finest {
+    cells: u64,
+    cg: wgpu::Buffer,
+    state: wgpu::Buffer,
+    history: wgpu::Buffer,
+    partials: wgpu::Buffer,
+    diag: wgpu::Buffer,
+    labels: wgpu::Buffer,
+    x: wgpu::Buffer,
+    r: wgpu::Buffer,
+    p: wgpu::Buffer,
+    q: wgpu::Buffer,
+    z: wgpu::Buffer,
+}
+
+/// One recorded kernel launch.
+struct Launch {
+    pipeline: Arc<wgpu::ComputePipeline>,
+    bind: wgpu::BindGroup,
+    groups: [u32; 3],
+}
+
+/// How long the parts of the solves since the last [`GpuPoisson::take_times`] took (ms, wall clock, each
+/// waited for), summed.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct SolveTimes {
+    /// Solves that ran on the device.
+    pub solves: usize,
+    /// Writing the operator, the hierarchy and the vectors to the device.
+    pub upload_ms: f64,
+    /// The iterations, read-backs of the state included.
+    pub iterate_ms: f64,
+    /// Reading the solution back.
+    pub download_ms: f64,
+    /// Batches submitted (each followed by a read-back of the state).
+    pub batches: usize,
+}
+
+/// The pressure solve on the GPU (see the module documentation). Its buffers grow to the largest problem and
+/// are reused across solves.
+pub struct GpuPoisson {
+    gpu: Arc<Gpu>,
+    finest: Option<Finest>,
+    levels: Vec<LevelBuffers>,
+    /// A 4-byte buffer bound where a kernel's variant reads nothing.
+    dummy: wgpu::Buffer,
+    /// Workgroups per dimension of a launch (the adapter's limit): larger launches fold into two.
+    per_axis: u32,
+    /// What the solves since the last [`take_times`](Self::take_times) took.
+    times: SolveTimes,
+}
+
+impl GpuPoisson {
+    /// The solver on `gpu`.
+    ///
+    /// # Errors
+    /// [`GpuError::Limit`] when the adapter computes in single precision only: the solve needs `SHADER_F64`.
+    pub fn new(gpu: Arc<Gpu>) -> Result<Self, GpuError> {
+        if !gpu.has_f64() {
+            return Err(GpuError::Limit(format!(
+                "{} has no double precision in shaders (SHADER_F64), which the pressure solve on the GPU needs: \
+                 run FLIP with --backend cpu",
+                gpu.adapter().name
+            )));
+        }
+        let dummy = gpu.buffer("pressure dummy", 8);
+        let per_axis = gpu.limits().max_compute_workgroups_per_dimension;
+        Ok(Self {
+            per_axis,
+            gpu,
+            finest: None,
+            levels: Vec::new(),
+            dummy,
+            times: SolveTimes::default(),
+        })
+    }
+
+    /// Folds launches of more than `n` workgroups (at least 1) into two dimensions, below the adapter's own
+    /// limit; the tests exercise the folding on small grids this way.
+    pub fn limit_workgroups_per_dimension(&mut self, n: u32) {
+        self.per_axis = n.clamp(1, self.per_axis);
+    }
+
+    /// What the solves since the last call took, and a fresh count.
+    pub fn take_times(&mut self) -> SolveTimes {
+        std::mem::take(&mut self.times)
+    }
+
+    /// Device memory held (bytes).
+    pub fn bytes(&self) -> u64 {
+        let finest = self.finest.as_ref().map_or(0, |f| {
+            [
+                &f.cg,
+                &f.state,
+                &f.history,
+                &f.partials,
+                &f.diag,
+                &f.labels,
+                &f.x,
+                &f.r,
+                &f.p,
+                &f.q,
+                &f.z,
+            ]
+            .iter()
+            .map(|b| b.size())
+            .sum()
+        });
+        let levels: u64 = self
+            .levels
+            .iter()
+            .map(|l| {
+                [&l.uniform, &l.diag, &l.ghost, &l.labels, &l.b, &l.x, &l.t]
+                    .iter()
+                    .map(|b| b.size())
+                    .sum::<u64>()
+            })
+            .sum();
+        finest + levels
+    }
+
+    /// The finest level's buffers for `cells` padded cells and `history` residuals.
+    fn finest(&mut self, cells: u64, history: u64, singular: bool) -> Result<(), GpuError> {
+        let gpu = &self.gpu;
+        gpu.check_binding("the pressure solve", 8 * cells)?;
+        let fits = self.finest.as_ref().is_some_and(|f| {
+            f.cells == cells
+                && f.history.size() >= 8 * history
+                && (f.labels.size() >= 4 * cells || !singular)
+        });
+        if fits {
+            return Ok(());
+        }
+        let (_, partials) = groups_for(cells, self.per_axis);
+        let labels = if singular { 4 * cells } else { 4 };
+        self.finest = Some(gpu.allocating("the pressure solve", || {
+            let vector = |label| gpu.buffer(label, 8 * cells);
+            Finest {
+                cells,
+                cg: gpu.uniform::<CgUniform>("pressure cg"),
+                state: gpu.buffer("pressure state", std::mem::size_of::<State>() as u64),
+                history: gpu.buffer("pressure history", 8 * history.next_power_of_two()),
+                partials: gpu.buffer("pressure partials", 8 * partials as u64),
+                diag: gpu.buffer("pressure diagonal", 4 * cells),
+                labels: gpu.buffer("pressure null space", labels),
+                x: vector("pressure x"),
+                r: vector("pressure r"),
+                p: vector("pressure p"),
+                q: vector("pressure q"),
+                z: vector("pressure z"),
+            }
+        })?);
+        Ok(())
+    }
+
+    /// The V-cycle's buffers for the levels of `mg` (`ghosts`: 2D coefficients per cell).
+    fn levels<const D: usize>(&mut self, mg: &Multigrid<D, f32>) -> Result<(), GpuError> {
+        let gpu = &self.gpu;
+        self.levels.truncate(mg.levels());
+        for l in 0..mg.levels() {
+            let cells = mg.level_operator(l).layout().len() as u64;
+            let finest = l == 0;
+            if self
+                .levels
+                .get(l)
+                .is_some_and(|b| b.cells == cells && b.finest == finest)
+            {
+                continue;
+            }
+            let coarse = if finest { 0 } else { cells };
+            let level = gpu.allocating("the multigrid levels", || {
+                let vector = |label| gpu.buffer(label, 4 * cells);
+                LevelBuffers {
+                    cells,
+                    finest,
+                    uniform: gpu.uniform::<LevelUniform>("mg level"),
+                    diag: gpu.buffer("mg diagonal", 4 * coarse),
+                    ghost: gpu.buffer("mg ghost", 4 * coarse * 2 * D as u64),
+                    labels: gpu.buffer("mg null space", 4 * coarse),
+                    b: vector("mg b"),
+                    x: vector("mg x"),
+                    t: vector("mg t"),
+                }
+            })?;
+            if l < self.levels.len() {
+                self.levels[l] = level;
+            } else {
+                self.levels.push(level);
+            }
+        }
+        Ok(())
+    }
+
+    /// The pipeline of `source` for dimension `D`, gated or not, with `consts`.
+    fn pipeline<const D: usize>(
+        &self,
+        name: &str,
+        source: &str,
+        gated: bool,
+        consts: &str,
+    ) -> Result<Arc<wgpu::ComputePipeline>, GpuError> {
+        let key = format!("pressure {name} {D}d gated={gated} {consts}");
+        self.gpu.pipeline(&key, &prelude(D, gated, consts), source)
+    }
+
+    /// A launch of `source` over `cells` threads with `buffers` at bindings 0, 1, …
+    #[allow(clippy::too_many_arguments)]
+    fn launch<const D: usize>(
+        &self,
+        name: &str,
+        source: &str,
+        gated: bool,
+        consts: &str,
+        groups: [u32; 3],
+        buffers: &[&wgpu::Buffer],
+    ) -> Result<Launch, GpuError> {
+        let pipeline = self.pipeline::<D>(name, source, gated, consts)?;
+        let bind = self
+            .gpu
+            .validating(name, || Ok(self.gpu.bind(&pipeline, buffers)))?;
+        Ok(Launch {
+            pipeline,
+            bind,
+            groups,
+        })
+    }
+
+    /// Runs `launches` in one compute pass and submits them.
+    fn submit(&self, launches: &[&[Launch]]) {
+        let mut encoder =
+            self.gpu
+                .device()
+                .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                    label: Some("pressure solve"),
+                });
+        {
+            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                label: Some("pressure solve"),
+                timestamp_writes: None,
+            });
+            for l in launches.iter().flat_map(|l| l.iter()) {
+                pass.set_pipeline(&l.pipeline);
+                pass.set_bind_group(0, &l.bind, &[]);
+                pass.dispatch_workgroups(l.groups[0], l.groups[1], l.groups[2]);
+            }
+        }
+        self.gpu.queue().submit([encoder.finish()]);
+    }
+
+    /// Reads the solve's state.
+    fn state(&self) -> Result<State, GpuError> {
+        let f = self.finest.as_ref().expect("buffers of a solve");
+        let bytes = self
+            .gpu
+            .read(&[(&f.state, 0, std::mem::size_of::<State>() as u64)])?;
+        Ok(bytemuck::pod_read_unaligned(&bytes[0]))
+    }
+
+    /// The solve (see [`PoissonDevice::solve`]), its failures as the device reports them.
+    fn run<const D: usize>(
+        &mut self,
+        solver: &PoissonSolver<D>,
+        b: &[f64],
+        x: &mut [f64],
+    ) -> Result<Result<Option<Info>, SolveError>, GpuError> {
+        let kind = solver.preconditioner();
+        let op = solver.operator();
+        let (labels, groups) = op.null_space();
+        if groups.len() > 1
+            || matches!(
+                kind,
+                PreconditionerKind::IncompleteCholesky
+                    | PreconditionerKind::ModifiedIncompleteCholesky
+            )
+        {
+            return Ok(Ok(None));
+        }
+        let params = solver.params;
+        if !(params.tolerance.is_finite() && params.tolerance > 0.0) {
+            return Ok(Err(SolveError::BadInput(format!(
+                "the tolerance must be positive, got {}",
+                params.tolerance
+            ))));
+        }
+        let n = op.layout().len();
+        for (what, v) in [
+            ("the right-hand side", b.len()),
+            ("the initial guess", x.len()),
+        ] {
+            if v != n {
+                return Ok(Err(SolveError::BadInput(format!(
+                    "{what} has {v} entries, the operator {n}"
+                ))));
+            }
+        }
+        let start = Instant::now();
+        let cells = n as u64;
+        let singular = groups.len() == 1;
+        self.finest(cells, params.max_iterations as u64 + 1, singular)?;
+        let mg = solver.multigrid();
+        match mg {
+            Some(mg) => self.levels(mg)?,
+            None => self.levels.clear(),
+        }
+        let (grid, partials) = groups_for(cells, self.per_axis);
+        let f = self.finest.as_ref().expect("just made");
+        let gpu = &self.gpu;
+        let identity = kind == PreconditionerKind::None;
+        gpu.write(
+            &f.cg,
+            &[CgUniform {
+                level: level_uniform(op, 0),
+                scale: op.scale(),
+                tolerance: params.tolerance,
+                null_size: groups.first().copied().unwrap_or(0) as f64,
+                _pad: 0.0,
+                max_iterations: params.max_iterations as u32,
+                partials,
+                identity: identity as u32,
+                _pad2: 0,
+            }],
+        );
+        gpu.write(&f.state, &[State::default()]);
+        gpu.write(&f.diag, op.diagonal_units());
+        if singular {
+            gpu.write(&f.labels, labels);
+        }
+        gpu.write(&f.r, b);
+        gpu.write(&f.x, x);
+        if let Some(mg) = mg {
+            let last = mg.levels() - 1;
+            for (l, lb) in self.levels.iter().enumerate() {
+                let lop = mg.level_operator(l);
+                let (labels, groups) = lop.null_space();
+                let groups = if l == last { groups.len() } else { 0 };
+                gpu.write(&lb.uniform, &[level_uniform(lop, groups)]);
+                if l > 0 {
+                    gpu.write(&lb.diag, lop.diagonal_units());
+                    gpu.write(&lb.ghost, &mg.ghost_coefficients(l));
+                    if groups > 0 {
+                        gpu.write(&lb.labels, labels);
+                    }
+                }
+            }
+        }
+        gpu.finish()?;
+        let upload_ms = start.elapsed().as_secs_f64() * 1e3;
+
+        let plan = self.plan::<D>(kind, singular, grid)?;
+        let start = Instant::now();
+        let mut batches = 0;
+        let mut batch = 4;
+        let mut state;
+        loop {
+            let mut list: Vec<&[Launch]> = Vec::new();
+            if batches == 0 {
+                list.push(&plan.init);
+            }
+            for _ in 0..batch {
+                list.push(&plan.iteration);
+            }
+            self.submit(&list);
+            batches += 1;
+            state = self.state()?;
+            if state.done != RUNNING {
+                break;
+            }
+            batch = (2 * batch).min(16);
+        }
+        let f = self.finest.as_ref().expect("buffers of a solve");
+        let iterations = state.iteration as usize;
+        let outcome = match state.done {
+            CONVERGED => {
+                self.submit(&[&plan.finish]);
+                let bytes = gpu.read(&[
+                    (&f.x, 0, 8 * cells),
+                    (&f.history, 0, 8 * (iterations as u64 + 1)),
+                ])?;
+                let iterate_ms = start.elapsed().as_secs_f64() * 1e3;
+                let done = Instant::now();
+                x.copy_from_slice(bytemuck::cast_slice(&bytes[0]));
+                let history: Vec<f64> = bytemuck::pod_collect_to_vec(&bytes[1]);
+                let t = &mut self.times;
+                t.solves += 1;
+                t.upload_ms += upload_ms;
+                t.iterate_ms += iterate_ms;
+                t.download_ms += done.elapsed().as_secs_f64() * 1e3;
+                t.batches += batches;
+                Ok(Some(Info {
+                    iterations,
+                    residual: state.residual,
+                    history,
+                    stop: StopReason::Converged,
+                }))
+            }
+            ZERO_RHS => match eddies::linsolve::vector::first_non_finite(x) {
+                Some(i) => Err(non_finite("the initial guess", x, i)),
+                None => {
+                    x.fill(0.0);
+                    Ok(Some(Info {
+                        iterations: 0,
+                        residual: 0.0,
+                        history: vec![0.0],
+                        stop: StopReason::ZeroRhs,
+                    }))
+                }
+            },
+            BAD_RHS => Err(match eddies::linsolve::vector::first_non_finite(b) {
+                Some(i) => non_finite("the right-hand side", b, i),
+                None => SolveError::BadInput("the right-hand side's norm overflows".into()),
+            }),
+            BAD_GUESS => Err(match eddies::linsolve::vector::first_non_finite(x) {
+                Some(i) => non_finite("the initial guess", x, i),
+                None => SolveError::BadInput("the initial residual's norm overflows".into()),
+            }),
+            NO_CONVERGENCE => Err(SolveError::NoConvergence {
+                iterations,
+                residual: state.residual,
+                tolerance: params.tolerance,
+            }),
+            code => {
+                let (what, value) = match code {
+                    BREAKDOWN_RZ => ("rᵀ M⁻¹ r", state.rz),
+                    BREAKDOWN_PQ => ("pᵀ A p", f64::NAN),
+                    BREAKDOWN_RESIDUAL => ("‖r‖", state.residual),
+                    _ => ("the solver's state", f64::NAN),
+                };
+                Err(SolveError::Breakdown {
+                    iteration: iterations + 1,
+                    detail: format!(
+                        "{what} = {value:e}: the operator or the preconditioner is not positive definite"
+                    ),
+                })
+            }
+        };
+        Ok(outcome)
+    }
+
+    /// The launches of a solve: the start, one iteration, and the end.
+    fn plan<const D: usize>(
+        &self,
+        kind: PreconditionerKind,
+        singular: bool,
+        grid: [u32; 3],
+    ) -> Result<Plan, GpuError> {
+        let f = self.finest.as_ref().expect("buffers of a solve");
+        let one = [1, 1, 1];
+        let reduce = |action: u32, gated: bool| {
+            self.launch::<D>(
+                "reduce",
+                REDUCE,
+                gated,
+                &format!("const ACTION: u32 = {action}u;"),
+                one,
+                &[&f.cg, &f.state, &f.partials, &f.history],
+            )
+        };
+        let dot = |a: &wgpu::Buffer, b: &wgpu::Buffer| {
+            self.launch::<D>(
+                "dot",
+                DOT,
+                true,
+                "const MASKED: bool = false;",
+                grid,
+                &[&f.cg, &f.state, a, b, &self.dummy, &f.partials],
+            )
+        };
+        let elementwise = |op: u32, gated: bool, s: &wgpu::Buffer, target: &wgpu::Buffer| {
+            self.launch::<D>(
+                "elementwise",
+                ELEMENTWISE,
+                gated,
+                &format!("const OP: u32 = {op}u;"),
+                grid,
+                &[&f.cg, &f.state, s, &f.diag, &f.labels, target],
+            )
+        };
+        // v −= its mean over the null space's group.
+        let remove_mean = |v: &wgpu::Buffer, gated: bool| -> Result<Vec<Launch>, GpuError> {
+            if !singular {
+                return Ok(Vec::new());
+            }
+            Ok(vec![
+                self.launch::<D>(
+                    "dot",
+                    DOT,
+                    gated,
+                    "const MASKED: bool = true;",
+                    grid,
+                    &[&f.cg, &f.state, v, &self.dummy, &f.labels, &f.partials],
+                )?,
+                reduce(MEAN, gated)?,
+                elementwise(SUBTRACT_MEAN, gated, &self.dummy, v)?,
+            ])
+        };
+        let identity = kind == PreconditionerKind::None;
+
+        let mut init = remove_mean(&f.r, true)?;
+        init.push(dot(&f.r, &f.r)?);
+        init.push(reduce(B_NORM, true)?);
+        init.push(self.launch::<D>(
+            "apply",
+            APPLY,
+            true,
+            "const MODE: u32 = 1u;",
+            grid,
+            &[&f.cg, &f.state, &f.diag, &f.x, &f.r, &f.partials],
+        )?);
+        if singular {
+            init.extend(remove_mean(&f.r, true)?);
+            init.push(dot(&f.r, &f.r)?);
+        }
+        init.push(reduce(FIRST_RESIDUAL, true)?);
+        if identity {
+            init.push(elementwise(COPY, true, &f.r, &f.p)?);
+        } else {
+            init.extend(self.precondition::<D>(kind, grid)?);
+            init.extend(remove_mean(&f.z, true)?);
+            init.push(dot(&f.r, &f.z)?);
+            init.push(reduce(FIRST_RZ, true)?);
+            init.push(elementwise(COPY, true, &f.z, &f.p)?);
+        }
+
+        let mut iteration = vec![
+            self.launch::<D>(
+                "apply",
+                APPLY,
+                true,
+                "const MODE: u32 = 0u;",
+                grid,
+                &[&f.cg, &f.state, &f.diag, &f.p, &f.q, &f.partials],
+            )?,
+            reduce(ALPHA, true)?,
+            self.launch::<D>(
+                "update",
+                UPDATE,
+                true,
+                "",
+                grid,
+                &[&f.cg, &f.state, &f.p, &f.q, &f.x, &f.r, &f.partials],
+            )?,
+            reduce(RESIDUAL, true)?,
+        ];
+        if identity {
+            iteration.push(elementwise(XPBY, true, &f.r, &f.p)?);
+        } else {
+            iteration.extend(self.precondition::<D>(kind, grid)?);
+            iteration.extend(remove_mean(&f.z, true)?);
+            iteration.push(dot(&f.r, &f.z)?);
+            iteration.push(reduce(BETA, true)?);
+            iteration.push(elementwise(XPBY, true, &f.z, &f.p)?);
+        }
+        let finish = remove_mean(&f.x, false)?;
+        Ok(Plan {
+            init,
+            iteration,
+            finish,
+        })
+    }
+
+    /// The launches of `z = M⁻¹ r`.
+    fn precondition<const D: usize>(
+        &self,
+        kind: PreconditionerKind,
+        grid: [u32; 3],
+    ) -> Result<Vec<Launch>, GpuError> {
+        let f = self.finest.as_ref().expect("buffers of a solve");
+        match kind {
+            PreconditionerKind::Jacobi => Ok(vec![self.launch::<D>(
+                "elementwise",
+                ELEMENTWISE,
+                true,
+                &format!("const OP: u32 = {JACOBI}u;"),
+                grid,
+                &[&f.cg, &f.state, &f.r, &f.diag, &f.labels, &f.z],
+            )?]),
+            PreconditionerKind::IncompletePoisson => {
+                // q is free between the update and the next product.
+                let pass = |pass: u32, v: &wgpu::Buffer, out: &wgpu::Buffer| {
+                    self.launch::<D>(
+                        "incomplete-poisson",
+                        INCOMPLETE_POISSON,
+                        true,
+                        &format!("const PASS: u32 = {pass}u;"),
+                        grid,
+                        &[&f.cg, &f.state, &f.diag, v, out],
+                    )
+                };
+                Ok(vec![pass(0, &f.r, &f.q)?, pass(1, &f.q, &f.z)?])
+            }
+            PreconditionerKind::Multigrid => self.vcycle::<D>(grid),
+            other => unreachable!("{} runs on the CPU", other.name()),
+        }
+    }
+
+    /// The launches of one V-cycle from `r` into `z` over the uploaded levels.
+    fn vcycle<const D: usize>(&self, grid: [u32; 3]) -> Result<Vec<Launch>, GpuError> {
+        let f = self.finest.as_ref().expect("buffers of a solve");
+        let levels = &self.levels;
+        let last = levels.len() - 1;
+        // The finest level's diagonal and null space are the operator's.
+        let diag = |l: usize| if l == 0 { &f.diag } else { &levels[l].diag };
+        let labels = |l: usize| if l == 0 { &f.labels } else { &levels[l].labels };
+        let groups = |l: usize| groups_for(levels[l].cells, self.per_axis).0;
+        let smooth = |l: usize, colour: u32| {
+            let lb = &levels[l];
+            self.launch::<D>(
+                "mg-smooth",
+                MG_SMOOTH,
+                true,
+                &format!("const COLOUR: u32 = {colour}u;"),
+                groups(l),
+                &[&lb.uniform, &f.state, diag(l), &lb.b, &lb.x],
+            )
+        };
+        let load = |op: u32, wide: &wgpu::Buffer| {
+            let lb = &levels[0];
+            self.launch::<D>(
+                "mg-load",
+                MG_LOAD,
+                true,
+                &format!("const OP: u32 = {op}u;"),
+                grid,
+                &[&f.cg, &f.state, wide, &lb.b, &lb.x],
+            )
+        };
+        let mut out = vec![load(0, &f.r)?];
+        // MGPCG's symmetric cycle: as many sweeps after the correction as before.
+        let sweeps = 2;
+        for l in 0..last {
+            let (fine, coarse) = (&levels[l], &levels[l + 1]);
+            for _ in 0..sweeps {
+                out.push(smooth(l, 0)?);
+                out.push(smooth(l, 1)?);
+            }
+            out.push(self.launch::<D>(
+                "mg-residual",
+                MG_RESIDUAL,
+                true,
+                "",
+                groups(l),
+                &[&fine.uniform, &f.state, diag(l), &fine.b, &fine.x, &fine.t],
+            )?);
+            out.push(self.launch::<D>(
+                "mg-restrict",
+                MG_RESTRICT,
+                true,
+                "",
+                groups(l + 1),
+                &[&fine.uniform, &coarse.uniform, &f.state, &fine.t, &coarse.t],
+            )?);
+            out.push(self.launch::<D>(
+                "mg-ghost",
+                MG_GHOST,
+                true,
+                "const OP: u32 = 0u;",
+                groups(l + 1),
+                &[
+                    &coarse.uniform,
+                    &f.state,
+                    diag(l + 1),
+                    &coarse.ghost,
+                    &coarse.t,
+                    &coarse.b,
+                    &coarse.x,
+                ],
+            )?);
+        }
+        let c = &levels[last];
+        out.push(self.launch::<D>(
+            "mg-coarsest",
+            MG_COARSEST,
+            true,
+            &format!("const SWEEPS: u32 = {}u;", COARSEST_SWEEPS),
+            [1, 1, 1],
+            &[&c.uniform, &f.state, diag(last), &c.b, &c.x, labels(last)],
+        )?);
+        for l in (0..last).rev() {
+            let (fine, coarse) = (&levels[l], &levels[l + 1]);
+            out.push(self.launch::<D>(
+                "mg-ghost",
+                MG_GHOST,
+                true,
+                "const OP: u32 = 1u;",
+                groups(l + 1),
+                &[
+                    &coarse.uniform,
+                    &f.state,
+                    diag(l + 1),
+                    &coarse.ghost,
+                    &coarse.x,
+                    &coarse.t,
+                    &coarse.b,
+                ],
+            )?);
+            out.push(self.launch::<D>(
+                "mg-prolong",
+                MG_PROLONG,
+                true,
+                "",
+                groups(l),
+                &[
+                    &fine.uniform,
+                    &coarse.uniform,
+                    &f.state,
+                    diag(l),
+                    &coarse.t,
+                    &fine.x,
+                ],
+            )?);
+            for _ in 0..sweeps {
+                out.push(smooth(l, 1)?);
+                out.push(smooth(l, 0)?);
+            }
+        }
+        out.push(load(1, &f.z)?);
+        Ok(out)
+    }
+}
+
+/// Sweeps of the coarsest level's solve (`MultigridParams::coarsest_sweeps` by default).
+const COARSEST_SWEEPS: usize = 24;
+
+/// The launches of a solve.
+struct Plan {
+    init: Vec<Launch>,
+    iteration: Vec<Launch>,
+    finish: Vec<Launch>,
+}
+
+fn non_finite(what: &str, v: &[f64], i: usize) -> SolveError {
+    SolveError::BadInput(format!(
+        "{what} holds a non-finite value ({}) at entry {i}",
+        v[i]
+    ))
+}
+
+/// A [`GpuPoisson`] that a simulation and its caller share (a benchmark reads its times between steps).
+#[derive(Clone)]
+pub struct SharedPoisson(pub Arc<Mutex<GpuPoisson>>);
+
+impl<const D: usize> PoissonDevice<D> for SharedPoisson {
+    fn solve(
+        &mut self,
+        solver: &PoissonSolver<D>,
+        b: &[f64],
+        x: &mut [f64],
+    ) -> Result<Option<Info>, SolveError> {
+        let mut dev = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        PoissonDevice::<D>::solve(&mut *dev, solver, b, x)
+    }
+}
+
+impl<const D: usize> PoissonDevice<D> for GpuPoisson {
+    fn solve(
+        &mut self,
+        solver: &PoissonSolver<D>,
+        b: &[f64],
+        x: &mut [f64],
+    ) -> Result<Option<Info>, SolveError> {
+        self.run(solver, b, x)
+            .unwrap_or_else(|e| Err(SolveError::Device(e.to_string())))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::device::validate_wgsl;
+
+    /// Every kernel's variants parse and validate without a GPU, in 2D and 3D.
+    #[test]
+    fn the_kernels_compile_without_a_gpu() {
+        for (name, source, variants) in KERNELS {
+            for consts in variants {
+                for dim in [2, 3] {
+                    for gated in [false, true] {
+                        let code = format!("{}\n{source}", prelude(dim, gated, consts));
+                        validate_wgsl(&code)
+                            .unwrap_or_else(|e| panic!("{name} {consts} {dim}D: {e}"));
+                    }
+                }
+            }
+        }
+    }
+
+    /// The uniform structs have the sizes `common.wgsl` gives them.
+    #[test]
+    fn uniforms_match_the_shaders() {
+        assert_eq!(std::mem::size_of::<LevelUniform>(), 64);
+        assert_eq!(std::mem::size_of::<CgUniform>(), 112);
+        assert_eq!(std::mem::size_of::<State>(), 64);
+    }
+}

@@ -1,0 +1,38 @@
+// x += α p, r −= α q, with partial sums of r · r.
+
+@group(0) @binding(0) var<uniform> cg: Cg;
+@group(0) @binding(1) var<storage, read> state: State;
+@group(0) @binding(2) var<storage, read> p: array<f64>;
+@group(0) @binding(3) var<storage, read> q: array<f64>;
+@group(0) @binding(4) var<storage, read_write> x: array<f64>;
+@group(0) @binding(5) var<storage, read_write> r: array<f64>;
+@group(0) @binding(6) var<storage, read_write> partials: array<f64>;
+
+var<workgroup> sums: array<f64, WG>;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) lid: u32) {
+    let live = !(GATED && state.done != RUNNING);
+    let i = thread_index(wid, nwg, lid);
+    var term = 0.0lf;
+    if live && i < cg.level.padded.w {
+        let a = state.alpha;
+        x[i] += a * p[i];
+        let ri = r[i] - a * q[i];
+        r[i] = ri;
+        term = ri * ri;
+    }
+    sums[lid] = term;
+    workgroupBarrier();
+    for (var k = WG / 2u; k > 0u; k = k / 2u) {
+        if lid < k {
+            sums[lid] += sums[lid + k];
+        }
+        workgroupBarrier();
+    }
+    let g = group_index(wid, nwg);
+    if lid == 0u && live && g < cg.partials {
+        partials[g] = sums[0];
+    }
+}

@@ -1,0 +1,284 @@
+//! The pressure solve on the GPU (`eddies_gpu::pressure::GpuPoisson`) against the CPU's
+//! (`eddies::linsolve::PoissonSolver`) on the same problems: the same stopping rule, residuals that are true
+//! residuals, solutions that agree, iteration counts that match, the same bits run to run.
+//!
+//! Without an adapter the tests print a notice and pass, unless `EDDIES_REQUIRE_GPU=1` (CI, on lavapipe).
+
+use std::sync::{Arc, Mutex, OnceLock};
+
+use eddies::grid::{CellFlag, Grid};
+use eddies::linsolve::{
+    DomainBoundary, Info, LinearOperator, PcgParams, PoissonDevice, PoissonSolver,
+    PreconditionerKind, SolveError, StopReason,
+};
+use eddies::rng::SplitMix64;
+use eddies_gpu::pressure::GpuPoisson;
+
+/// One solver for the whole suite (its pipelines are built once); the tests take turns.
+fn device() -> Option<&'static Mutex<GpuPoisson>> {
+    static DEVICE: OnceLock<Option<Mutex<GpuPoisson>>> = OnceLock::new();
+    DEVICE
+        .get_or_init(|| {
+            let gpu = Arc::new(eddies_gpu::device_or_skip()?);
+            Some(Mutex::new(
+                GpuPoisson::new(gpu).expect("the adapter computes in double precision"),
+            ))
+        })
+        .as_ref()
+}
+
+/// The preconditioners the GPU runs.
+const KINDS: [PreconditionerKind; 4] = [
+    PreconditionerKind::None,
+    PreconditionerKind::Jacobi,
+    PreconditionerKind::IncompletePoisson,
+    PreconditionerKind::Multigrid,
+];
+
+const PARAMS: PcgParams = PcgParams {
+    tolerance: 1e-6,
+    max_iterations: 2000,
+};
+
+/// A liquid with a free surface, splashes, a solid pillar and a sealed-off corner of air: `dims` cells.
+fn splash<const D: usize>(dims: [usize; D]) -> Grid<CellFlag, D> {
+    Grid::from_fn(dims, [0.0; D], 0.05, |i, c| {
+        let droplet = SplitMix64::new(11 + i as u64).next_f64() < 0.03;
+        let (x, y) = (c[0] as f64 / dims[0] as f64, c[1] as f64 / dims[1] as f64);
+        let z = if D == 3 {
+            c[2] as f64 / dims[2] as f64
+        } else {
+            0.5
+        };
+        if (x - 0.6).abs() < 0.08 && (z - 0.5).abs() < 0.15 && y < 0.7 {
+            CellFlag::Solid
+        } else if y < 0.35 + 0.1 * (6.0 * x).sin() * z || (y < 0.8 && droplet) {
+            CellFlag::Fluid
+        } else {
+            CellFlag::Air
+        }
+    })
+}
+
+/// A reproducible right-hand side on the unknowns of `solver`, without its null-space part.
+fn rhs<const D: usize>(solver: &PoissonSolver<D>) -> Vec<f64> {
+    let op = solver.operator();
+    let mut rng = SplitMix64::new(2010);
+    let mut b: Vec<f64> = (0..op.len()).map(|_| rng.next_f64() - 0.5).collect();
+    op.mask(&mut b);
+    op.remove_null_space(&mut b);
+    b
+}
+
+/// `‖b − A x‖ / ‖b‖` in double precision on the CPU.
+fn true_residual<const D: usize>(solver: &PoissonSolver<D>, b: &[f64], x: &[f64]) -> f64 {
+    let op = solver.operator();
+    let mut r = vec![0.0; op.len()];
+    let mut b = b.to_vec();
+    op.remove_null_space(&mut b);
+    op.residual(&b, x, &mut r);
+    op.remove_null_space(&mut r);
+    let norm = |v: &[f64]| v.iter().map(|a| a * a).sum::<f64>().sqrt();
+    norm(&r) / norm(&b)
+}
+
+fn gpu_solve<const D: usize>(
+    solver: &PoissonSolver<D>,
+    b: &[f64],
+    x: &mut [f64],
+) -> Option<Result<Option<Info>, SolveError>>
+where
+    GpuPoisson: PoissonDevice<D>,
+{
+    let mut dev = device()?.lock().unwrap();
+    Some(PoissonDevice::<D>::solve(&mut *dev, solver, b, x))
+}
+
+/// The GPU and the CPU solve `flags`' problem with every preconditioner the GPU offers.
+fn agree<const D: usize>(flags: &Grid<CellFlag, D>, outside: DomainBoundary)
+where
+    GpuPoisson: PoissonDevice<D>,
+{
+    for kind in KINDS {
+        let mut solver = PoissonSolver::from_flags(flags, outside, kind, PARAMS).unwrap();
+        let b = rhs(&solver);
+        let mut cpu = vec![0.0; b.len()];
+        let cpu_info = solver.solve(&b, &mut cpu).unwrap();
+        let mut gpu = vec![0.0; b.len()];
+        let Some(result) = gpu_solve(&solver, &b, &mut gpu) else {
+            return;
+        };
+        let info = result
+            .unwrap_or_else(|e| panic!("{}: {e}", kind.name()))
+            .expect("the GPU takes this problem");
+        let name = kind.name();
+        assert_eq!(info.stop, StopReason::Converged, "{name}");
+        assert!(info.residual <= PARAMS.tolerance, "{name}: {info:?}");
+        assert_eq!(info.history.len(), info.iterations + 1, "{name}");
+        // The residual the solver reports is the true one: its recurrence runs in double precision, so the
+        // two differ by rounding (a few 1e-12 relative after a few hundred iterations), far below 1%.
+        let truth = true_residual(&solver, &b, &gpu);
+        assert!(
+            (truth - info.residual).abs() <= 0.01 * info.residual,
+            "{name}: reported {:e}, true {truth:e}",
+            info.residual
+        );
+        // The same iteration in another summation order: the same count, give or take the one iteration that
+        // a residual landing within rounding of the tolerance can cost. Multigrid's V-cycle is in single
+        // precision on both sides, with sums in another order: two.
+        let slack = if kind == PreconditionerKind::Multigrid {
+            2
+        } else {
+            1
+        };
+        assert!(
+            info.iterations.abs_diff(cpu_info.iterations) <= slack,
+            "{name}: GPU {} iterations, CPU {}",
+            info.iterations,
+            cpu_info.iterations
+        );
+        // Both solutions are within the tolerance of the exact one: they differ by at most the error that a
+        // relative residual of 1e-6 allows, which the condition number (≈ N² for these grids) amplifies.
+        let norm = |v: &[f64]| v.iter().map(|a| a * a).sum::<f64>().sqrt();
+        let diff: Vec<f64> = gpu.iter().zip(&cpu).map(|(a, c)| a - c).collect();
+        let n = flags.dims.iter().max().copied().unwrap() as f64;
+        let bound = 2.0 * PARAMS.tolerance * n * n;
+        assert!(
+            norm(&diff) <= bound * norm(&cpu),
+            "{name}: ‖x_gpu − x_cpu‖ / ‖x_cpu‖ = {:e} above {bound:e}",
+            norm(&diff) / norm(&cpu)
+        );
+    }
+}
+
+#[test]
+fn a_splash_in_3d_solves_as_on_the_cpu() {
+    agree(&splash([24, 20, 14]), DomainBoundary::Solid);
+}
+
+#[test]
+fn an_open_domain_in_2d_solves_as_on_the_cpu() {
+    agree(&splash([48, 40]), DomainBoundary::Open);
+}
+
+/// A closed box full of liquid: the operator is singular, its constant removed as on the CPU.
+#[test]
+fn a_closed_tank_is_solved_without_its_constant() {
+    let flags = Grid::new([12, 10, 9], [0.0; 3], 0.1, CellFlag::Fluid);
+    agree(&flags, DomainBoundary::Solid);
+    let solver = PoissonSolver::from_flags(
+        &flags,
+        DomainBoundary::Solid,
+        PreconditionerKind::Multigrid,
+        PARAMS,
+    )
+    .unwrap();
+    assert!(solver.operator().is_singular());
+    let b = rhs(&solver);
+    let mut x = vec![1.0; b.len()];
+    solver.operator().mask(&mut x);
+    let Some(r) = gpu_solve(&solver, &b, &mut x) else {
+        return;
+    };
+    r.unwrap().unwrap();
+    let mean = x.iter().sum::<f64>() / solver.operator().unknowns() as f64;
+    assert!(mean.abs() < 1e-12, "the solution's mean is {mean:e}");
+}
+
+/// Run to run, the same bits; and a zero right-hand side gives zero at once.
+#[test]
+fn a_solve_repeats_bit_for_bit() {
+    let flags = splash([20, 18, 12]);
+    for kind in KINDS {
+        let solver =
+            PoissonSolver::from_flags(&flags, DomainBoundary::Solid, kind, PARAMS).unwrap();
+        let b = rhs(&solver);
+        let mut runs = Vec::new();
+        for _ in 0..2 {
+            let mut x = vec![0.0; b.len()];
+            let Some(r) = gpu_solve(&solver, &b, &mut x) else {
+                return;
+            };
+            let info = r.unwrap().unwrap();
+            runs.push((x.iter().map(|v| v.to_bits()).collect::<Vec<_>>(), info));
+        }
+        assert!(runs[0] == runs[1], "{}: two runs differ", kind.name());
+        let mut x = vec![3.0; b.len()];
+        let info = gpu_solve(&solver, &vec![0.0; b.len()], &mut x)
+            .unwrap()
+            .unwrap()
+            .unwrap();
+        assert_eq!(info.stop, StopReason::ZeroRhs);
+        assert!(x.iter().all(|&v| v == 0.0));
+    }
+}
+
+/// What the GPU does not take goes back to the CPU; bad input is refused as on the CPU.
+#[test]
+fn the_cpu_keeps_what_the_gpu_does_not_take() {
+    let flags = splash([10, 9, 8]);
+    let ic = PoissonSolver::from_flags(
+        &flags,
+        DomainBoundary::Solid,
+        PreconditionerKind::IncompleteCholesky,
+        PARAMS,
+    )
+    .unwrap();
+    let b = rhs(&ic);
+    let mut x = vec![0.0; b.len()];
+    let Some(r) = gpu_solve(&ic, &b, &mut x) else {
+        return;
+    };
+    assert_eq!(r, Ok(None), "IC(0) is sequential: the CPU solves it");
+
+    let mut solver = PoissonSolver::from_flags(
+        &flags,
+        DomainBoundary::Solid,
+        PreconditionerKind::Multigrid,
+        PARAMS,
+    )
+    .unwrap();
+    let mut bad = b.clone();
+    let i = bad.iter().position(|&v| v != 0.0).unwrap();
+    bad[i] = f64::NAN;
+    let e = gpu_solve(&solver, &bad, &mut x).unwrap().unwrap_err();
+    assert!(
+        matches!(&e, SolveError::BadInput(m) if m.contains("right-hand side") && m.contains(&format!("entry {i}"))),
+        "{e}"
+    );
+    solver.params.max_iterations = 2;
+    let e = gpu_solve(&solver, &b, &mut x).unwrap().unwrap_err();
+    assert!(
+        matches!(e, SolveError::NoConvergence { iterations: 2, .. }),
+        "{e}"
+    );
+}
+
+/// Launches of more workgroups than an adapter allows per dimension fold into two dimensions: with the
+/// limit lowered to 7, every launch of a 3D and a 2D problem folds, and the answers are the CPU's.
+#[test]
+fn launches_fold_beyond_the_workgroup_limit() {
+    if device().is_none() {
+        return;
+    }
+    let mut folded = {
+        let gpu = Arc::new(eddies_gpu::device_or_skip().unwrap());
+        GpuPoisson::new(gpu).unwrap()
+    };
+    folded.limit_workgroups_per_dimension(7);
+    for kind in KINDS {
+        let flags = splash([20, 16, 12]);
+        let solver =
+            PoissonSolver::from_flags(&flags, DomainBoundary::Solid, kind, PARAMS).unwrap();
+        let b = rhs(&solver);
+        assert!(solver.operator().len() as u64 > 7 * 256 * 2);
+        let mut x = vec![0.0; b.len()];
+        let info = PoissonDevice::<3>::solve(&mut folded, &solver, &b, &mut x)
+            .unwrap()
+            .unwrap();
+        let mut y = vec![0.0; b.len()];
+        let plain = gpu_solve(&solver, &b, &mut y).unwrap().unwrap().unwrap();
+        assert_eq!(info, plain, "{}", kind.name());
+        assert!(x == y, "{}: folding changed the solution", kind.name());
+    }
+}
