@@ -122,6 +122,21 @@ pub enum SimError {
     },
 }
 
+impl SimError {
+    /// The error of a failed solve in `stage` of `step`: a device's own failure as [`SimError::Device`], any
+    /// other as [`SimError::SolveFailed`].
+    pub fn solve_failed(stage: &'static str, step: u64, source: SolveError) -> Self {
+        match source {
+            SolveError::Device(detail) => SimError::Device { step, detail },
+            source => SimError::SolveFailed {
+                stage,
+                step,
+                source,
+            },
+        }
+    }
+}
+
 impl From<StateMismatch> for SimError {
     fn from(e: StateMismatch) -> Self {
         Self::InvalidInput(e.0)

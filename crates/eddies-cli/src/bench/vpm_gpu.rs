@@ -47,7 +47,23 @@ pub fn cases() -> Vec<BenchCase> {
                 };
                 let mut rows = Vec::new();
                 for &name in names {
-                    rows.extend(scene_steps(name)?);
+                    rows.extend(scene_steps(name, Velocity::Direct)?);
+                }
+                Ok(rows)
+            },
+        },
+        // dye-drop and hot-plume with their own Poisson technique, the vector solve on the GPU (quick: dye-drop)
+        BenchCase {
+            name: "vpm-gpu-poisson-scenes",
+            run: |q| {
+                let names: &[&'static str] = if q {
+                    &["dye-drop"]
+                } else {
+                    &["dye-drop", "hot-plume"]
+                };
+                let mut rows = Vec::new();
+                for &name in names {
+                    rows.extend(scene_steps(name, Velocity::Poisson)?);
                 }
                 Ok(rows)
             },
@@ -55,18 +71,31 @@ pub fn cases() -> Vec<BenchCase> {
     ]
 }
 
-/// The built-in scene `name` on the GPU backend with direct sums: five of the steps `eddies run` takes,
-/// after two, or none where a step would take longer than [`LONGEST_S`].
-fn scene_steps(name: &'static str) -> Result<Vec<BenchRow>, BenchError> {
+/// How a scene of [`scene_steps`] takes its velocity.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Velocity {
+    /// By direct sums on the GPU (`vpm.velocity = "direct-vortons"`).
+    Direct,
+    /// By the scene's Poisson technique, the vector solve on the GPU.
+    Poisson,
+}
+
+/// The built-in scene `name` on the GPU backend with direct sums or its Poisson technique: five of the steps
+/// `eddies run` takes, after two, or none where a step would take longer than [`LONGEST_S`].
+fn scene_steps(name: &'static str, velocity: Velocity) -> Result<Vec<BenchRow>, BenchError> {
     let builtin = scenes::find(name).ok_or(BenchError::MissingScene(name))?;
     let src = SceneSource {
         label: builtin.label(),
         name: builtin.name.to_string(),
         text: builtin.source.to_string(),
     };
-    let overrides = ["backend=\"gpu\"", "vpm.velocity=\"direct-vortons\""]
-        .map(Override::parse_set)
-        .into_iter()
+    let sets: &[&str] = match velocity {
+        Velocity::Direct => &["backend=\"gpu\"", "vpm.velocity=\"direct-vortons\""],
+        Velocity::Poisson => &["backend=\"gpu\"", "vpm.velocity=\"poisson\""],
+    };
+    let overrides = sets
+        .iter()
+        .map(|s| Override::parse_set(s))
         .collect::<Result<Vec<_>, _>>()?;
     let scene = load::load(&src, &overrides)?.scene;
     let mut sim = setup::build(&scene)?.sim;
@@ -89,7 +118,11 @@ fn scene_steps(name: &'static str) -> Result<Vec<BenchRow>, BenchError> {
         }
     }
     let size = format!("{} vortons", sim.particle_positions().len() / 3);
-    let mut rows = step_rows(&format!("vpm-gpu-{name}"), &size, &records);
+    let bench = match velocity {
+        Velocity::Direct => format!("vpm-gpu-{name}"),
+        Velocity::Poisson => format!("vpm-gpu-poisson-{name}"),
+    };
+    let mut rows = step_rows(&bench, &size, &records);
     let ms = rows[0].value;
     rows.insert(
         1,

@@ -38,7 +38,7 @@ pub use vpm::{
 use eddies::flip::FlipParams;
 use eddies::linsolve::PreconditionerKind;
 use eddies::reint::{ReintParams, MAX_SUBSTANCES};
-use eddies::vpm::{VelocityMethod, VpmParams};
+use eddies::vpm::VpmParams;
 use eddies::{Boundary, Description, FrameSource};
 use glam::DVec3;
 use serde::{Deserialize, Serialize};
@@ -424,19 +424,16 @@ impl Scene {
         }
         if self.backend == Backend::Gpu
             && self.method == Method::Vpm
-            && !matches!(
-                self.vpm.params.velocity,
-                VelocityMethod::DirectVortons | VelocityMethod::DirectGrid
-            )
+            && self.vpm.params.velocity.uses_tree()
         {
             return Err(BadValue::new(
                 root.key("vpm").key("velocity"),
                 format!(
                     "\"{}\" with backend \"gpu\": on the GPU, vortex particles take their velocity by direct \
-                     summation",
+                     summation or by the Poisson technique",
                     self.vpm.params.velocity.name()
                 ),
-                "\"direct-vortons\" or \"direct-grid\" with backend = \"gpu\"",
+                "\"direct-vortons\", \"direct-grid\" or \"poisson\" with backend = \"gpu\"",
             ));
         }
 

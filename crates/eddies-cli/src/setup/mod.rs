@@ -107,7 +107,13 @@ pub fn build(scene: &Scene) -> Result<Built, SetupError> {
         (Method::Vpm, _) => {
             let mut sim = vpm::build(scene)?;
             if scene.backend == Backend::Gpu {
-                sim.set_direct_device(eddies_gpu::vpm::GpuDirect::shared(self::gpu()?));
+                let gpu = self::gpu()?;
+                sim.set_direct_device(eddies_gpu::vpm::GpuDirect::shared(gpu.clone()));
+                if scene.vpm.params.velocity == eddies::vpm::VelocityMethod::Poisson {
+                    sim.set_poisson_device(eddies::vpm::poisson::SharedPoissonDevice(Arc::new(
+                        std::sync::Mutex::new(GpuPoisson::new(gpu)?),
+                    )));
+                }
             }
             fill.filled = sim.vortons().len();
             let sources = !(v.jet.is_empty() && v.heat_source.is_empty())

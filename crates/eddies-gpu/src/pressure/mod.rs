@@ -258,6 +258,20 @@ pub struct GpuPoisson {
     per_axis: u32,
     /// What the solves since the last [`take_times`](Self::take_times) took.
     times: SolveTimes,
+    /// The launches of the last solve and what they were recorded for: a solve of the same shape on the same
+    /// buffers reuses them.
+    plan: Option<(PlanKey, Arc<Plan>)>,
+}
+
+/// What a [`Plan`]'s launches depend on: the dimension, the preconditioner, the null space, and the buffers
+/// (identified by their sizes, as every reallocation changes one).
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct PlanKey {
+    dim: usize,
+    kind: PreconditionerKind,
+    singular: bool,
+    per_axis: u32,
+    buffers: Vec<u64>,
 }
 
 impl GpuPoisson {
@@ -282,6 +296,7 @@ impl GpuPoisson {
             levels: Vec::new(),
             dummy,
             times: SolveTimes::default(),
+            plan: None,
         })
     }
 
@@ -294,6 +309,16 @@ impl GpuPoisson {
     /// What the solves since the last call took, and a fresh count.
     pub fn take_times(&mut self) -> SolveTimes {
         std::mem::take(&mut self.times)
+    }
+
+    /// The sizes of every buffer a solve binds, in a fixed order: a new allocation changes one.
+    fn buffer_sizes(&self) -> Vec<u64> {
+        let mut sizes = Vec::new();
+        if let Some(f) = &self.finest {
+            sizes.extend([f.cells, f.history.size(), f.labels.size()]);
+        }
+        sizes.extend(self.levels.iter().map(|l| l.cells));
+        sizes
     }
 
     /// Device memory held (bytes).
@@ -556,7 +581,21 @@ impl GpuPoisson {
         gpu.finish()?;
         let upload_ms = start.elapsed().as_secs_f64() * 1e3;
 
-        let plan = self.plan::<D>(kind, singular, grid)?;
+        let key = PlanKey {
+            dim: D,
+            kind,
+            singular,
+            per_axis: self.per_axis,
+            buffers: self.buffer_sizes(),
+        };
+        let plan = match &self.plan {
+            Some((k, plan)) if *k == key => plan.clone(),
+            _ => {
+                let plan = Arc::new(self.plan::<D>(kind, singular, grid)?);
+                self.plan = Some((key, plan.clone()));
+                plan
+            }
+        };
         let start = Instant::now();
         let mut batches = 0;
         let mut batch = 4;

@@ -50,7 +50,7 @@ pub use surface::{SURFACE_KERNEL_RADIUS, SURFACE_PARTICLE_RADIUS};
 use crate::checkpoint::SavedState;
 use crate::diag::{Quantity, StageTimer};
 use crate::grid::{CellFlag, Grid, MacGrid};
-use crate::linsolve::{PcgParams, PoissonDevice, PoissonSolver, SolveError};
+use crate::linsolve::{PcgParams, PoissonDevice, PoissonSolver};
 use crate::shape::Shape;
 use crate::sim::{Advance, Description, Field, SimError, Simulation};
 use measure::{CellTally, Measured};
@@ -122,19 +122,6 @@ pub struct FlipSim<const D: usize> {
     last_iterations: usize,
     last_residual: f64,
     last_substep_dt: f64,
-}
-
-/// The error of a failed solve in `stage` of `step`: the device's own failure as [`SimError::Device`], any
-/// other as [`SimError::SolveFailed`].
-pub(crate) fn solve_failed(stage: &'static str, step: u64, source: SolveError) -> SimError {
-    match source {
-        SolveError::Device(detail) => SimError::Device { step, detail },
-        source => SimError::SolveFailed {
-            stage,
-            step,
-            source,
-        },
-    }
 }
 
 impl<const D: usize> FlipSim<D> {
@@ -380,7 +367,7 @@ impl<const D: usize> FlipSim<D> {
                     .as_mut()
                     .map(|d| &mut **d as &mut dyn PoissonDevice<D>),
             )
-            .map_err(|source| solve_failed("project", self.steps + 1, source))
+            .map_err(|source| SimError::solve_failed("project", self.steps + 1, source))
         })?;
         (self.last_iterations, self.last_residual) = info
             .as_ref()

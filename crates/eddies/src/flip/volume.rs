@@ -78,7 +78,7 @@ impl<const D: usize> FlipSim<D> {
             };
         });
         let step = self.steps + 1;
-        let diverged = |source| super::solve_failed("volume_correction", step, source);
+        let diverged = |source| SimError::solve_failed("volume_correction", step, source);
         let pcg = PcgParams {
             // The correction repeats every substep, so a loose solve suffices: what a 3% residual leaves is
             // taken up by the next substep. In the 1M-cell dam break that is 2 MGPCG iterations, against 3 for

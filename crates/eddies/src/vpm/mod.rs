@@ -160,6 +160,14 @@ impl VpmSim {
         self.solver.device = Some(device);
     }
 
+    /// Hands the vector Poisson solve of the Poisson technique (`velocity = "poisson"`) to `device` (the GPU
+    /// backend): each component by MGPCG on the box ([`poisson::SharedPoissonDevice`]) instead of the CPU's
+    /// box multigrid; the splat, the boundary integral and the curl stay here. A device failure ends the step
+    /// with [`SimError::Device`].
+    pub fn set_poisson_device(&mut self, device: poisson::SharedPoissonDevice) {
+        self.solver.poisson.device = Some(device);
+    }
+
     /// The vortons.
     pub fn vortons(&self) -> &Vortons {
         &self.vortons
@@ -734,11 +742,7 @@ impl Simulation for VpmSim {
             });
         }
         if let Some(source) = self.solver.error.take() {
-            return Err(SimError::SolveFailed {
-                stage: "poisson",
-                step: self.steps + 1,
-                source,
-            });
+            return Err(SimError::solve_failed("poisson", self.steps + 1, source));
         }
         let t = Instant::now();
         if self.buoyancy.apply(&mut self.vortons, &self.params, dt) {

@@ -34,11 +34,15 @@ use super::mollify::FittedGrid;
 use super::params::{Decimation, PoissonParams, Splat};
 use crate::checkpoint::{SavedState, StateArray};
 use crate::linsolve::vector::CHUNK;
-use crate::linsolve::{BoxMultigrid, BoxMultigridParams, SolveError};
+use crate::linsolve::{
+    BoxMultigrid, BoxMultigridParams, CellKind, DomainBoundary, Info, PcgParams, PoissonDevice,
+    PoissonOperator, PoissonSolver, PreconditionerKind, SolveError, StopReason,
+};
 use crate::sim::SimError;
 use glam::DVec3;
 use multiversion::multiversion;
 use rayon::prelude::*;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 /// The boundary integral: `(points, out)` writes `(1/4π) Σ αⱼ G(x − xⱼ)` at each point into `out`.
@@ -87,11 +91,29 @@ pub struct PoissonTimings {
     pub curl: f64,
 }
 
+/// A device that solves the vector Poisson problem's components (the GPU backend), shared by the
+/// simulation's copies.
+#[derive(Clone)]
+pub struct SharedPoissonDevice(pub Arc<Mutex<dyn PoissonDevice<3>>>);
+
+impl std::fmt::Debug for SharedPoissonDevice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SharedPoissonDevice")
+    }
+}
+
 /// The Poisson technique's buffers, reused across steps.
 #[derive(Clone, Debug, Default)]
 pub struct PoissonVelocity {
     /// Multigrid hierarchy of the last grid shape (unit spacing: the right-hand side carries h²).
     mg: Option<BoxMultigrid>,
+    /// Where the vector Poisson solve runs instead of [`BoxMultigrid`]: a device (the GPU), each component by
+    /// MGPCG on the box ([`device_solve`]).
+    pub device: Option<SharedPoissonDevice>,
+    /// The box's operator and MGPCG hierarchy for the device, and its padded vectors.
+    device_solver: Option<PoissonSolver<3>>,
+    device_b: Vec<f64>,
+    device_x: Vec<f64>,
     /// Vorticity at the grid points (1/s).
     pub vorticity: Vec<DVec3>,
     /// The Gaussian splat's buffers.
@@ -492,7 +514,16 @@ impl PoissonVelocity {
                 x[c * n + idx] = v[c];
             }
         }
-        let solved = mg.solve();
+        let solved = match &self.device {
+            Some(device) => device_solve(
+                device,
+                &mut self.device_solver,
+                (&mut self.device_b, &mut self.device_x),
+                &mut mg,
+                params.tolerance,
+            ),
+            None => mg.solve(),
+        };
         if let Ok(info) = &solved {
             self.info.cycles = info.iterations;
             self.timings.cycles += info.iterations;
@@ -516,6 +547,142 @@ impl PoissonVelocity {
         self.mg = Some(mg);
         solved.map(|_| ())
     }
+}
+
+/// The vector Poisson solve of [`PoissonVelocity::solve_interior`] on a device: the fields of `mg` (the
+/// right-hand side `h²ω` and, in `x`, the boundary values and the interior's initial guess) as three scalar
+/// problems on the box's interior points, each solved by MGPCG on `device` (the box's operator with unit
+/// spacing, its boundary layer Dirichlet; the boundary values moved to the right-hand side), the solutions
+/// written back into `x`. The stopping rule is the box multigrid's: each component's residual at most
+/// `tolerance` times the three components' reference residual together (the boundary values alone), so a
+/// nearly zero component takes no iterations. The [`Info`] counts the most iterations a component took (each
+/// one V-cycle), and its residual is the three components' together.
+fn device_solve(
+    device: &SharedPoissonDevice,
+    solver: &mut Option<PoissonSolver<3>>,
+    (b, x): (&mut Vec<f64>, &mut Vec<f64>),
+    mg: &mut BoxMultigrid,
+    tolerance: f64,
+) -> Result<Info, SolveError> {
+    let dims = mg.dims();
+    if !solver
+        .as_ref()
+        .is_some_and(|s| s.operator().layout().dims == dims)
+    {
+        let boundary = |c: [usize; 3]| (0..3).any(|a| c[a] == 0 || c[a] + 1 == dims[a]);
+        let op = PoissonOperator::new(dims, 1.0, DomainBoundary::Open, |c| {
+            if boundary(c) {
+                CellKind::Dirichlet
+            } else {
+                CellKind::Unknown
+            }
+        })?;
+        *solver = Some(PoissonSolver::new(
+            op,
+            PreconditionerKind::Multigrid,
+            PcgParams::default(),
+        )?);
+    }
+    let solver = solver.as_mut().expect("built above");
+    let n: usize = dims.iter().product();
+    let (fb, fx) = mg.fields_mut();
+    let layout = solver.operator().layout().clone();
+    let len = layout.len();
+    b.resize(3 * len, 0.0);
+    x.resize(3 * len, 0.0);
+    // b on the unknowns plus the Dirichlet neighbours' values (unit spacing); the guess on the unknowns.
+    let kinds = solver.operator().kinds();
+    let mut references = [0.0; 3];
+    for c in 0..3 {
+        let (bc, xc) = (
+            &mut b[c * len..(c + 1) * len],
+            &mut x[c * len..(c + 1) * len],
+        );
+        let (fbc, fxc) = (&fb[c * n..(c + 1) * n], &fx[c * n..(c + 1) * n]);
+        layout.pad_from(|i| fxc[i], xc);
+        layout.pad_from(|i| fbc[i], bc);
+        let mut sum = 0.0;
+        for i in 0..len {
+            if kinds[i] != CellKind::Unknown {
+                continue;
+            }
+            let mut v = bc[i];
+            for s in layout.strides {
+                for j in [i - s, i + s] {
+                    if kinds[j] == CellKind::Dirichlet {
+                        v += xc[j];
+                    }
+                }
+            }
+            bc[i] = v;
+            sum += v * v;
+        }
+        for i in 0..len {
+            if kinds[i] != CellKind::Unknown {
+                bc[i] = 0.0;
+                xc[i] = 0.0;
+            }
+        }
+        references[c] = sum.sqrt();
+    }
+    let reference = references.iter().map(|r| r * r).sum::<f64>().sqrt();
+    if !reference.is_finite() {
+        return Err(SolveError::BadInput(
+            "non-finite right-hand side or boundary values".into(),
+        ));
+    }
+    let mut iterations = 0;
+    let mut squares = 0.0;
+    for c in 0..3 {
+        let (bc, xc) = (&b[c * len..(c + 1) * len], &mut x[c * len..(c + 1) * len]);
+        if references[c] == 0.0 {
+            xc.fill(0.0);
+            continue;
+        }
+        solver.params = PcgParams {
+            tolerance: tolerance * reference / references[c],
+            max_iterations: 200,
+        };
+        let on_device = {
+            let mut d = device.0.lock().unwrap_or_else(|p| p.into_inner());
+            d.solve(solver, bc, xc)?
+        };
+        let info = match on_device {
+            Some(info) => info,
+            None => solver.solve(bc, xc)?,
+        };
+        iterations = iterations.max(info.iterations);
+        squares += (info.residual * references[c]).powi(2);
+    }
+    // The interior back into the solver's solution; its boundary values stay.
+    let (_, fx) = mg.fields_mut();
+    let [nx, ny, nz] = dims;
+    for c in 0..3 {
+        let xc = &x[c * len..(c + 1) * len];
+        let out = &mut fx[c * n..(c + 1) * n];
+        for k in 1..nz - 1 {
+            for j in 1..ny - 1 {
+                let row = (k * ny + j) * nx;
+                let start = layout.index([1, j, k]);
+                out[row + 1..row + nx - 1].copy_from_slice(&xc[start..start + nx - 2]);
+            }
+        }
+    }
+    let residual = if reference > 0.0 {
+        squares.sqrt() / reference
+    } else {
+        0.0
+    };
+    Ok(Info {
+        iterations,
+        residual,
+        history: vec![residual],
+        stop: if reference > 0.0 {
+            StopReason::Converged
+        } else {
+            StopReason::ZeroRhs
+        },
+    })
 }
 
 /// The multigrid settings of [`PoissonVelocity::solve_interior`]: V(1,1) cycles after one sweep of the finest
