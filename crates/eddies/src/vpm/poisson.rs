@@ -565,9 +565,9 @@ fn device_solve(
     tolerance: f64,
 ) -> Result<Info, SolveError> {
     let dims = mg.dims();
-    if !solver
+    if solver
         .as_ref()
-        .is_some_and(|s| s.operator().layout().dims == dims)
+        .is_none_or(|s| s.operator().layout().dims != dims)
     {
         let boundary = |c: [usize; 3]| (0..3).any(|a| c[a] == 0 || c[a] + 1 == dims[a]);
         let op = PoissonOperator::new(dims, 1.0, DomainBoundary::Open, |c| {
