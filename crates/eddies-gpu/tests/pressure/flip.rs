@@ -1,30 +1,17 @@
 //! PIC/FLIP/APIC with the pressure solve on the GPU (`FlipSim::set_pressure_device` with
 //! `eddies_gpu::pressure::GpuPoisson`): the method's invariants, and agreement with the CPU backend.
-//!
-//! Without an adapter the tests print a notice and pass, unless `EDDIES_REQUIRE_GPU=1` (CI, on lavapipe).
-
-use std::sync::{Arc, Mutex, OnceLock};
 
 use eddies::flip::{FlipConfig, FlipParams, FlipSim, Transfer};
 use eddies::grid::{CellFlag, Grid};
 use eddies::linsolve::PoissonDevice;
 use eddies::validation::flip as validation;
 use eddies::{Shape, Simulation};
-use eddies_gpu::pressure::{GpuPoisson, SharedPoisson};
+use eddies_gpu::pressure::SharedPoisson;
 use glam::DVec3;
 
-/// One device for the suite (its pipelines are built once), shared by the simulations of every test.
+/// The suite's device, as the simulations of every test share it.
 fn shared() -> Option<SharedPoisson> {
-    static DEVICE: OnceLock<Option<Arc<Mutex<GpuPoisson>>>> = OnceLock::new();
-    DEVICE
-        .get_or_init(|| {
-            let gpu = Arc::new(eddies_gpu::device_or_skip()?);
-            Some(Arc::new(Mutex::new(
-                GpuPoisson::new(gpu).expect("the adapter computes in double precision"),
-            )))
-        })
-        .clone()
-        .map(SharedPoisson)
+    super::device().cloned().map(SharedPoisson)
 }
 
 fn device<const D: usize>() -> Option<Box<dyn PoissonDevice<D>>>

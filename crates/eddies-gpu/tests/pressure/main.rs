@@ -2,7 +2,11 @@
 //! (`eddies::linsolve::PoissonSolver`) on the same problems: the same stopping rule, residuals that are true
 //! residuals, solutions that agree, iteration counts that match, the same bits run to run.
 //!
+//! `flip` runs PIC/FLIP/APIC with its solves on the same device.
+//!
 //! Without an adapter the tests print a notice and pass, unless `EDDIES_REQUIRE_GPU=1` (CI, on lavapipe).
+
+mod flip;
 
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -15,14 +19,14 @@ use eddies::rng::SplitMix64;
 use eddies_gpu::pressure::GpuPoisson;
 
 /// One solver for the whole suite (its pipelines are built once); the tests take turns.
-fn device() -> Option<&'static Mutex<GpuPoisson>> {
-    static DEVICE: OnceLock<Option<Mutex<GpuPoisson>>> = OnceLock::new();
+fn device() -> Option<&'static Arc<Mutex<GpuPoisson>>> {
+    static DEVICE: OnceLock<Option<Arc<Mutex<GpuPoisson>>>> = OnceLock::new();
     DEVICE
         .get_or_init(|| {
             let gpu = Arc::new(eddies_gpu::device_or_skip()?);
-            Some(Mutex::new(
+            Some(Arc::new(Mutex::new(
                 GpuPoisson::new(gpu).expect("the adapter computes in double precision"),
-            ))
+            )))
         })
         .as_ref()
 }
