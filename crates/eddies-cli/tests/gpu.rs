@@ -21,6 +21,16 @@ fn have_gpu() -> bool {
     false
 }
 
+/// The files of an output folder, sorted.
+fn listing(d: &std::path::Path) -> Vec<String> {
+    let mut names: Vec<String> = fs::read_dir(d)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    names
+}
+
 /// The keys of each line of a stats.jsonl.
 fn keys(stats: &str) -> Vec<Vec<String>> {
     stats
@@ -64,14 +74,6 @@ fn the_gpu_backend_writes_what_the_cpu_backend_writes() {
         dir.path().join(backend)
     };
     let (cpu, gpu) = (run("cpu"), run("gpu"));
-    let listing = |d: &std::path::Path| {
-        let mut names: Vec<String> = fs::read_dir(d)
-            .unwrap()
-            .map(|e| e.unwrap().file_name().into_string().unwrap())
-            .collect();
-        names.sort();
-        names
-    };
     assert_eq!(listing(&cpu), listing(&gpu), "the same files");
     let (a, b) = (
         fs::read_to_string(cpu.join("stats.jsonl")).unwrap(),
@@ -198,14 +200,6 @@ fn every_flip_scene_runs_with_its_pressure_on_the_gpu() {
             dir.path().join(out_dir)
         };
         let (cpu, gpu) = (run("cpu"), run("gpu"));
-        let listing = |d: &std::path::Path| {
-            let mut names: Vec<String> = fs::read_dir(d)
-                .unwrap()
-                .map(|e| e.unwrap().file_name().into_string().unwrap())
-                .collect();
-            names.sort();
-            names
-        };
         assert_eq!(listing(&cpu), listing(&gpu), "{scene}: the same files");
         let (a, b) = (
             fs::read_to_string(cpu.join("stats.jsonl")).unwrap(),
@@ -235,6 +229,34 @@ fn every_flip_scene_runs_with_its_pressure_on_the_gpu() {
     }
 }
 
+/// The last `stats.jsonl` record of `vortex-ring` run three frames with `vpm.velocity` set to `velocity`,
+/// on `backend`, in `dir`.
+fn ring_after_three_frames(
+    dir: &std::path::Path,
+    velocity: &str,
+    backend: &str,
+) -> serde_json::Value {
+    let out_dir = format!("{velocity}-{backend}");
+    let out = eddies(
+        &[
+            "run",
+            "vortex-ring",
+            "--set",
+            &format!("vpm.velocity=\"{velocity}\""),
+            "--frames",
+            "3",
+            "--backend",
+            backend,
+            "--out",
+            &out_dir,
+        ],
+        dir,
+    );
+    assert_eq!(out.status.code(), Some(0), "stderr:\n{}", stderr(&out));
+    let stats = fs::read_to_string(dir.join(out_dir).join("stats.jsonl")).unwrap();
+    serde_json::from_str(stats.lines().last().unwrap()).unwrap()
+}
+
 /// Vortex particles with their direct sums on the GPU travel as on the CPU: the ring of `vortex-ring` over
 /// three frames (nine steps) has the CPU's centroid, impulse and energy. Both sum the same f32 terms in
 /// other orders (the GPU in index order, the CPU in sixteen lanes), so velocities differ by f32 rounding,
@@ -246,27 +268,7 @@ fn vortex_particles_with_gpu_direct_sums_travel_as_on_the_cpu() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let run = |backend: &str| {
-        let out = eddies(
-            &[
-                "run",
-                "vortex-ring",
-                "--set",
-                "vpm.velocity=\"direct-vortons\"",
-                "--frames",
-                "3",
-                "--backend",
-                backend,
-                "--out",
-                backend,
-            ],
-            dir.path(),
-        );
-        assert_eq!(out.status.code(), Some(0), "stderr:\n{}", stderr(&out));
-        let stats = fs::read_to_string(dir.path().join(backend).join("stats.jsonl")).unwrap();
-        let last: serde_json::Value = serde_json::from_str(stats.lines().last().unwrap()).unwrap();
-        last
-    };
+    let run = |backend: &str| ring_after_three_frames(dir.path(), "direct-vortons", backend);
     let (cpu, gpu) = (run("cpu"), run("gpu"));
     assert_eq!(cpu["step"], gpu["step"]);
     let num = |v: &serde_json::Value| v.as_f64().unwrap();
@@ -302,27 +304,7 @@ fn vortex_particles_with_the_poisson_solve_on_the_gpu_travel_as_on_the_cpu() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let run = |backend: &str| {
-        let out = eddies(
-            &[
-                "run",
-                "vortex-ring",
-                "--set",
-                "vpm.velocity=\"poisson\"",
-                "--frames",
-                "3",
-                "--backend",
-                backend,
-                "--out",
-                backend,
-            ],
-            dir.path(),
-        );
-        assert_eq!(out.status.code(), Some(0), "stderr:\n{}", stderr(&out));
-        let stats = fs::read_to_string(dir.path().join(backend).join("stats.jsonl")).unwrap();
-        let last: serde_json::Value = serde_json::from_str(stats.lines().last().unwrap()).unwrap();
-        last
-    };
+    let run = |backend: &str| ring_after_three_frames(dir.path(), "poisson", backend);
     let (cpu, gpu) = (run("cpu"), run("gpu"));
     assert_eq!(cpu["step"], gpu["step"]);
     let num = |v: &serde_json::Value| v.as_f64().unwrap();

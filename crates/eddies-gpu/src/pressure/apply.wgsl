@@ -9,8 +9,6 @@
 @group(0) @binding(4) var<storage, read_write> out: array<f64>;
 @group(0) @binding(5) var<storage, read_write> partials: array<f64>;
 
-var<workgroup> sums: array<f64, WG>;
-
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_index) lid: u32) {
@@ -38,16 +36,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
             out[i] = 0.0lf;
         }
     }
-    sums[lid] = term;
-    workgroupBarrier();
-    for (var k = WG / 2u; k > 0u; k = k / 2u) {
-        if lid < k {
-            sums[lid] += sums[lid + k];
-        }
-        workgroupBarrier();
-    }
+    let total = workgroup_sum(lid, term);
     let g = group_index(wid, nwg);
     if lid == 0u && live && g < cg.partials {
-        partials[g] = sums[0];
+        partials[g] = total;
     }
 }

@@ -84,3 +84,19 @@ fn coords(l: Level, i: u32) -> vec3<u32> {
 fn finite(v: f64) -> bool {
     return abs(v) < 1.0e300lf;
 }
+
+// The partial sums of a pass: every thread's term added over the workgroup in a fixed tree. Every thread of
+// the workgroup must call it (it synchronises them); the total is returned to all.
+var<workgroup> sums: array<f64, WG>;
+
+fn workgroup_sum(lid: u32, term: f64) -> f64 {
+    sums[lid] = term;
+    workgroupBarrier();
+    for (var k = WG / 2u; k > 0u; k = k / 2u) {
+        if lid < k {
+            sums[lid] += sums[lid + k];
+        }
+        workgroupBarrier();
+    }
+    return sums[0];
+}

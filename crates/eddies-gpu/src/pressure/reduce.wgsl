@@ -15,8 +15,6 @@ const MEAN: u32 = 6u;       // the null space's group mean
 @group(0) @binding(2) var<storage, read> partials: array<f64>;
 @group(0) @binding(3) var<storage, read_write> history: array<f64>;
 
-var<workgroup> sums: array<f64, WG>;
-
 fn stop(code: u32) {
     state.done = code;
 }
@@ -33,18 +31,10 @@ fn main(@builtin(local_invocation_index) lid: u32) {
             s += partials[k];
         }
     }
-    sums[lid] = s;
-    workgroupBarrier();
-    for (var k = WG / 2u; k > 0u; k = k / 2u) {
-        if lid < k {
-            sums[lid] += sums[lid + k];
-        }
-        workgroupBarrier();
-    }
+    let total = workgroup_sum(lid, s);
     if lid != 0u || !live {
         return;
     }
-    let total = sums[0];
     switch ACTION {
         case 0u: { // B_NORM
             let b = sqrt(total);

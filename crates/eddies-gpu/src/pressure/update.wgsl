@@ -8,8 +8,6 @@
 @group(0) @binding(5) var<storage, read_write> r: array<f64>;
 @group(0) @binding(6) var<storage, read_write> partials: array<f64>;
 
-var<workgroup> sums: array<f64, WG>;
-
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_index) lid: u32) {
@@ -23,16 +21,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         r[i] = ri;
         term = ri * ri;
     }
-    sums[lid] = term;
-    workgroupBarrier();
-    for (var k = WG / 2u; k > 0u; k = k / 2u) {
-        if lid < k {
-            sums[lid] += sums[lid + k];
-        }
-        workgroupBarrier();
-    }
+    let total = workgroup_sum(lid, term);
     let g = group_index(wid, nwg);
     if lid == 0u && live && g < cg.partials {
-        partials[g] = sums[0];
+        partials[g] = total;
     }
 }
