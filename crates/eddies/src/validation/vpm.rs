@@ -138,12 +138,25 @@ fn lone_vorton(_quick: bool) -> Measurement {
 /// The analytic orbit of two equal parallel vortons a distance `d` apart: Ω = α f(d²)/(2π) with the kernel's
 /// f (see [`biot_savart`]), both on a circle of radius d/2 about their midpoint.
 fn vorton_pair(_quick: bool) -> Measurement {
+    Measurement::at_most(
+        "vpm/vorton-pair-orbit",
+        vorton_pair_error_on(&|_| {}),
+        1e-4,
+        "1",
+    )
+}
+
+/// Two parallel vortons (direct summation at vortons, RK2, 400 steps) a quarter orbit on: the position error
+/// against the analytic orbit, relative to their separation. `prepare` runs on the simulation first (to
+/// hand its direct sums to a device).
+pub fn vorton_pair_error_on(prepare: &dyn Fn(&mut VpmSim)) -> f64 {
     let (d, sigma, alpha) = (1.0, 0.2, 1.0);
     let mut sim = VpmSim::new(VpmParams {
         stretching: false,
         ..params(VelocityMethod::DirectVortons)
     })
     .expect("valid parameters");
+    prepare(&mut sim);
     let w = DVec3::new(0.0, 0.0, alpha);
     sim.vortons_mut()
         .push(DVec3::new(-0.5 * d, 0.0, 0.0), w, sigma, 1.0);
@@ -161,7 +174,7 @@ fn vorton_pair(_quick: bool) -> Measurement {
     let err = (sim.vortons().position[1] - expect)
         .length()
         .max((sim.vortons().position[0] + expect).length());
-    Measurement::at_most("vpm/vorton-pair-orbit", err / d, 1e-4, "1")
+    err / d
 }
 
 /// 10⁴ vortons of [`random_vortons`].
@@ -252,19 +265,34 @@ pub fn add_tube_and_noise(sim: &mut VpmSim, tube: usize, noise: usize) {
 }
 
 fn total_vorticity(quick: bool) -> Measurement {
-    let mut sim = VpmSim::new(VpmParams {
-        stretching: false,
-        viscosity: 1e-3,
-        ..params(VelocityMethod::TreeVortons)
-    })
-    .expect("valid parameters");
-    add_tube_and_noise(&mut sim, 2000, 1000);
-    let before = sim.total_vorticity();
-    run(&mut sim, if quick { 10 } else { 40 }, 0.01);
-    let drift = (sim.total_vorticity() - before).length() / before.length();
+    let drift = total_vorticity_drift_on(
+        VelocityMethod::TreeVortons,
+        if quick { 10 } else { 40 },
+        &|_| {},
+    );
     // Quick (10 steps): the same bound. The exchange is antisymmetric per pair, so the drift is rounding,
     // growing at most linearly with the steps: measured 5.3e-15 after 10, 8.1e-15 after 40; margin 1e8.
     Measurement::at_most("vpm/total-vorticity-conservation", drift, 1e-6, "1")
+}
+
+/// A vortex tube in noise (2000 + 1000 vortons), no stretching, PSE diffusion, `steps` steps of 0.01 s with
+/// `velocity`: the relative change of the total vorticity Σ ω V. `prepare` runs on the simulation first.
+pub fn total_vorticity_drift_on(
+    velocity: VelocityMethod,
+    steps: usize,
+    prepare: &dyn Fn(&mut VpmSim),
+) -> f64 {
+    let mut sim = VpmSim::new(VpmParams {
+        stretching: false,
+        viscosity: 1e-3,
+        ..params(velocity)
+    })
+    .expect("valid parameters");
+    prepare(&mut sim);
+    add_tube_and_noise(&mut sim, 2000, 1000);
+    let before = sim.total_vorticity();
+    run(&mut sim, steps, 0.01);
+    (sim.total_vorticity() - before).length() / before.length()
 }
 
 /// The ring of the speed and impulse cases: R = 1, a = 0.1, Γ = 1, travelling along +x.
@@ -308,20 +336,27 @@ fn ring_speed_of(sim: &mut VpmSim, axis: DVec3) -> f64 {
 }
 
 fn ring_speed(quick: bool) -> Measurement {
-    let ring = thin_ring(if quick { 8000 } else { 20_000 });
-    let mut sim = VpmSim::new(params(VelocityMethod::DirectVortons)).expect("valid parameters");
-    sim.add_ring(&ring);
-    let speed = ring_speed_of(&mut sim, DVec3::X);
-    let reference = saffman_speed(1.0, 1.0, ring.effective_core_radius());
     // Quick (8000 vortons, 43 per cross-section instead of 108): the same bound. The 5% is for the thin-ring
     // theory's O((a/R)²) corrections, which do not depend on the vortons; their count adds a discretisation
     // error of the core that shrinks with it: measured 1.13% at 8000, 0.97% at 2·10⁴; margin 4×.
     Measurement::at_most(
         "vpm/ring-speed-saffman",
-        (speed / reference - 1.0).abs(),
+        ring_speed_error_on(if quick { 8000 } else { 20_000 }, &|_| {}),
         0.05,
         "1",
     )
+}
+
+/// The thin Gaussian-core ring (a/R = 0.1) of `vortons` vortons, its speed by direct summation at vortons
+/// against Saffman (1970): the relative difference. `prepare` runs on the simulation first.
+pub fn ring_speed_error_on(vortons: usize, prepare: &dyn Fn(&mut VpmSim)) -> f64 {
+    let ring = thin_ring(vortons);
+    let mut sim = VpmSim::new(params(VelocityMethod::DirectVortons)).expect("valid parameters");
+    prepare(&mut sim);
+    sim.add_ring(&ring);
+    let speed = ring_speed_of(&mut sim, DVec3::X);
+    let reference = saffman_speed(1.0, 1.0, ring.effective_core_radius());
+    (speed / reference - 1.0).abs()
 }
 
 fn ring_impulse(quick: bool) -> Measurement {

@@ -394,6 +394,18 @@ pub fn ball_acceleration_by(
     vortons: usize,
     quick: bool,
 ) -> BallRun {
+    ball_acceleration_on(velocity, relative, n, vortons, quick, &|_| {})
+}
+
+/// [`ball_acceleration_by`], `prepare` run on the simulation first (to hand its solves to a device).
+pub fn ball_acceleration_on(
+    velocity: VelocityMethod,
+    relative: f64,
+    n: usize,
+    vortons: usize,
+    quick: bool,
+    prepare: &dyn Fn(&mut VpmSim),
+) -> BallRun {
     let g = 9.81;
     let params = VpmParams {
         velocity,
@@ -403,6 +415,7 @@ pub fn ball_acceleration_by(
         ..Default::default()
     };
     let mut sim = VpmSim::new(params).expect("valid parameters");
+    prepare(&mut sim);
     sim.add_ball(&Ball {
         center: DVec3::ZERO,
         radius: 0.1,
