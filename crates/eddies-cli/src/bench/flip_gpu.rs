@@ -7,7 +7,8 @@
 //!   The other stages run on the CPU.
 //! * `flip-gpu-pressure-tank`, `flip-gpu-pressure-dam-break`: the pressure-solver table of
 //!   `eddies bench pressure` on the GPU, every preconditioner it runs, 32³ to 256³: iterations, and the
-//!   solve's time with the vectors already on the device (`iterate`) and the transfers apart.
+//!   solve's time with the vectors already on the device (`iterate`), the transfers and the preconditioner's
+//!   setup on the CPU (the multigrid hierarchy) apart.
 //!
 //! A size whose run would take longer than [`LONGEST_S`] (estimated from the size before) is skipped with a
 //! note: a software adapter would take hours at 256³.
@@ -199,7 +200,10 @@ fn table(mask: Mask, quick: bool) -> Result<Vec<BenchRow>, BenchError> {
                 tolerance: TOLERANCE,
                 max_iterations: 20 * n,
             };
+            // The preconditioner's setup (the multigrid hierarchy) is built on the CPU, as the CPU solver's.
+            let start = Instant::now();
             let solver = PoissonSolver::new(op.clone(), kind, params)?;
+            let setup = start.elapsed().as_secs_f64() * 1e3;
             let name = format!("flip-gpu-pressure-{}-{}", mask.name(), kind.name());
             let failed = |source| BenchError::Pcg {
                 preconditioner: kind.name(),
@@ -235,6 +239,7 @@ fn table(mask: Mask, quick: bool) -> Result<Vec<BenchRow>, BenchError> {
             rows.push(r("solve-time", iterate, "ms"));
             rows.push(r("upload-time", part(|t| t.upload_ms), "ms"));
             rows.push(r("download-time", part(|t| t.download_ms), "ms"));
+            rows.push(r("cpu-setup-time", setup, "ms"));
             rows.push(r("gpu-bytes-per-cell", dev.bytes() as f64 / cells, "B"));
         }
     }

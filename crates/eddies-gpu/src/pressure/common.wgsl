@@ -17,8 +17,10 @@ struct Level {
     h2: f32,
     // Groups of unknowns without a Dirichlet neighbour (the coarsest level's null space).
     null_groups: u32,
-    _pad0: u32,
-    _pad1: u32,
+    // Where the level's entries start in the packed vectors of the V-cycle (`base`) and in its packed ghost
+    // coefficients (`ghost_base`; 2·DIM per cell, coarse levels only).
+    base: u32,
+    ghost_base: u32,
 }
 
 // The conjugate gradients' constants: the finest level and the stopping rule.

@@ -39,16 +39,14 @@ const UPDATE: &str = include_str!("update.wgsl");
 const ELEMENTWISE: &str = include_str!("elementwise.wgsl");
 const INCOMPLETE_POISSON: &str = include_str!("incomplete_poisson.wgsl");
 const MG_LOAD: &str = include_str!("mg_load.wgsl");
-const MG_SMOOTH: &str = include_str!("mg_smooth.wgsl");
-const MG_RESIDUAL: &str = include_str!("mg_residual.wgsl");
-const MG_RESTRICT: &str = include_str!("mg_restrict.wgsl");
-const MG_GHOST: &str = include_str!("mg_ghost.wgsl");
-const MG_PROLONG: &str = include_str!("mg_prolong.wgsl");
-const MG_COARSEST: &str = include_str!("mg_coarsest.wgsl");
+const MG_COMMON: &str = include_str!("mg_common.wgsl");
+const MG_LEVEL: &str = include_str!("mg_level.wgsl");
+const MG_SMALL: &str = include_str!("mg_small.wgsl");
 
-/// Every kernel with the constants its variants take (for the tests that compile them without a GPU).
+/// Every kernel with the constants its variants take (for the tests that compile them without a GPU); the
+/// V-cycle's kernels come after `mg_common.wgsl`.
 #[cfg(test)]
-const KERNELS: [(&str, &str, &[&str]); 13] = [
+const KERNELS: [(&str, &str, &[&str]); 9] = [
     (
         "apply",
         APPLY,
@@ -76,24 +74,45 @@ const KERNELS: [(&str, &str, &[&str]); 13] = [
         MG_LOAD,
         &["const OP: u32 = 0u;", "const OP: u32 = 1u;"],
     ),
-    ("mg-smooth", MG_SMOOTH, &["const COLOUR: u32 = 0u;"]),
-    ("mg-residual", MG_RESIDUAL, &[""]),
-    ("mg-restrict", MG_RESTRICT, &[""]),
     (
-        "mg-ghost",
-        MG_GHOST,
-        &["const OP: u32 = 0u;", "const OP: u32 = 1u;"],
+        "mg-level",
+        MG_LEVEL,
+        &[
+            "const OP: u32 = 0u;",
+            "const OP: u32 = 2u;",
+            "const OP: u32 = 5u;",
+        ],
     ),
-    ("mg-prolong", MG_PROLONG, &[""]),
-    ("mg-coarsest", MG_COARSEST, &["const SWEEPS: u32 = 24u;"]),
+    (
+        "mg-small",
+        MG_SMALL,
+        &["const SWEEPS: u32 = 24u;\nconst CYCLE_SWEEPS: u32 = 2u;"],
+    ),
 ];
+
+/// Whether a kernel's source needs `mg_common.wgsl` before it.
+fn uses_mg_common(source: &str) -> bool {
+    source == MG_LEVEL || source == MG_SMALL
+}
+
+/// Red-black sweeps before and after the coarse correction on every level (MGPCG's symmetric cycle; the
+/// CPU's default).
+const CYCLE_SWEEPS: u32 = 2;
+
+/// Levels of at most this many padded cells are "small": the V-cycle below the largest of them runs in one
+/// workgroup (`mg_small.wgsl`), where a launch per step would cost more than its arithmetic (a 10³ level is
+/// four cells per thread and step). An 8³ level (10³ padded) is small, a 16³ one is not: one workgroup on one
+/// compute unit would take longer over its 5832 cells than the thirteen launches it saves.
+const SMALL_CELLS: u64 = 1100;
 
 /// Threads per workgroup of every kernel (`WG` in `common.wgsl`).
 const WG: u64 = 256;
 
-/// The prelude of a kernel: dimension, gating and its own constants, then the shared definitions.
-pub(crate) fn prelude(dim: usize, gated: bool, consts: &str) -> String {
-    format!("const DIM: u32 = {dim}u;\nconst GATED: bool = {gated};\n{consts}\n{COMMON}")
+/// The prelude of a kernel: dimension, gating and its own constants, then the shared definitions (and the
+/// V-cycle's, for its kernels).
+pub(crate) fn prelude(dim: usize, gated: bool, consts: &str, mg: bool) -> String {
+    let mg = if mg { MG_COMMON } else { "" };
+    format!("const DIM: u32 = {dim}u;\nconst GATED: bool = {gated};\n{consts}\n{COMMON}\n{mg}")
 }
 
 /// `Level` of `common.wgsl`.
@@ -105,7 +124,8 @@ struct LevelUniform {
     strides: [u32; 4],
     h2: f32,
     null_groups: u32,
-    _pad: [u32; 2],
+    base: u32,
+    ghost_base: u32,
 }
 
 /// `Cg` of `common.wgsl`.
@@ -172,8 +192,14 @@ fn groups_for(n: u64, per_axis: u32) -> ([u32; 3], u32) {
     ([x as u32, total.div_ceil(x) as u32, 1], total as u32)
 }
 
-/// The uniform of a level of `dims` cells with cell size `h`.
-fn level_uniform<const D: usize>(op: &PoissonOperator<D>, null_groups: usize) -> LevelUniform {
+/// The uniform of the level of operator `op`, its entries from `base` in the packed vectors and from
+/// `ghost_base` in the packed ghost coefficients.
+fn level_uniform<const D: usize>(
+    op: &PoissonOperator<D>,
+    null_groups: usize,
+    base: u64,
+    ghost_base: u64,
+) -> LevelUniform {
     let l = op.layout();
     let mut u = LevelUniform {
         dims: [1; 4],
@@ -181,7 +207,8 @@ fn level_uniform<const D: usize>(op: &PoissonOperator<D>, null_groups: usize) ->
         strides: [0; 4],
         h2: (op.spacing() * op.spacing()) as f32,
         null_groups: null_groups as u32,
-        _pad: [0; 2],
+        base: base as u32,
+        ghost_base: ghost_base as u32,
     };
     for a in 0..D {
         u.dims[a] = l.dims[a] as u32;
@@ -193,18 +220,29 @@ fn level_uniform<const D: usize>(op: &PoissonOperator<D>, null_groups: usize) ->
     u
 }
 
-/// One level of the V-cycle on the device. The finest level's diagonal and null space are the operator's
-/// ([`Finest`]) and it has no ghost shell: those three are 4-byte placeholders there.
-struct LevelBuffers {
-    cells: u64,
-    finest: bool,
-    uniform: wgpu::Buffer,
-    diag: wgpu::Buffer,
+/// The V-cycle's levels on the device, packed: each vector of every level in one buffer, level l's entries
+/// from `base[l]` (the finest level at 0; the diagonal is [`Finest::diag`], the operator's at 0), the ghost
+/// coefficients of the coarse levels from `ghost_base[l]`.
+struct Hierarchy {
+    /// Padded cells of each level.
+    cells: Vec<u64>,
+    base: Vec<u64>,
+    ghost_base: Vec<u64>,
+    /// `array<Level>`, one per level.
+    levels: wgpu::Buffer,
     ghost: wgpu::Buffer,
+    /// The coarsest level's null-space groups.
     labels: wgpu::Buffer,
     b: wgpu::Buffer,
     x: wgpu::Buffer,
     t: wgpu::Buffer,
+}
+
+impl Hierarchy {
+    /// Padded cells of all levels together.
+    fn total(&self) -> u64 {
+        self.cells.iter().sum()
+    }
 }
 
 /// The finest level's vectors.
@@ -228,6 +266,8 @@ struct Launch {
     pipeline: Arc<wgpu::ComputePipeline>,
     bind: wgpu::BindGroup,
     groups: [u32; 3],
+    /// The launch's own uniform, when it has one.
+    keep: Option<wgpu::Buffer>,
 }
 
 /// How long the parts of the solves since the last [`GpuPoisson::take_times`] took (ms, wall clock, each
@@ -251,7 +291,7 @@ pub struct SolveTimes {
 pub struct GpuPoisson {
     gpu: Arc<Gpu>,
     finest: Option<Finest>,
-    levels: Vec<LevelBuffers>,
+    hierarchy: Option<Hierarchy>,
     /// A 4-byte buffer bound where a kernel's variant reads nothing.
     dummy: wgpu::Buffer,
     /// Workgroups per dimension of a launch (the adapter's limit): larger launches fold into two.
@@ -293,7 +333,7 @@ impl GpuPoisson {
             per_axis,
             gpu,
             finest: None,
-            levels: Vec::new(),
+            hierarchy: None,
             dummy,
             times: SolveTimes::default(),
             plan: None,
@@ -317,7 +357,9 @@ impl GpuPoisson {
         if let Some(f) = &self.finest {
             sizes.extend([f.cells, f.history.size(), f.labels.size()]);
         }
-        sizes.extend(self.levels.iter().map(|l| l.cells));
+        if let Some(h) = &self.hierarchy {
+            sizes.extend(&h.cells);
+        }
         sizes
     }
 
@@ -341,25 +383,29 @@ impl GpuPoisson {
             .map(|b| b.size())
             .sum()
         });
-        let levels: u64 = self
-            .levels
-            .iter()
-            .map(|l| {
-                [&l.uniform, &l.diag, &l.ghost, &l.labels, &l.b, &l.x, &l.t]
-                    .iter()
-                    .map(|b| b.size())
-                    .sum::<u64>()
-            })
-            .sum();
+        let levels: u64 = self.hierarchy.as_ref().map_or(0, |h| {
+            [&h.levels, &h.ghost, &h.labels, &h.b, &h.x, &h.t]
+                .iter()
+                .map(|b| b.size())
+                .sum()
+        });
         finest + levels
     }
 
-    /// The finest level's buffers for `cells` padded cells and `history` residuals.
-    fn finest(&mut self, cells: u64, history: u64, singular: bool) -> Result<(), GpuError> {
+    /// The finest level's buffers for `cells` padded cells and `history` residuals, the diagonal for
+    /// `diag_cells` (every level of the V-cycle's).
+    fn finest(
+        &mut self,
+        cells: u64,
+        diag_cells: u64,
+        history: u64,
+        singular: bool,
+    ) -> Result<(), GpuError> {
         let gpu = &self.gpu;
         gpu.check_binding("the pressure solve", 8 * cells)?;
         let fits = self.finest.as_ref().is_some_and(|f| {
             f.cells == cells
+                && f.diag.size() == 4 * diag_cells
                 && f.history.size() >= 8 * history
                 && (f.labels.size() >= 4 * cells || !singular)
         });
@@ -376,7 +422,7 @@ impl GpuPoisson {
                 state: gpu.buffer("pressure state", std::mem::size_of::<State>() as u64),
                 history: gpu.buffer("pressure history", 8 * history.next_power_of_two()),
                 partials: gpu.buffer("pressure partials", 8 * partials as u64),
-                diag: gpu.buffer("pressure diagonal", 4 * cells),
+                diag: gpu.buffer("pressure diagonal", 4 * diag_cells),
                 labels: gpu.buffer("pressure null space", labels),
                 x: vector("pressure x"),
                 r: vector("pressure r"),
@@ -388,41 +434,42 @@ impl GpuPoisson {
         Ok(())
     }
 
-    /// The V-cycle's buffers for the levels of `mg` (`ghosts`: 2D coefficients per cell).
-    fn levels<const D: usize>(&mut self, mg: &Multigrid<D, f32>) -> Result<(), GpuError> {
+    /// The V-cycle's packed buffers for the levels of `mg`.
+    fn hierarchy<const D: usize>(&mut self, mg: &Multigrid<D, f32>) -> Result<(), GpuError> {
+        let cells: Vec<u64> = (0..mg.levels())
+            .map(|l| mg.level_operator(l).layout().len() as u64)
+            .collect();
+        if self.hierarchy.as_ref().is_some_and(|h| h.cells == cells) {
+            return Ok(());
+        }
         let gpu = &self.gpu;
-        self.levels.truncate(mg.levels());
-        for l in 0..mg.levels() {
-            let cells = mg.level_operator(l).layout().len() as u64;
-            let finest = l == 0;
-            if self
-                .levels
-                .get(l)
-                .is_some_and(|b| b.cells == cells && b.finest == finest)
-            {
-                continue;
-            }
-            let coarse = if finest { 0 } else { cells };
-            let level = gpu.allocating("the multigrid levels", || {
-                let vector = |label| gpu.buffer(label, 4 * cells);
-                LevelBuffers {
-                    cells,
-                    finest,
-                    uniform: gpu.uniform::<LevelUniform>("mg level"),
-                    diag: gpu.buffer("mg diagonal", 4 * coarse),
-                    ghost: gpu.buffer("mg ghost", 4 * coarse * 2 * D as u64),
-                    labels: gpu.buffer("mg null space", 4 * coarse),
-                    b: vector("mg b"),
-                    x: vector("mg x"),
-                    t: vector("mg t"),
-                }
-            })?;
-            if l < self.levels.len() {
-                self.levels[l] = level;
-            } else {
-                self.levels.push(level);
+        let mut base = Vec::with_capacity(cells.len());
+        let mut ghost_base = Vec::with_capacity(cells.len());
+        let (mut at, mut ghost_at) = (0, 0);
+        for (l, &n) in cells.iter().enumerate() {
+            base.push(at);
+            ghost_base.push(ghost_at);
+            at += n;
+            if l > 0 {
+                ghost_at += 2 * D as u64 * n;
             }
         }
+        gpu.check_binding("the multigrid levels", 4 * ghost_at.max(at))?;
+        let coarsest = *cells.last().expect("a level");
+        self.hierarchy = Some(gpu.allocating("the multigrid levels", || {
+            let vector = |label| gpu.buffer(label, 4 * at);
+            Hierarchy {
+                levels: gpu.buffer("mg levels", 64 * cells.len() as u64),
+                ghost: gpu.buffer("mg ghost", 4 * ghost_at),
+                labels: gpu.buffer("mg null space", 4 * coarsest),
+                b: vector("mg b"),
+                x: vector("mg x"),
+                t: vector("mg t"),
+                cells,
+                base,
+                ghost_base,
+            }
+        })?);
         Ok(())
     }
 
@@ -435,7 +482,11 @@ impl GpuPoisson {
         consts: &str,
     ) -> Result<Arc<wgpu::ComputePipeline>, GpuError> {
         let key = format!("pressure {name} {D}d gated={gated} {consts}");
-        self.gpu.pipeline(&key, &prelude(D, gated, consts), source)
+        self.gpu.pipeline(
+            &key,
+            &prelude(D, gated, consts, uses_mg_common(source)),
+            source,
+        )
     }
 
     /// A launch of `source` over `cells` threads with `buffers` at bindings 0, 1, …
@@ -457,6 +508,7 @@ impl GpuPoisson {
             pipeline,
             bind,
             groups,
+            keep: None,
         })
     }
 
@@ -531,12 +583,18 @@ impl GpuPoisson {
         let start = Instant::now();
         let cells = n as u64;
         let singular = groups.len() == 1;
-        self.finest(cells, params.max_iterations as u64 + 1, singular)?;
         let mg = solver.multigrid();
         match mg {
-            Some(mg) => self.levels(mg)?,
-            None => self.levels.clear(),
+            Some(mg) => self.hierarchy(mg)?,
+            None => self.hierarchy = None,
         }
+        let diag_cells = self.hierarchy.as_ref().map_or(cells, Hierarchy::total);
+        self.finest(
+            cells,
+            diag_cells,
+            params.max_iterations as u64 + 1,
+            singular,
+        )?;
         let (grid, partials) = groups_for(cells, self.per_axis);
         let f = self.finest.as_ref().expect("just made");
         let gpu = &self.gpu;
@@ -544,7 +602,7 @@ impl GpuPoisson {
         gpu.write(
             &f.cg,
             &[CgUniform {
-                level: level_uniform(op, 0),
+                level: level_uniform(op, 0, 0, 0),
                 scale: op.scale(),
                 tolerance: params.tolerance,
                 null_size: groups.first().copied().unwrap_or(0) as f64,
@@ -563,20 +621,31 @@ impl GpuPoisson {
         gpu.write(&f.r, b);
         gpu.write(&f.x, x);
         if let Some(mg) = mg {
+            let h = self.hierarchy.as_ref().expect("made above");
             let last = mg.levels() - 1;
-            for (l, lb) in self.levels.iter().enumerate() {
+            let mut uniforms = Vec::with_capacity(mg.levels());
+            for l in 0..mg.levels() {
                 let lop = mg.level_operator(l);
                 let (labels, groups) = lop.null_space();
                 let groups = if l == last { groups.len() } else { 0 };
-                gpu.write(&lb.uniform, &[level_uniform(lop, groups)]);
+                uniforms.push(level_uniform(lop, groups, h.base[l], h.ghost_base[l]));
                 if l > 0 {
-                    gpu.write(&lb.diag, lop.diagonal_units());
-                    gpu.write(&lb.ghost, &mg.ghost_coefficients(l));
-                    if groups > 0 {
-                        gpu.write(&lb.labels, labels);
-                    }
+                    gpu.queue().write_buffer(
+                        &f.diag,
+                        4 * h.base[l],
+                        bytemuck::cast_slice(lop.diagonal_units()),
+                    );
+                    gpu.queue().write_buffer(
+                        &h.ghost,
+                        4 * h.ghost_base[l],
+                        bytemuck::cast_slice(&mg.ghost_coefficients(l)),
+                    );
+                }
+                if groups > 0 {
+                    gpu.write(&h.labels, labels);
                 }
             }
+            gpu.write(&h.levels, &uniforms);
         }
         gpu.finish()?;
         let upload_ms = start.elapsed().as_secs_f64() * 1e3;
@@ -842,124 +911,92 @@ impl GpuPoisson {
         }
     }
 
-    /// The launches of one V-cycle from `r` into `z` over the uploaded levels.
+    /// A `Step` uniform of `mg_common.wgsl` holding `step`.
+    fn step_uniform(&self, step: [u32; 4]) -> wgpu::Buffer {
+        let b = self.gpu.uniform::<[u32; 4]>("mg step");
+        self.gpu.write(&b, &[step]);
+        b
+    }
+
+    /// The launches of one V-cycle from `r` into `z` over the uploaded levels: each large level's steps one
+    /// launch each (`mg_level.wgsl`), the levels from the largest small one down in one (`mg_small.wgsl`).
     fn vcycle<const D: usize>(&self, grid: [u32; 3]) -> Result<Vec<Launch>, GpuError> {
         let f = self.finest.as_ref().expect("buffers of a solve");
-        let levels = &self.levels;
-        let last = levels.len() - 1;
-        // The finest level's diagonal and null space are the operator's.
-        let diag = |l: usize| if l == 0 { &f.diag } else { &levels[l].diag };
-        let labels = |l: usize| if l == 0 { &f.labels } else { &levels[l].labels };
-        let groups = |l: usize| groups_for(levels[l].cells, self.per_axis).0;
-        let smooth = |l: usize, colour: u32| {
-            let lb = &levels[l];
-            self.launch::<D>(
-                "mg-smooth",
-                MG_SMOOTH,
+        let h = self
+            .hierarchy
+            .as_ref()
+            .expect("the hierarchy of a multigrid solve");
+        let last = h.cells.len() - 1;
+        // The first small level: every level from it down runs in one workgroup.
+        let small = h
+            .cells
+            .iter()
+            .position(|&n| n <= SMALL_CELLS)
+            .unwrap_or(last);
+        let buffers = |step: &wgpu::Buffer| {
+            [
+                step, &f.state, &h.levels, &f.diag, &h.ghost, &h.b, &h.x, &h.t,
+            ]
+            .map(|b| b.clone())
+        };
+        // One launch of step `op` (`mg_level.wgsl`) on levels `fine` and `coarse`, over the cells of `over`.
+        let level = |op: u32, fine: usize, coarse: usize, colour: u32, over: usize| {
+            let step = self.step_uniform([fine as u32, coarse as u32, colour, 0]);
+            let b = buffers(&step);
+            let mut launch = self.launch::<D>(
+                "mg-level",
+                MG_LEVEL,
                 true,
-                &format!("const COLOUR: u32 = {colour}u;"),
-                groups(l),
-                &[&lb.uniform, &f.state, diag(l), &lb.b, &lb.x],
-            )
+                &format!("const OP: u32 = {op}u;"),
+                groups_for(h.cells[over], self.per_axis).0,
+                &b.iter().collect::<Vec<_>>(),
+            )?;
+            launch.keep = Some(step);
+            Ok::<_, GpuError>(launch)
         };
         let load = |op: u32, wide: &wgpu::Buffer| {
-            let lb = &levels[0];
             self.launch::<D>(
                 "mg-load",
                 MG_LOAD,
                 true,
                 &format!("const OP: u32 = {op}u;"),
                 grid,
-                &[&f.cg, &f.state, wide, &lb.b, &lb.x],
+                &[&f.cg, &f.state, wide, &h.b, &h.x],
             )
         };
         let mut out = vec![load(0, &f.r)?];
-        // MGPCG's symmetric cycle: as many sweeps after the correction as before.
-        let sweeps = 2;
-        for l in 0..last {
-            let (fine, coarse) = (&levels[l], &levels[l + 1]);
-            for _ in 0..sweeps {
-                out.push(smooth(l, 0)?);
-                out.push(smooth(l, 1)?);
+        for l in 0..small {
+            for _ in 0..CYCLE_SWEEPS {
+                out.push(level(0, l, l, 0, l)?);
+                out.push(level(0, l, l, 1, l)?);
             }
-            out.push(self.launch::<D>(
-                "mg-residual",
-                MG_RESIDUAL,
-                true,
-                "",
-                groups(l),
-                &[&fine.uniform, &f.state, diag(l), &fine.b, &fine.x, &fine.t],
-            )?);
-            out.push(self.launch::<D>(
-                "mg-restrict",
-                MG_RESTRICT,
-                true,
-                "",
-                groups(l + 1),
-                &[&fine.uniform, &coarse.uniform, &f.state, &fine.t, &coarse.t],
-            )?);
-            out.push(self.launch::<D>(
-                "mg-ghost",
-                MG_GHOST,
-                true,
-                "const OP: u32 = 0u;",
-                groups(l + 1),
-                &[
-                    &coarse.uniform,
-                    &f.state,
-                    diag(l + 1),
-                    &coarse.ghost,
-                    &coarse.t,
-                    &coarse.b,
-                    &coarse.x,
-                ],
-            )?);
+            out.push(level(1, l, l, 0, l)?);
+            out.push(level(2, l, l + 1, 0, l + 1)?);
+            out.push(level(3, l, l + 1, 0, l + 1)?);
         }
-        let c = &levels[last];
-        out.push(self.launch::<D>(
-            "mg-coarsest",
-            MG_COARSEST,
-            true,
-            &format!("const SWEEPS: u32 = {}u;", COARSEST_SWEEPS),
-            [1, 1, 1],
-            &[&c.uniform, &f.state, diag(last), &c.b, &c.x, labels(last)],
-        )?);
-        for l in (0..last).rev() {
-            let (fine, coarse) = (&levels[l], &levels[l + 1]);
-            out.push(self.launch::<D>(
-                "mg-ghost",
-                MG_GHOST,
+        {
+            let step = self.step_uniform([small as u32, last as u32, 0, 0]);
+            let mut b: Vec<wgpu::Buffer> = buffers(&step).to_vec();
+            b.push(h.labels.clone());
+            let mut launch = self.launch::<D>(
+                "mg-small",
+                MG_SMALL,
                 true,
-                "const OP: u32 = 1u;",
-                groups(l + 1),
-                &[
-                    &coarse.uniform,
-                    &f.state,
-                    diag(l + 1),
-                    &coarse.ghost,
-                    &coarse.x,
-                    &coarse.t,
-                    &coarse.b,
-                ],
-            )?);
-            out.push(self.launch::<D>(
-                "mg-prolong",
-                MG_PROLONG,
-                true,
-                "",
-                groups(l),
-                &[
-                    &fine.uniform,
-                    &coarse.uniform,
-                    &f.state,
-                    diag(l),
-                    &coarse.t,
-                    &fine.x,
-                ],
-            )?);
-            for _ in 0..sweeps {
-                out.push(smooth(l, 1)?);
-                out.push(smooth(l, 0)?);
+                &format!(
+                    "const SWEEPS: u32 = {COARSEST_SWEEPS}u;\nconst CYCLE_SWEEPS: u32 = {CYCLE_SWEEPS}u;"
+                ),
+                [1, 1, 1],
+                &b.iter().collect::<Vec<_>>(),
+            )?;
+            launch.keep = Some(step);
+            out.push(launch);
+        }
+        for l in (0..small).rev() {
+            out.push(level(4, l, l + 1, 0, l + 1)?);
+            out.push(level(5, l, l + 1, 0, l)?);
+            for _ in 0..CYCLE_SWEEPS {
+                out.push(level(0, l, l, 1, l)?);
+                out.push(level(0, l, l, 0, l)?);
             }
         }
         out.push(load(1, &f.z)?);
@@ -968,7 +1005,7 @@ impl GpuPoisson {
 }
 
 /// Sweeps of the coarsest level's solve (`MultigridParams::coarsest_sweeps` by default).
-const COARSEST_SWEEPS: usize = 24;
+const COARSEST_SWEEPS: u32 = 24;
 
 /// The launches of a solve.
 struct Plan {
@@ -1024,7 +1061,10 @@ mod tests {
             for consts in variants {
                 for dim in [2, 3] {
                     for gated in [false, true] {
-                        let code = format!("{}\n{source}", prelude(dim, gated, consts));
+                        let code = format!(
+                            "{}\n{source}",
+                            prelude(dim, gated, consts, uses_mg_common(source))
+                        );
                         validate_wgsl(&code)
                             .unwrap_or_else(|e| panic!("{name} {consts} {dim}D: {e}"));
                     }
