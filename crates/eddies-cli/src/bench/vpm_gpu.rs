@@ -52,6 +52,11 @@ pub fn cases() -> Vec<BenchCase> {
                 Ok(rows)
             },
         },
+        // The largest ring (direct sums on the GPU, vorton counts doubling from 1000) that steps at 30 steps/s
+        BenchCase {
+            name: "vpm-gpu-max-vortons-30",
+            run: |q| max_vortons_at_30(if q { 8_000 } else { 4_096_000 }),
+        },
         // dye-drop and hot-plume with their own Poisson technique, the vector solve on the GPU (quick: dye-drop)
         BenchCase {
             name: "vpm-gpu-poisson-scenes",
@@ -136,6 +141,62 @@ fn scene_steps(name: &'static str, velocity: Velocity) -> Result<Vec<BenchRow>, 
     for r in &mut rows {
         r.device = device.clone();
     }
+    Ok(rows)
+}
+
+/// The largest vorton count, doubling from 1000 up to `limit`, at which a ring with its direct sums on the
+/// GPU (`direct-vortons`, the default RK2, the CFL step) takes a step in at most 1/30 s (median of three
+/// after one); and the step time of each count tried.
+fn max_vortons_at_30(limit: usize) -> Result<Vec<BenchRow>, BenchError> {
+    let gpu = setup::gpu()?;
+    let device = gpu.adapter().name.clone();
+    let mut rows = Vec::new();
+    let mut best = 0;
+    let mut n = 1000;
+    while n <= limit {
+        let mut sim = eddies::vpm::VpmSim::new(eddies::vpm::VpmParams {
+            velocity: eddies::vpm::VelocityMethod::DirectVortons,
+            ..Default::default()
+        })?;
+        sim.set_direct_device(eddies_gpu::vpm::GpuDirect::shared(gpu.clone()));
+        sim.add_ring(&eddies::vpm::Ring {
+            vortons: n,
+            ..Default::default()
+        });
+        let mut samples = Vec::new();
+        for k in 0..4 {
+            let dt = eddies::Simulation::max_dt(&sim, 1.0);
+            let t = Instant::now();
+            eddies::Simulation::step(&mut sim, dt)?;
+            if k > 0 {
+                samples.push(t.elapsed().as_secs_f64() * 1e3);
+            }
+        }
+        let ms = median(&mut samples);
+        rows.push(BenchRow {
+            bench: "vpm-gpu-max-vortons-30".into(),
+            size: format!("{n} vortons"),
+            metric: "step".into(),
+            value: ms,
+            unit: "ms".into(),
+            threads: rayon::current_num_threads(),
+            device: device.clone(),
+        });
+        if ms > 1e3 / 30.0 {
+            break;
+        }
+        best = n;
+        n *= 2;
+    }
+    rows.push(BenchRow {
+        bench: "vpm-gpu-max-vortons-30".into(),
+        size: "30 steps/s".into(),
+        metric: "largest-vorton-count".into(),
+        value: best as f64,
+        unit: "vortons".into(),
+        threads: rayon::current_num_threads(),
+        device,
+    });
     Ok(rows)
 }
 

@@ -7,16 +7,19 @@
 //!   (10⁻⁴ at 64³), far above the usual tolerance of 10⁻⁶. The multigrid V-cycle runs in single precision,
 //!   as the CPU's (McAdams, Sifakis & Teran 2010).
 //! * **Preconditioners.** None, Jacobi, Incomplete Poisson (two stencil passes) and multigrid: the CPU
-//!   solver's own hierarchy (coarse operators, Dirichlet link weights, ghost shells) uploaded level by level,
-//!   and the same V-cycle (red-black Gauss–Seidel, full weighting, multilinear prolongation, the coarsest
-//!   level by symmetric sweeps in one workgroup). The incomplete Cholesky factors are sequential by nature
-//!   and stay on the CPU: [`PoissonDevice::solve`] hands them back.
+//!   solver's own hierarchy (coarse operators, Dirichlet link weights, ghost shells) uploaded into packed
+//!   buffers, and the same V-cycle (red-black Gauss–Seidel, full weighting, multilinear prolongation, the
+//!   coarsest level by symmetric sweeps), a launch per step on large levels and one workgroup for all the
+//!   small ones (`mg_level.wgsl`, `mg_small.wgsl`, both over the per-cell steps of `mg_common.wgsl`). The
+//!   incomplete Cholesky factors are sequential by nature and stay on the CPU: [`PoissonDevice::solve`]
+//!   hands them back.
 //! * **No read-back per iteration.** The scalars (α, β, the residual, the stopping rule) live in a device
 //!   buffer and are computed by the reduction kernel; once the solve stops, every later kernel of the batch
 //!   returns at once. Iterations are submitted in batches of 4, 8, then 16, and the state is read after each.
 //! * **Determinism.** Every sum is a per-workgroup tree followed by one workgroup adding the partial sums in
 //!   a fixed order, and no kernel writes a cell that another thread of the same pass reads: a solve repeats
-//!   bit for bit on one device. Red-black Gauss–Seidel updates one colour per pass.
+//!   bit for bit on one device. Red-black Gauss–Seidel updates one colour per pass (per barrier in one
+//!   workgroup).
 //! * **Null space.** A closed container's constant pressure is removed as on the CPU when the unknowns form
 //!   one such group; with several (separate pockets of liquid sealed by walls), the CPU solves.
 
