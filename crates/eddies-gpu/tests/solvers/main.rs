@@ -2,11 +2,13 @@
 //! (`eddies::linsolve::PoissonSolver`) on the same problems: the same stopping rule, residuals that are true
 //! residuals, solutions that agree, iteration counts that match, the same bits run to run.
 //!
-//! `flip` runs PIC/FLIP/APIC with its solves on the same device.
+//! `flip` runs PIC/FLIP/APIC with its solves on the same device; `vpm` checks the vortex method's direct
+//! sums and its Poisson technique on the GPU. One binary for the GPU's solvers, one link less for the suite.
 //!
 //! Without an adapter the tests print a notice and pass, unless `EDDIES_REQUIRE_GPU=1` (CI, on lavapipe).
 
 mod flip;
+mod vpm;
 
 use std::sync::{Arc, Mutex, OnceLock};
 

@@ -149,16 +149,15 @@ fn pic_flip_and_apic_follow_the_cpu() {
 }
 
 /// The 3D dam break keeps its volume within the CPU's 2% with the pressure and the volume correction on the
-/// GPU (the CPU test's 32 × 16 × 32 cells, over the first second, which holds the collapse and the impact on
-/// the far wall; measured 1.5%), and drifts as the CPU backend does to 1e-3 (measured: the same to 4
-/// digits).
+/// GPU (the CPU test's 32 × 16 × 32 cells, over the first 0.6 s, which hold the collapse and the surge's
+/// arrival at the far wall), and drifts as the CPU backend does to 1e-3.
 #[test]
 fn the_3d_dam_break_keeps_its_volume() {
     let Some(d) = device::<3>() else {
         return;
     };
-    let gpu = validation::dam_break_volume_drift_on([32, 16, 32], 1.0, 1.0, Some(d));
-    let cpu = validation::dam_break_volume_drift([32, 16, 32], 1.0, 1.0);
+    let gpu = validation::dam_break_volume_drift_on([32, 16, 32], 0.6, 1.0, Some(d));
+    let cpu = validation::dam_break_volume_drift([32, 16, 32], 0.6, 1.0);
     println!("worst volume drift: GPU {gpu:.5?}, CPU {cpu:.5?}");
     assert!(gpu.fluid <= 0.02, "{gpu:?}");
     assert!(

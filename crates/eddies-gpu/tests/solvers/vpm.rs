@@ -1,7 +1,6 @@
 //! The vortex particle method's direct Biot–Savart sum on the GPU against the CPU's (`eddies::vpm`): the same
-//! velocities and gradients to f32 rounding, the same bits run to run.
-//!
-//! Without an adapter the tests print a notice and pass, unless `EDDIES_REQUIRE_GPU=1` (CI, on lavapipe).
+//! velocities and gradients to f32 rounding, the same bits run to run; and the method's validation cases with
+//! their velocities on the GPU.
 
 use std::sync::{Arc, OnceLock};
 
