@@ -815,6 +815,16 @@ impl GpuPoisson {
             ])
         };
         let identity = kind == PreconditionerKind::None;
+        // z = M⁻¹ r (without its null-space part), rᵀz reduced with `action`, and the direction set from z by
+        // `op`.
+        let preconditioned = |action: u32, op: u32| -> Result<Vec<Launch>, GpuError> {
+            let mut out = self.precondition::<D>(kind, grid)?;
+            out.extend(remove_mean(&f.z, true)?);
+            out.push(dot(&f.r, &f.z)?);
+            out.push(reduce(action, true)?);
+            out.push(elementwise(op, true, &f.z, &f.p)?);
+            Ok(out)
+        };
 
         let mut init = remove_mean(&f.r, true)?;
         init.push(dot(&f.r, &f.r)?);
@@ -835,11 +845,7 @@ impl GpuPoisson {
         if identity {
             init.push(elementwise(COPY, true, &f.r, &f.p)?);
         } else {
-            init.extend(self.precondition::<D>(kind, grid)?);
-            init.extend(remove_mean(&f.z, true)?);
-            init.push(dot(&f.r, &f.z)?);
-            init.push(reduce(FIRST_RZ, true)?);
-            init.push(elementwise(COPY, true, &f.z, &f.p)?);
+            init.extend(preconditioned(FIRST_RZ, COPY)?);
         }
 
         let mut iteration = vec![
@@ -865,11 +871,7 @@ impl GpuPoisson {
         if identity {
             iteration.push(elementwise(XPBY, true, &f.r, &f.p)?);
         } else {
-            iteration.extend(self.precondition::<D>(kind, grid)?);
-            iteration.extend(remove_mean(&f.z, true)?);
-            iteration.push(dot(&f.r, &f.z)?);
-            iteration.push(reduce(BETA, true)?);
-            iteration.push(elementwise(XPBY, true, &f.z, &f.p)?);
+            iteration.extend(preconditioned(BETA, XPBY)?);
         }
         let finish = remove_mean(&f.x, false)?;
         Ok(Plan {
