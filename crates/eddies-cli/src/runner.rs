@@ -545,6 +545,11 @@ fn describe(
             match scene.method {
                 Method::Reint => setup::format_bytes(sim.memory_bytes() as f64),
                 Method::Flip => "pressure solves".into(),
+                Method::Vpm
+                    if scene.vpm.params.velocity == eddies::vpm::VelocityMethod::Poisson =>
+                {
+                    "vector Poisson solve".into()
+                }
                 Method::Vpm => "direct sums".into(),
             }
         ),

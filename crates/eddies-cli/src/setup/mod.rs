@@ -86,6 +86,21 @@ pub struct Built {
     pub warnings: Vec<String>,
 }
 
+/// The FLIP simulation of `scene`, with its pressure solves on the GPU on the GPU backend.
+fn flip_sim<const D: usize>(
+    scene: &Scene,
+    fill: &mut Filling,
+) -> Result<Box<dyn Simulation>, SetupError>
+where
+    GpuPoisson: eddies::linsolve::PoissonDevice<D>,
+{
+    let mut sim = flip::build::<D>(scene, fill)?;
+    if scene.backend == Backend::Gpu {
+        sim.set_pressure_device(Box::new(GpuPoisson::new(gpu()?)?));
+    }
+    Ok(Box::new(sim))
+}
+
 /// The GPU device of this process, opened on first use and shared by every simulation (the panels of a run).
 pub fn gpu() -> Result<Arc<Gpu>, GpuError> {
     static GPU: OnceLock<Result<Arc<Gpu>, GpuError>> = OnceLock::new();
@@ -138,18 +153,8 @@ pub fn build(scene: &Scene) -> Result<Built, SetupError> {
                 )?),
                 (Method::Reint, 2) => Box::new(reint::build::<2>(scene, &mut fill)?),
                 (Method::Reint, _) => Box::new(reint::build::<3>(scene, &mut fill)?),
-                (_, 2) if gpu => {
-                    let mut sim = flip::build::<2>(scene, &mut fill)?;
-                    sim.set_pressure_device(Box::new(GpuPoisson::new(self::gpu()?)?));
-                    Box::new(sim)
-                }
-                (_, 2) => Box::new(flip::build::<2>(scene, &mut fill)?),
-                (_, _) if gpu => {
-                    let mut sim = flip::build::<3>(scene, &mut fill)?;
-                    sim.set_pressure_device(Box::new(GpuPoisson::new(self::gpu()?)?));
-                    Box::new(sim)
-                }
-                (_, _) => Box::new(flip::build::<3>(scene, &mut fill)?),
+                (_, 2) => flip_sim::<2>(scene, &mut fill)?,
+                (_, _) => flip_sim::<3>(scene, &mut fill)?,
             };
             (
                 sim,
