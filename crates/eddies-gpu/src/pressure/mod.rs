@@ -301,6 +301,10 @@ pub struct GpuPoisson {
     per_axis: u32,
     /// What the solves since the last [`take_times`](Self::take_times) took.
     times: SolveTimes,
+    /// The [`PoissonSolver::operator_id`] whose operator and hierarchy the buffers hold: a solve of the same
+    /// one (the three components of the vortex method's vector solve, the next step's of an unchanged box)
+    /// sends only its vectors.
+    uploaded: Option<u64>,
     /// The launches of the last solve and what they were recorded for: a solve of the same shape on the same
     /// buffers reuses them.
     plan: Option<(PlanKey, Arc<Plan>)>,
@@ -339,6 +343,7 @@ impl GpuPoisson {
             hierarchy: None,
             dummy,
             times: SolveTimes::default(),
+            uploaded: None,
             plan: None,
         })
     }
@@ -415,6 +420,7 @@ impl GpuPoisson {
         if fits {
             return Ok(());
         }
+        self.uploaded = None;
         let (_, partials) = groups_for(cells, self.per_axis);
         let labels = if singular { 4 * cells } else { 4 };
         self.finest = Some(gpu.allocating("the pressure solve", || {
@@ -445,6 +451,7 @@ impl GpuPoisson {
         if self.hierarchy.as_ref().is_some_and(|h| h.cells == cells) {
             return Ok(());
         }
+        self.uploaded = None;
         let gpu = &self.gpu;
         let mut base = Vec::with_capacity(cells.len());
         let mut ghost_base = Vec::with_capacity(cells.len());
@@ -617,13 +624,16 @@ impl GpuPoisson {
             }],
         );
         gpu.write(&f.state, &[State::default()]);
-        gpu.write(&f.diag, op.diagonal_units());
-        if singular {
-            gpu.write(&f.labels, labels);
-        }
         gpu.write(&f.r, b);
         gpu.write(&f.x, x);
-        if let Some(mg) = mg {
+        let fresh = self.uploaded != Some(solver.operator_id());
+        if fresh {
+            gpu.write(&f.diag, op.diagonal_units());
+            if singular {
+                gpu.write(&f.labels, labels);
+            }
+        }
+        if let (Some(mg), true) = (mg, fresh) {
             let h = self.hierarchy.as_ref().expect("made above");
             let last = mg.levels() - 1;
             let mut uniforms = Vec::with_capacity(mg.levels());
@@ -651,6 +661,7 @@ impl GpuPoisson {
             gpu.write(&h.levels, &uniforms);
         }
         gpu.finish()?;
+        self.uploaded = Some(solver.operator_id());
         let upload_ms = start.elapsed().as_secs_f64() * 1e3;
 
         let key = PlanKey {

@@ -9,6 +9,12 @@ use super::{Identity, Info, PoissonDevice, Preconditioner, SolveError};
 use crate::grid::{CellFlag, Grid};
 use std::sync::Arc;
 
+/// A fresh [`PoissonSolver::operator_id`].
+fn next_operator_id() -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}
+
 /// The preconditioner of a [`PoissonSolver`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
@@ -132,6 +138,8 @@ impl<const D: usize> Preconditioner for BuiltPreconditioner<D> {
 pub struct PoissonSolver<const D: usize> {
     /// The operator, shared with a multigrid preconditioner's finest level.
     op: Arc<PoissonOperator<D>>,
+    /// Identifies the operator and its preconditioner: new for every one built ([`operator_id`](Self::operator_id)).
+    operator_id: u64,
     kind: PreconditionerKind,
     precond: BuiltPreconditioner<D>,
     mg: MultigridParams,
@@ -169,6 +177,7 @@ impl<const D: usize> PoissonSolver<D> {
         let precond = BuiltPreconditioner::new(&op, kind, mg)?;
         let n = op.layout().len();
         Ok(PoissonSolver {
+            operator_id: next_operator_id(),
             mg,
             op,
             kind,
@@ -221,6 +230,7 @@ impl<const D: usize> PoissonSolver<D> {
         self.b.resize(n, 0.0);
         self.x.resize(n, 0.0);
         self.op = op;
+        self.operator_id = next_operator_id();
         Ok(())
     }
 
@@ -232,6 +242,12 @@ impl<const D: usize> PoissonSolver<D> {
     /// The preconditioner in use.
     pub fn preconditioner(&self) -> PreconditionerKind {
         self.kind
+    }
+
+    /// A number that changes whenever the operator (and with it the preconditioner) is rebuilt, unique in this
+    /// process: a device that keeps a copy of the operator re-sends it only when this changes.
+    pub fn operator_id(&self) -> u64 {
+        self.operator_id
     }
 
     /// The multigrid hierarchy of the preconditioner, when it is [`PreconditionerKind::Multigrid`].
