@@ -23,7 +23,6 @@
 //! run on one thread, in storage order (see [`IncompleteCholesky`]).
 
 mod box_multigrid;
-mod device;
 mod multigrid;
 mod pcg;
 mod poisson;
@@ -32,12 +31,11 @@ mod solver;
 pub mod vector;
 
 pub use box_multigrid::{BoxMultigrid, BoxMultigridParams};
-pub use device::PoissonDevice;
 pub use multigrid::{Multigrid, MultigridParams, MultigridPreconditioner, Restriction, Smoother};
 pub use pcg::{pcg, PcgParams};
 pub use poisson::{CellKind, DomainBoundary, Layout, PoissonOperator};
 pub use precond::{IncompleteCholesky, IncompletePoisson, Jacobi, MIC_SAFETY, MIC_TUNING};
-pub use solver::{PoissonSolver, PreconditionerKind};
+pub use solver::{PoissonDevice, PoissonSolver, PreconditionerKind};
 
 /// A symmetric linear operator `y = A x` on vectors of [`len`](LinearOperator::len) entries.
 pub trait LinearOperator: Sync {
