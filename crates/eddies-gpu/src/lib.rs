@@ -11,6 +11,7 @@
 //! Without a usable adapter [`Gpu::new`] says what it looked for; [`adapters`] lists what this machine has.
 
 mod device;
+pub mod flip;
 pub mod pressure;
 pub mod reint;
 pub mod vpm;

@@ -1,10 +1,10 @@
-//! `eddies bench flip --backend gpu`: PIC/FLIP with its pressure solve on the GPU
-//! (`eddies_gpu::pressure::GpuPoisson`).
+//! `eddies bench flip --backend gpu`: PIC/FLIP with its particle-to-grid transfer and pressure solve on the
+//! GPU (`eddies_gpu::flip::GpuTransfer`, `eddies_gpu::pressure::GpuPoisson`).
 //!
 //! * `flip-gpu-dam-break`: the 3D dam break of the GPU issue (a block of 0.4 × 0.6 × 1 of the domain, 8
 //!   particles per cell) at 64³, 128³ and 256³: milliseconds per step and per stage, MGPCG iterations, the
-//!   solves' time on the device split into upload, iterations and read-back, and the device memory per cell.
-//!   The other stages run on the CPU.
+//!   solves' and the transfer's time on the device split into upload, device work and read-back, and the
+//!   device memory per cell and per particle. The other stages run on the CPU.
 //! * `flip-gpu-pressure-tank`, `flip-gpu-pressure-dam-break`: the pressure-solver table of
 //!   `eddies bench pressure` on the GPU, every preconditioner it runs, 32³ to 256³: iterations, and the
 //!   solve's time with the vectors already on the device (`iterate`), the transfers and the preconditioner's
@@ -22,6 +22,7 @@ use eddies::linsolve::{
     PreconditionerKind,
 };
 use eddies::{Shape, Simulation};
+use eddies_gpu::flip::{GpuTransfer, SharedTransfer, TransferTimes};
 use eddies_gpu::pressure::{GpuPoisson, SharedPoisson, SolveTimes};
 use glam::DVec3;
 
@@ -82,6 +83,7 @@ fn row(bench: &str, size: &str, metric: &str, value: f64, unit: &str, device: &s
 /// The dam break at `n³` for each size: [`WARMUP_STEPS`] steps, then 5 (quick: 3) timed.
 fn dam_break(sizes: &[usize], quick: bool) -> Result<Vec<BenchRow>, BenchError> {
     let (dev, device) = device()?;
+    let transfer = Arc::new(Mutex::new(GpuTransfer::new(setup::gpu()?)));
     let mut rows = Vec::new();
     let mut per_cell_s: Option<f64> = None;
     let reps = if quick { 3 } else { 5 };
@@ -113,16 +115,20 @@ fn dam_break(sizes: &[usize], quick: bool) -> Result<Vec<BenchRow>, BenchError> 
             [0.0; 3],
         );
         sim.set_pressure_device(Box::new(SharedPoisson(dev.clone())));
+        sim.set_transfer_device(Box::new(SharedTransfer(transfer.clone())));
         let mut records = Vec::new();
         let mut gpu_times = Vec::new();
+        let mut transfer_times = Vec::new();
         let start = Instant::now();
         for i in 0..WARMUP_STEPS + reps {
             let dt = sim.max_dt(1.0);
             let rec = sim.step(dt)?;
             let times = dev.lock().unwrap().take_times();
+            let moved = transfer.lock().unwrap().take_times();
             if i >= WARMUP_STEPS {
                 records.push(rec);
                 gpu_times.push(times);
+                transfer_times.push(moved);
             }
         }
         per_cell_s = Some(start.elapsed().as_secs_f64() / (cells * (WARMUP_STEPS + reps)) as f64);
@@ -148,9 +154,26 @@ fn dam_break(sizes: &[usize], quick: bool) -> Result<Vec<BenchRow>, BenchError> 
         rows.push(r("gpu-solve-upload", part(|t| t.upload_ms), "ms"));
         rows.push(r("gpu-solve-iterate", part(|t| t.iterate_ms), "ms"));
         rows.push(r("gpu-solve-download", part(|t| t.download_ms), "ms"));
+        let moved = |f: fn(&TransferTimes) -> f64| {
+            let mut v: Vec<f64> = transfer_times.iter().map(f).collect();
+            median(&mut v)
+        };
+        rows.push(r("gpu-transfer-upload", moved(|t| t.upload_ms), "ms"));
+        rows.push(r("gpu-transfer-kernels", moved(|t| t.kernels_ms), "ms"));
+        rows.push(r("gpu-transfer-download", moved(|t| t.download_ms), "ms"));
+        // The particle passes' buffers hold particle arrays (36 B each, with a fifth spare) and cell arrays
+        // (2ᴰ·4 + 16·D B per cell): their per-cell share apart from their per-particle share.
+        let particles = sim.particles().len() as f64;
+        let transfer_cell = (8 * 4 + 16 * 3) as f64;
+        let transfer_bytes = transfer.lock().unwrap().bytes() as f64;
         rows.push(r(
             "gpu-bytes-per-cell",
-            dev.lock().unwrap().bytes() as f64 / cells as f64,
+            (dev.lock().unwrap().bytes() as f64) / cells as f64 + transfer_cell,
+            "B",
+        ));
+        rows.push(r(
+            "gpu-bytes-per-particle",
+            (transfer_bytes - transfer_cell * cells as f64) / particles,
             "B",
         ));
         rows.push(r(

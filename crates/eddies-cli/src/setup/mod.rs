@@ -10,6 +10,7 @@ mod vpm;
 use std::sync::{Arc, OnceLock};
 
 use eddies::{SimError, Simulation};
+use eddies_gpu::flip::GpuTransfer;
 use eddies_gpu::pressure::GpuPoisson;
 use eddies_gpu::{Gpu, GpuError, ReintGpu};
 
@@ -86,17 +87,20 @@ pub struct Built {
     pub warnings: Vec<String>,
 }
 
-/// The FLIP simulation of `scene`, with its pressure solves on the GPU on the GPU backend.
+/// The FLIP simulation of `scene`, with its particle-to-grid transfer and pressure solves on the GPU on the
+/// GPU backend.
 fn flip_sim<const D: usize>(
     scene: &Scene,
     fill: &mut Filling,
 ) -> Result<Box<dyn Simulation>, SetupError>
 where
     GpuPoisson: eddies::linsolve::PoissonDevice<D>,
+    GpuTransfer: eddies::flip::TransferDevice<D>,
 {
     let mut sim = flip::build::<D>(scene, fill)?;
     if scene.backend == Backend::Gpu {
         sim.set_pressure_device(Box::new(GpuPoisson::new(gpu()?)?));
+        sim.set_transfer_device(Box::new(GpuTransfer::new(gpu()?)));
     }
     Ok(Box::new(sim))
 }

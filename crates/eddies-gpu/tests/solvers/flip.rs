@@ -1,11 +1,13 @@
 //! PIC/FLIP/APIC with the pressure solve on the GPU (`FlipSim::set_pressure_device` with
-//! `eddies_gpu::pressure::GpuPoisson`): the method's invariants, and agreement with the CPU backend.
+//! `eddies_gpu::pressure::GpuPoisson`) and the particle-to-grid transfer (`FlipSim::set_transfer_device` with
+//! `eddies_gpu::flip::GpuTransfer`): the method's invariants, and agreement with the CPU backend.
 
 use eddies::flip::{FlipConfig, FlipParams, FlipSim, Transfer};
 use eddies::grid::{CellFlag, Grid};
 use eddies::linsolve::PoissonDevice;
 use eddies::validation::flip as validation;
 use eddies::{Shape, Simulation};
+use eddies_gpu::flip::SharedTransfer;
 use eddies_gpu::pressure::SharedPoisson;
 use glam::DVec3;
 
@@ -21,8 +23,13 @@ where
     shared().map(|d| Box::new(d) as Box<dyn PoissonDevice<D>>)
 }
 
-/// A liquid block falling against a spinning ball in a 16 × 12 × 12 tank, with `transfer`.
-fn splash(transfer: Transfer) -> FlipSim<3> {
+/// The suite's particle-to-grid transfer on the GPU.
+fn gpu_transfer() -> Box<SharedTransfer> {
+    Box::new(SharedTransfer(super::transfer().unwrap().clone()))
+}
+
+/// A liquid block falling against a spinning ball (with `ball`) in a 16 × 12 × 12 tank, with `transfer`.
+fn splash(transfer: Transfer, ball: bool) -> FlipSim<3> {
     let cfg = FlipConfig::<3> {
         resolution: [16, 12, 12],
         cell_size: 1.0 / 16.0,
@@ -40,6 +47,9 @@ fn splash(transfer: Transfer) -> FlipSim<3> {
         },
         [0.5, 0.0, 0.0],
     );
+    if !ball {
+        return sim;
+    }
     sim.add_obstacle(eddies::flip::Obstacle {
         shape: Shape::Sphere {
             center: DVec3::new(0.7, 0.2, 0.4),
@@ -52,13 +62,17 @@ fn splash(transfer: Transfer) -> FlipSim<3> {
     sim
 }
 
-/// A tank at rest stays at rest with the GPU's pressure: the CPU test's bound, 1% of √(gH) after 1 s.
+/// A tank at rest stays at rest with the GPU's particle passes and pressure: the CPU test's bound, 1% of
+/// √(gH) after 1 s.
 #[test]
 fn a_tank_at_rest_stays_at_rest() {
     let Some(d) = device::<2>() else {
         return;
     };
-    let (ratio, _) = validation::hydrostatic_2d_on(32, 1.0, Some(d));
+    let (ratio, _) = validation::hydrostatic_2d_on(32, 1.0, |sim| {
+        sim.set_pressure_device(d);
+        sim.set_transfer_device(gpu_transfer());
+    });
     println!("max speed / sqrt(gH) = {ratio:.3e}");
     assert!(ratio < 0.01, "{ratio}");
 }
@@ -103,19 +117,25 @@ fn the_divergence_after_projection_is_the_solvers_residual() {
     }
 }
 
-/// PIC, FLIP and APIC with the pressure on the GPU follow the CPU backend: after five steps of a splash on
-/// a spinning ball, particle positions within 1e-6 of the tank's size and velocities within 1e-5 of the
-/// largest speed. Both solves stop at a relative residual of 1e-6 in different orders of summation, so
-/// their pressures differ by up to about N·1e-6 of the pressure (N = 16 cells across); measured: 4e-9 and 3e-8.
+/// PIC, FLIP and APIC with the particle passes and the pressure on the GPU follow the CPU backend: after
+/// five steps of a splash, with a spinning ball (whose push-out leaves the grid-to-particle pass to the CPU)
+/// and without, particle positions within 1e-6 of the tank's size and velocities within 1e-5 of the largest
+/// speed. The transfers agree to single-precision rounding and both solves stop at a relative residual of
+/// 1e-6 in different orders of summation, so the pressures differ by up to about N·1e-6 of the pressure
+/// (N = 16 cells across); measured below.
 #[test]
 fn pic_flip_and_apic_follow_the_cpu() {
     if shared().is_none() {
         return;
     }
-    for transfer in [Transfer::Pic, Transfer::Flip, Transfer::Apic] {
-        let mut cpu = splash(transfer);
-        let mut gpu = splash(transfer);
+    for (transfer, ball) in [Transfer::Pic, Transfer::Flip, Transfer::Apic]
+        .into_iter()
+        .flat_map(|t| [(t, true), (t, false)])
+    {
+        let mut cpu = splash(transfer, ball);
+        let mut gpu = splash(transfer, ball);
         gpu.set_pressure_device(device::<3>().unwrap());
+        gpu.set_transfer_device(gpu_transfer());
         for _ in 0..5 {
             let dt = cpu.max_dt(1.0);
             let (a, b) = (cpu.step(dt).unwrap(), gpu.step(dt).unwrap());
@@ -137,7 +157,7 @@ fn pic_flip_and_apic_follow_the_cpu() {
             }
         }
         println!(
-            "{transfer:?}: position {dx:.2e} m, velocity {:.2e} of the top speed",
+            "{transfer:?}, ball {ball}: position {dx:.2e} m, velocity {:.2e} of the top speed",
             dv / vmax
         );
         assert!(dx <= 1e-6, "{transfer:?}: positions differ by {dx:e} m");
@@ -148,15 +168,18 @@ fn pic_flip_and_apic_follow_the_cpu() {
     }
 }
 
-/// The 3D dam break keeps its volume within the CPU's 2% with the pressure and the volume correction on the
-/// GPU (the CPU test's 32 × 16 × 32 cells, over the first 0.6 s, which hold the collapse and the surge's
+/// The 3D dam break keeps its volume within the CPU's 2% with the particle passes, the pressure and the
+/// volume correction on the GPU (the CPU test's 32 × 16 × 32 cells, over the first 0.6 s, which hold the collapse and the surge's
 /// arrival at the far wall), and drifts as the CPU backend does to 1e-3.
 #[test]
 fn the_3d_dam_break_keeps_its_volume() {
     let Some(d) = device::<3>() else {
         return;
     };
-    let gpu = validation::dam_break_volume_drift_on([32, 16, 32], 0.6, 1.0, Some(d));
+    let gpu = validation::dam_break_volume_drift_on([32, 16, 32], 0.6, 1.0, |sim| {
+        sim.set_pressure_device(d);
+        sim.set_transfer_device(gpu_transfer());
+    });
     let cpu = validation::dam_break_volume_drift([32, 16, 32], 0.6, 1.0);
     println!("worst volume drift: GPU {gpu:.5?}, CPU {cpu:.5?}");
     assert!(gpu.fluid <= 0.02, "{gpu:?}");
@@ -166,15 +189,16 @@ fn the_3d_dam_break_keeps_its_volume() {
     );
 }
 
-/// Two runs with the pressure on the GPU give the same bits: every reduction has a fixed order.
+/// Two runs with the transfer and the pressure on the GPU give the same bits: every reduction has a fixed order.
 #[test]
 fn runs_repeat_bit_for_bit() {
     if shared().is_none() {
         return;
     }
     let run = || {
-        let mut sim = splash(Transfer::Apic);
+        let mut sim = splash(Transfer::Apic, false);
         sim.set_pressure_device(device::<3>().unwrap());
+        sim.set_transfer_device(gpu_transfer());
         let mut residuals = Vec::new();
         for _ in 0..4 {
             let dt = sim.max_dt(1.0);

@@ -2,12 +2,14 @@
 //! (`eddies::linsolve::PoissonSolver`) on the same problems: the same stopping rule, residuals that are true
 //! residuals, solutions that agree, iteration counts that match, the same bits run to run.
 //!
-//! `flip` runs PIC/FLIP/APIC with its solves on the same device; `vpm` checks the vortex method's direct
+//! `flip` runs PIC/FLIP/APIC with its solves on the same device, `transfer` checks its particle-to-grid
+//! transfer on the GPU against the CPU's; `vpm` checks the vortex method's direct
 //! sums and its Poisson technique on the GPU. One binary for the GPU's solvers, one link less for the suite.
 //!
 //! Without an adapter the tests print a notice and pass, unless `EDDIES_REQUIRE_GPU=1` (CI, on lavapipe).
 
 mod flip;
+mod transfer;
 mod vpm;
 
 use std::sync::{Arc, Mutex, OnceLock};
@@ -18,18 +20,34 @@ use eddies::linsolve::{
     PreconditionerKind, SolveError, StopReason,
 };
 use eddies::rng::SplitMix64;
+use eddies_gpu::flip::GpuTransfer;
 use eddies_gpu::pressure::GpuPoisson;
+use eddies_gpu::Gpu;
+
+/// One device for the whole suite.
+fn gpu() -> Option<&'static Arc<Gpu>> {
+    static GPU: OnceLock<Option<Arc<Gpu>>> = OnceLock::new();
+    GPU.get_or_init(|| eddies_gpu::device_or_skip().map(Arc::new))
+        .as_ref()
+}
 
 /// One solver for the whole suite (its pipelines are built once); the tests take turns.
 fn device() -> Option<&'static Arc<Mutex<GpuPoisson>>> {
     static DEVICE: OnceLock<Option<Arc<Mutex<GpuPoisson>>>> = OnceLock::new();
     DEVICE
         .get_or_init(|| {
-            let gpu = Arc::new(eddies_gpu::device_or_skip()?);
             Some(Arc::new(Mutex::new(
-                GpuPoisson::new(gpu).expect("the adapter computes in double precision"),
+                GpuPoisson::new(gpu()?.clone()).expect("the adapter computes in double precision"),
             )))
         })
+        .as_ref()
+}
+
+/// One particle-to-grid transfer for the whole suite.
+fn transfer() -> Option<&'static Arc<Mutex<GpuTransfer>>> {
+    static DEVICE: OnceLock<Option<Arc<Mutex<GpuTransfer>>>> = OnceLock::new();
+    DEVICE
+        .get_or_init(|| Some(Arc::new(Mutex::new(GpuTransfer::new(gpu()?.clone())))))
         .as_ref()
 }
 

@@ -4,8 +4,11 @@
 
 use super::params::{Boundary, Transfer};
 use super::particles::{Particles, PARTICLE_CHUNK};
-use super::transfer::{self, FaceStencils, SAMPLE_BATCH};
-use crate::grid::{to_dvec3, MacGrid};
+use super::transfer::{
+    self, particles_to_grid, sort_particles, Advection, CpuTransfer, FaceStencils, HalfCellBins,
+    TransferDevice, SAMPLE_BATCH,
+};
+use crate::grid::{to_dvec3, Grid, MacGrid};
 use crate::par::{self, SharedSlice};
 use crate::shape::Shape;
 use multiversion::multiversion;
@@ -231,4 +234,41 @@ pub(crate) fn transfer_and_advect<const D: usize>(
             }
         }
     });
+}
+
+impl<const D: usize> TransferDevice<D> for CpuTransfer {
+    fn particles_to_grid(
+        &mut self,
+        particles: &Particles<D>,
+        grid: &MacGrid<D>,
+        transfer: Transfer,
+        sums: &mut [Grid<[f32; 2], D>; D],
+    ) -> Result<bool, String> {
+        let mut p = particles.clone();
+        let mut bins = HalfCellBins::new(grid.dims);
+        sort_particles(&mut p, &mut bins, grid.origin, grid.spacing);
+        let mut u = MacGrid::new(grid.dims, grid.origin, grid.spacing);
+        particles_to_grid(&p, &bins, &mut u, sums, transfer);
+        Ok(true)
+    }
+
+    fn grid_to_particles_advect(
+        &mut self,
+        particles: &mut Particles<D>,
+        step: &Advection<'_, D>,
+    ) -> Result<bool, String> {
+        transfer_and_advect(
+            particles,
+            step.u,
+            step.u_old,
+            step.transfer,
+            step.pic_ratio,
+            step.displacement,
+            &mut Packed::default(),
+            step.obstacles,
+            step.boundary,
+            step.dt,
+        );
+        Ok(true)
+    }
 }

@@ -46,6 +46,7 @@ pub use fields::{describe, STAGES};
 pub use params::{Boundary, FlipConfig, FlipParams, Inflow, Obstacle, Sink, Transfer};
 pub use particles::Particles;
 pub use surface::{SURFACE_KERNEL_RADIUS, SURFACE_PARTICLE_RADIUS};
+pub use transfer::{Advection, CpuTransfer, TransferDevice};
 
 use crate::checkpoint::SavedState;
 use crate::diag::{Quantity, StageTimer};
@@ -115,6 +116,8 @@ pub struct FlipSim<const D: usize> {
     closed_solver: Option<PoissonSolver<D>>,
     /// Where the pressure and volume-correction solves iterate (the GPU backend), or this CPU.
     pressure_device: Option<Box<dyn PoissonDevice<D>>>,
+    /// Where the particle passes run (the GPU backend), or this CPU.
+    transfer_device: Option<Box<dyn TransferDevice<D>>>,
     bins: HalfCellBins<D>,
     valid: [Vec<u8>; D],
     front: extrapolate::Front,
@@ -130,6 +133,13 @@ impl<const D: usize> FlipSim<D> {
     /// [`SimError::Device`].
     pub fn set_pressure_device(&mut self, device: Box<dyn PoissonDevice<D>>) {
         self.pressure_device = Some(device);
+    }
+
+    /// Runs the particle passes (the particle-to-grid transfer; the grid-to-particle transfer with advection)
+    /// on `device` (the GPU backend), where it takes them. A device failure ends the step with
+    /// [`SimError::Device`].
+    pub fn set_transfer_device(&mut self, device: Box<dyn TransferDevice<D>>) {
+        self.transfer_device = Some(device);
     }
 
     /// An empty tank, or the parameter that is out of range.
@@ -169,6 +179,7 @@ impl<const D: usize> FlipSim<D> {
             solver: None,
             closed_solver: None,
             pressure_device: None,
+            transfer_device: None,
             bins: HalfCellBins::new(dims),
             valid: std::array::from_fn(|_| Vec::new()),
             front: extrapolate::Front::default(),
@@ -309,14 +320,28 @@ impl<const D: usize> FlipSim<D> {
         });
 
         timer.time("particles_to_grid", || {
-            transfer::particles_to_grid(
-                &self.particles,
-                &self.bins,
-                &mut self.u,
-                &mut self.weight,
-                p.transfer,
-            );
-        });
+            let on_device = match self.transfer_device.as_mut() {
+                Some(d) => d
+                    .particles_to_grid(&self.particles, &self.u, p.transfer, &mut self.weight)
+                    .map_err(|detail| SimError::Device {
+                        step: self.steps + 1,
+                        detail,
+                    })?,
+                None => false,
+            };
+            if on_device {
+                transfer::velocities_from_sums(&mut self.u, &self.weight);
+            } else {
+                transfer::particles_to_grid(
+                    &self.particles,
+                    &self.bins,
+                    &mut self.u,
+                    &mut self.weight,
+                    p.transfer,
+                );
+            }
+            Ok::<_, SimError>(())
+        })?;
 
         timer.time("save_velocities", || {
             for k in 0..D {
@@ -399,19 +424,42 @@ impl<const D: usize> FlipSim<D> {
             self.shapes_now.clear();
             self.shapes_now
                 .extend(self.obstacles.iter().map(|o| o.shape_at(t_end)));
-            advect::transfer_and_advect(
-                &mut self.particles,
-                &self.u,
-                &self.u_old,
-                p.transfer,
-                p.pic_ratio,
-                correct.then_some(&self.disp),
-                &mut self.packed,
-                &self.shapes_now,
-                self.cfg.boundary,
-                dt,
-            );
-        });
+            let on_device = match self.transfer_device.as_mut() {
+                Some(d) => {
+                    let step = Advection {
+                        u: &self.u,
+                        u_old: &self.u_old,
+                        displacement: correct.then_some(&self.disp),
+                        transfer: p.transfer,
+                        pic_ratio: p.pic_ratio,
+                        obstacles: &self.shapes_now,
+                        boundary: self.cfg.boundary,
+                        dt,
+                    };
+                    d.grid_to_particles_advect(&mut self.particles, &step)
+                        .map_err(|detail| SimError::Device {
+                            step: self.steps + 1,
+                            detail,
+                        })?
+                }
+                None => false,
+            };
+            if !on_device {
+                advect::transfer_and_advect(
+                    &mut self.particles,
+                    &self.u,
+                    &self.u_old,
+                    p.transfer,
+                    p.pic_ratio,
+                    correct.then_some(&self.disp),
+                    &mut self.packed,
+                    &self.shapes_now,
+                    self.cfg.boundary,
+                    dt,
+                );
+            }
+            Ok::<_, SimError>(())
+        })?;
         self.time = t_end;
         self.last_substep_dt = dt;
         self.substeps_total += 1;

@@ -6,10 +6,11 @@
 //! slab of cell rows a contiguous range), even slabs in parallel and then odd ones, so that no two threads
 //! ever add into the same face and every face takes its sums in one fixed order.
 
-use super::params::Transfer;
+use super::params::{Boundary, Transfer};
 use super::particles::{Particles, PARTICLE_CHUNK};
 use crate::grid::{strides_of, Grid, MacGrid};
 use crate::par::{self, SharedSlice};
+use crate::shape::Shape;
 use multiversion::multiversion;
 use rayon::prelude::*;
 
@@ -475,12 +476,78 @@ pub(crate) fn particles_to_grid<const D: usize>(
             });
         }
     }
+    velocities_from_sums(u, sums);
+}
+
+/// The face velocities of the particle-to-grid transfer from its sums `[Σ w, Σ w u]`: their quotient, 0 on
+/// a face no particle reaches.
+pub(crate) fn velocities_from_sums<const D: usize>(u: &mut MacGrid<D>, sums: &[Grid<[f32; 2], D>; D]) {
     for (g, f) in u.u.iter_mut().zip(sums.iter()) {
         g.par_for_each_mut(|i, _, v| {
             let [w, m] = f.data[i].map(f64::from);
             *v = if w > 0.0 { m / w } else { 0.0 };
         });
     }
+}
+
+/// The CPU's transfers as a [`TransferDevice`]: the reference a device is compared with. Its
+/// particle-to-grid transfer sorts a copy of the particles by half cell and scatters them, its
+/// grid-to-particle pass moves them, both as a [`FlipSim`](super::FlipSim) does.
+#[derive(Clone, Debug, Default)]
+pub struct CpuTransfer;
+
+/// What the grid-to-particle pass reads besides the particles: the grids and the step's settings
+/// ([`TransferDevice::grid_to_particles_advect`]).
+#[derive(Clone, Copy)]
+pub struct Advection<'a, const D: usize> {
+    /// The grid velocity after projection and extrapolation (m/s).
+    pub u: &'a MacGrid<D>,
+    /// The grid velocity saved after the particle-to-grid transfer (m/s), for the FLIP update.
+    pub u_old: &'a MacGrid<D>,
+    /// The volume correction's displacement (m) on the faces, when it ran this step.
+    pub displacement: Option<&'a MacGrid<D>>,
+    pub transfer: Transfer,
+    /// The PIC share of the FLIP blend.
+    pub pic_ratio: f64,
+    /// The obstacles at the end of the step, out of which particles are pushed.
+    pub obstacles: &'a [Shape],
+    pub boundary: Boundary,
+    /// The step (s).
+    pub dt: f64,
+}
+
+/// A device that runs the particle passes of a [`FlipSim`](super::FlipSim) (the GPU backend). Each pass
+/// returns `Ok(false)` when the device does not take the problem, which the CPU then runs, and the device's
+/// own report when it failed.
+pub trait TransferDevice<const D: usize>: Send {
+    /// The particle-to-grid transfer: fills `sums` (one grid per velocity component, shaped as `grid`'s
+    /// faces) for `particles` (alive and inside the domain, as the step's sort leaves them) on `grid` (its
+    /// dimensions, origin and spacing; its values are not read) with the sums of [`particles_to_grid`] — per
+    /// face `[Σ_p w_fp, Σ_p w_fp u_fp]` with the multilinear tent weight and, with APIC, the affine velocity at
+    /// the face — in an order of its own that is fixed, so that a run repeats bit for bit on one device.
+    ///
+    /// # Errors
+    /// What the device reported when it failed.
+    fn particles_to_grid(
+        &mut self,
+        particles: &Particles<D>,
+        grid: &MacGrid<D>,
+        transfer: Transfer,
+        sums: &mut [Grid<[f32; 2], D>; D],
+    ) -> Result<bool, String>;
+
+    /// The grid-to-particle transfer and advection of every particle, as the CPU's pass: the new velocity
+    /// (PIC, FLIP blend or APIC with its affine matrix) from `step.u` at the particle, then the midpoint move
+    /// through `step.u` plus the volume correction's displacement, out of the obstacles and against the
+    /// walls (a particle that left an open domain gets a NaN position).
+    ///
+    /// # Errors
+    /// What the device reported when it failed.
+    fn grid_to_particles_advect(
+        &mut self,
+        particles: &mut Particles<D>,
+        step: &Advection<'_, D>,
+    ) -> Result<bool, String>;
 }
 
 /// Particles per batch of the grid-to-particle pass ([`FaceStencils`]).

@@ -3,7 +3,6 @@
 
 use super::{Case, Measurement};
 use crate::flip::{FlipConfig, FlipSim};
-use crate::linsolve::PoissonDevice;
 use crate::shape::Shape;
 use crate::sim::Simulation;
 
@@ -87,15 +86,15 @@ pub const MARTIN_MOYCE_Z: [f64; 15] = [
 /// A closed 2D tank of `n`² cells (1 m) filled to half height, run for `t_end` seconds at CFL 1. Returns the
 /// largest particle speed at the end over `√(gH)` and the simulation.
 pub fn hydrostatic_2d(n: usize, t_end: f64) -> (f64, FlipSim<2>) {
-    hydrostatic_2d_on(n, t_end, None)
+    hydrostatic_2d_on(n, t_end, |_| {})
 }
 
-/// As [`hydrostatic_2d`], the pressure solves on `device` when one is given
-/// ([`FlipSim::set_pressure_device`]).
+/// As [`hydrostatic_2d`], the simulation first handed to `prepare` (which may attach devices:
+/// [`FlipSim::set_pressure_device`], [`FlipSim::set_transfer_device`]).
 pub fn hydrostatic_2d_on(
     n: usize,
     t_end: f64,
-    device: Option<Box<dyn PoissonDevice<2>>>,
+    prepare: impl FnOnce(&mut FlipSim<2>),
 ) -> (f64, FlipSim<2>) {
     let cfg = FlipConfig::<2> {
         resolution: [n, n],
@@ -104,9 +103,7 @@ pub fn hydrostatic_2d_on(
     };
     let depth = 0.5;
     let mut sim = FlipSim::new(cfg).expect("valid configuration");
-    if let Some(d) = device {
-        sim.set_pressure_device(d);
-    }
+    prepare(&mut sim);
     sim.fill(&Shape::box2([0.0, 0.0], [1.0, depth]), [0.0, 0.0]);
     run_until(&mut sim, t_end, 1.0);
     let speed = sim.measure().max_speed;
@@ -183,16 +180,16 @@ pub struct VolumeDrift {
 /// measure over `t_end` seconds from the column's volume `V₀` (which is also the particles' seeding volume,
 /// the column filling whole cells).
 pub fn dam_break_volume_drift(res: [usize; 3], t_end: f64, kappa: f64) -> VolumeDrift {
-    dam_break_volume_drift_on(res, t_end, kappa, None)
+    dam_break_volume_drift_on(res, t_end, kappa, |_| {})
 }
 
-/// As [`dam_break_volume_drift`], the pressure solves on `device` when one is given
-/// ([`FlipSim::set_pressure_device`]).
+/// As [`dam_break_volume_drift`], the simulation first handed to `prepare` (which may attach devices:
+/// [`FlipSim::set_pressure_device`], [`FlipSim::set_transfer_device`]).
 pub fn dam_break_volume_drift_on(
     res: [usize; 3],
     t_end: f64,
     kappa: f64,
-    device: Option<Box<dyn PoissonDevice<3>>>,
+    prepare: impl FnOnce(&mut FlipSim<3>),
 ) -> VolumeDrift {
     let h = 1.0 / res[0] as f64;
     let size: [f64; 3] = std::array::from_fn(|k| res[k] as f64 * h);
@@ -203,9 +200,7 @@ pub fn dam_break_volume_drift_on(
     };
     cfg.params.volume_correction = kappa;
     let mut sim = FlipSim::new(cfg).expect("valid configuration");
-    if let Some(d) = device {
-        sim.set_pressure_device(d);
-    }
+    prepare(&mut sim);
     let column = [0.25 * size[0], 0.5 * size[1], size[2]];
     sim.fill(
         &Shape::Box {

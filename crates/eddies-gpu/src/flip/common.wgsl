@@ -1,0 +1,30 @@
+// What the transfer kernels share: the step's constants and the folded thread index. The prelude before this
+// file sets D (2 or 3), WG (threads per workgroup) and the kernel's own constants.
+
+struct Params {
+    // Particles, and half cells (bins of the sort).
+    n: u32, bins: u32,
+    // A particle is dropped when its key is DEAD (outside the domain or not finite).
+    pad0: u32, pad1: u32,
+    // Half cells per axis (1 beyond D).
+    sub: vec4<u32>,
+    // Cells per axis (1 beyond D).
+    cells: vec4<u32>,
+    // Origin (m) and 1 / cell size (1/m); cell size (m).
+    origin: vec4<f32>,
+    inv_h: f32, h: f32, pad2: u32, pad3: u32,
+}
+
+const DEAD: u32 = 0xffffffffu;
+
+// The thread's index over a launch of workgroups folded into two dimensions.
+fn thread_index(wid: vec3<u32>, nwg: vec3<u32>, lid: u32) -> u32 {
+    return (wid.x + wid.y * nwg.x) * WG + lid;
+}
+
+// Particle `i`'s position in cells along axis `a` (`pos` holds the axes one after another, `n` each). The
+// key and the weights both start from this one expression, so that a particle lies in the half cell whose
+// faces its weights reach.
+fn cell_coord(x: f32, p: Params, a: u32) -> f32 {
+    return (x - p.origin[a]) * p.inv_h;
+}

@@ -1,0 +1,714 @@
+//! PIC/FLIP/APIC on the GPU: the particle passes of a [`FlipSim`](eddies::flip::FlipSim) — the
+//! particle-to-grid transfer, and the grid-to-particle transfer fused with advection — as its
+//! [`TransferDevice`].
+//!
+//! * **Counting sort by half cell, on the device.** Each particle's half cell and its rank in it (an integer
+//!   atomic count, `keys.wgsl`); exclusive prefix sums of the counts, block by block in levels of 1024
+//!   (`scan.wgsl`); each particle into its half cell's range (`place.wgsl`); each half cell's particles back
+//!   in index order (`order.wgsl`), so that the sorted list depends on the particles alone and not on the
+//!   order in which threads took their ranks.
+//! * **Gathered transfer, no float atomics.** One thread per face sums, over the particles of the 4ᴰ half
+//!   cells within one cell of it, the tent weights and weighted velocities (`p2g.wgsl`): the CPU's sums
+//!   (`[Σ w, Σ w u]` per face, the affine term with APIC) in a fixed order of the device's own, so a run
+//!   repeats bit for bit on one device and agrees with the CPU to single-precision rounding.
+//! * **Grid to particles and advection**, one thread per particle (`g2p.wgsl`): PIC, the FLIP blend or APIC
+//!   (the affine matrix from the gradient of the interpolation weights), the midpoint move plus the volume
+//!   correction's displacement, and the walls, as the CPU's pass but in single precision. Pushing particles
+//!   out of obstacles needs the shapes' distance functions, which only the CPU has: with obstacles the pass
+//!   declines and the CPU runs it.
+//! * **Where the data lives.** The particles stay in host memory, as the other stages run on the CPU: each
+//!   transfer uploads positions and velocities (and the affine matrices with APIC) and reads the face sums
+//!   back; the grid-to-particle pass uploads the particles and the face fields and reads the particles back.
+//!   Device memory: 12 + 8 D bytes per particle (+ 4 D² with APIC), with a fifth spare, and 2ᴰ·4 + 16 D bytes
+//!   per cell.
+
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use bytemuck::{Pod, Zeroable};
+use eddies::flip::{Advection, Boundary, Particles, Transfer, TransferDevice};
+use eddies::grid::{Grid, MacGrid};
+
+use crate::device::{Gpu, GpuError};
+
+const COMMON: &str = include_str!("common.wgsl");
+const KEYS: &str = include_str!("keys.wgsl");
+const SCAN: &str = include_str!("scan.wgsl");
+const PLACE: &str = include_str!("place.wgsl");
+const ORDER: &str = include_str!("order.wgsl");
+const P2G: &str = include_str!("p2g.wgsl");
+const G2P: &str = include_str!("g2p.wgsl");
+
+/// Threads per workgroup.
+const WG: u64 = 256;
+/// Entries per workgroup of the prefix sums (`BLOCK` of `scan.wgsl`).
+const BLOCK: u64 = 4 * WG;
+/// `NONE` of `scan.wgsl`: the top level has no parent.
+const NONE: u32 = u32::MAX;
+
+/// The prelude of a kernel for dimension `dim`, with its own constants.
+fn prelude(dim: usize, consts: &str) -> String {
+    format!("const D: u32 = {dim}u;\nconst WG: u32 = {WG}u;\n{consts}\n{COMMON}")
+}
+
+/// `Params` of `common.wgsl`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
+struct ParamsUniform {
+    n: u32,
+    bins: u32,
+    pad0: [u32; 2],
+    sub: [u32; 4],
+    cells: [u32; 4],
+    origin: [f32; 4],
+    inv_h: f32,
+    h: f32,
+    pad1: [u32; 2],
+}
+
+/// `Level` of `scan.wgsl`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
+struct LevelUniform {
+    n: u32,
+    at: u32,
+    parent: u32,
+    pad: u32,
+}
+
+/// `Face` of `p2g.wgsl`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
+struct FaceUniform {
+    k: u32,
+    faces: u32,
+    base: u32,
+    pad: u32,
+    dims: [u32; 4],
+}
+
+/// `Move` of `g2p.wgsl`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
+struct MoveUniform {
+    dims: [[u32; 4]; 3],
+    base: [u32; 4],
+    dt: f32,
+    pic_ratio: f32,
+    mode: u32,
+    closed: u32,
+}
+
+/// The levels of the prefix sums over `n` entries: each level's entries and first slot in the scan buffer,
+/// the finest first, until a level fits one workgroup.
+fn scan_levels(n: u64) -> Vec<(u64, u64)> {
+    let mut levels = vec![(n, 0)];
+    let mut at = n;
+    while levels.last().expect("one level").0 > BLOCK {
+        let next = levels.last().expect("one level").0.div_ceil(BLOCK);
+        levels.push((next, at));
+        at += next;
+    }
+    levels
+}
+
+/// Workgroups `groups`, folded into two dimensions of at most `per_axis` each.
+fn fold(groups: u64, per_axis: u32) -> [u32; 3] {
+    let total = groups.max(1);
+    let x = total.min(per_axis as u64);
+    [x as u32, total.div_ceil(x) as u32, 1]
+}
+
+/// What the particle passes since the last [`GpuTransfer::take_times`] took.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct TransferTimes {
+    /// Passes that ran on the device (particle-to-grid, grid-to-particle).
+    pub passes: usize,
+    /// Writing the particles and the grid fields to the device.
+    pub upload_ms: f64,
+    /// The kernels (sort and gather; the particle pass), until the device finished them.
+    pub kernels_ms: f64,
+    /// Reading the face sums, or the moved particles, back.
+    pub download_ms: f64,
+}
+
+/// The device buffers of one problem size; they grow to the largest and are reused.
+struct Buffers {
+    /// Particles, half cells and faces (all components) they hold.
+    particles: u64,
+    bins: u64,
+    faces: u64,
+    apic: bool,
+    params: wgpu::Buffer,
+    levels: Vec<wgpu::Buffer>,
+    faces_uniform: Vec<wgpu::Buffer>,
+    moves: wgpu::Buffer,
+    /// `[u, u − u_old, displacement, 0]` per face for the grid-to-particle pass; the particle-to-grid
+    /// transfer's sums `[Σ w, Σ w u]` per face before it, in its first half.
+    fields: wgpu::Buffer,
+    pos: wgpu::Buffer,
+    vel: wgpu::Buffer,
+    affine: wgpu::Buffer,
+    keys: wgpu::Buffer,
+    rank: wgpu::Buffer,
+    sorted: wgpu::Buffer,
+    scan: wgpu::Buffer,
+}
+
+impl Buffers {
+    fn bytes(&self) -> u64 {
+        [
+            &self.pos,
+            &self.vel,
+            &self.affine,
+            &self.keys,
+            &self.rank,
+            &self.sorted,
+            &self.scan,
+            &self.fields,
+        ]
+        .iter()
+        .map(|b| b.size())
+        .sum()
+    }
+}
+
+/// The particle-to-grid transfer on the GPU (see the module documentation).
+pub struct GpuTransfer {
+    gpu: Arc<Gpu>,
+    buffers: Option<Buffers>,
+    /// Workgroups per dimension of a launch (the adapter's limit): larger launches fold into two.
+    per_axis: u32,
+    times: TransferTimes,
+}
+
+impl GpuTransfer {
+    /// The transfer on `gpu`.
+    pub fn new(gpu: Arc<Gpu>) -> Self {
+        let per_axis = gpu.limits().max_compute_workgroups_per_dimension;
+        Self {
+            gpu,
+            buffers: None,
+            per_axis,
+            times: TransferTimes::default(),
+        }
+    }
+
+    /// Folds launches of more than `n` workgroups (at least 1) into two dimensions, below the adapter's own
+    /// limit; the tests exercise the folding on small grids this way.
+    pub fn limit_workgroups_per_dimension(&mut self, n: u32) {
+        self.per_axis = n.clamp(1, self.per_axis);
+    }
+
+    /// What the transfers since the last call took, and a fresh count.
+    pub fn take_times(&mut self) -> TransferTimes {
+        std::mem::take(&mut self.times)
+    }
+
+    /// Device memory held (bytes).
+    pub fn bytes(&self) -> u64 {
+        self.buffers.as_ref().map_or(0, Buffers::bytes)
+    }
+
+    /// Buffers for `n` particles, `bins` half cells and `faces` faces, reallocated where they are too small.
+    fn ensure(&mut self, dim: usize, n: u64, bins: u64, faces: u64, apic: bool) -> Result<(), GpuError> {
+        let fits = self.buffers.as_ref().is_some_and(|b| {
+            b.particles >= n && b.bins == bins && b.faces == faces && (b.apic || !apic)
+        });
+        if fits {
+            return Ok(());
+        }
+        let gpu = &self.gpu;
+        // Room for a fifth more particles than now, so that a growing liquid does not reallocate each step.
+        let particles = self
+            .buffers
+            .as_ref()
+            .map_or(0, |b| b.particles)
+            .max(n + n / 5)
+            .max(1);
+        let scan_entries: u64 = scan_levels(bins + 1).iter().map(|l| l.0).sum();
+        let per_particle = dim as u64 * particles * 4;
+        let affine = if apic {
+            dim as u64 * per_particle
+        } else {
+            4
+        };
+        for (what, bytes) in [
+            ("the particles' positions", per_particle),
+            ("the APIC matrices", affine),
+            ("the sort's prefix sums", scan_entries * 4),
+            ("the particle passes' face fields", faces * 16),
+        ] {
+            gpu.check_binding(what, bytes)?;
+        }
+        self.buffers = None;
+        let buffers = gpu.allocating("the particle-to-grid transfer", || Buffers {
+            particles,
+            bins,
+            faces,
+            apic,
+            params: gpu.uniform::<ParamsUniform>("transfer params"),
+            levels: Vec::new(),
+            faces_uniform: (0..dim)
+                .map(|_| gpu.uniform::<FaceUniform>("transfer face"))
+                .collect(),
+            pos: gpu.buffer("particle positions", per_particle),
+            vel: gpu.buffer("particle velocities", per_particle),
+            affine: gpu.buffer("particle affine", affine),
+            keys: gpu.buffer("particle keys", particles * 4),
+            rank: gpu.buffer("particle ranks", particles * 4),
+            sorted: gpu.buffer("sorted particles", particles * 4),
+            scan: gpu.buffer("half-cell starts", scan_entries * 4),
+            moves: gpu.uniform::<MoveUniform>("particle move"),
+            fields: gpu.buffer("face fields", faces * 16),
+        })?;
+        self.buffers = Some(buffers);
+        Ok(())
+    }
+
+    /// Buffers for the particles on `grid`, the step's constants, and the particles' positions and
+    /// velocities (with `affine`, their APIC matrices) written to the device.
+    fn upload<const D: usize>(
+        &mut self,
+        particles: &Particles<D>,
+        grid: &MacGrid<D>,
+        apic: bool,
+        affine: bool,
+    ) -> Result<(), GpuError> {
+        let n = particles.len() as u64;
+        let cells = grid.dims;
+        let sub = cells.map(|c| 2 * c as u64);
+        let bins: u64 = sub.iter().product();
+        let faces: u64 = (0..D).map(|k| grid.u[k].data.len() as u64).sum();
+        if n > u32::MAX as u64 / 2 || bins + 1 >= u32::MAX as u64 {
+            return Err(GpuError::Limit(format!(
+                "{n} particles on {bins} half cells: too many for the GPU transfer's 32-bit indices"
+            )));
+        }
+        self.ensure(D, n, bins, faces, apic)?;
+        let gpu = &self.gpu;
+        let b = self.buffers.as_ref().expect("buffers ensured");
+        let mut params = ParamsUniform {
+            n: n as u32,
+            bins: bins as u32,
+            inv_h: (1.0 / grid.spacing) as f32,
+            h: grid.spacing as f32,
+            sub: [1; 4],
+            cells: [1; 4],
+            ..Default::default()
+        };
+        for a in 0..D {
+            params.sub[a] = sub[a] as u32;
+            params.cells[a] = cells[a] as u32;
+            params.origin[a] = grid.origin[a] as f32;
+        }
+        gpu.write(&b.params, &[params]);
+        let queue = gpu.queue();
+        for a in 0..D {
+            let at = a as u64 * n * 4;
+            queue.write_buffer(&b.pos, at, bytemuck::cast_slice(&particles.pos[a]));
+            queue.write_buffer(&b.vel, at, bytemuck::cast_slice(&particles.vel[a]));
+            if affine {
+                for c in 0..D {
+                    let at = (a * D + c) as u64 * n * 4;
+                    queue.write_buffer(&b.affine, at, bytemuck::cast_slice(&particles.affine[a][c]));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// A launch of `source` for dimension `D` with `consts`, `buffers` at bindings 0, 1, …, over `groups`
+    /// workgroups.
+    fn launch<const D: usize>(
+        &self,
+        name: &str,
+        source: &str,
+        consts: &str,
+        buffers: &[&wgpu::Buffer],
+        groups: u64,
+    ) -> Result<Launch, GpuError> {
+        let key = format!("flip {name} {D}d {consts}");
+        let pipeline = self.gpu.pipeline(&key, &prelude(D, consts), source)?;
+        let bind = self
+            .gpu
+            .validating(name, || Ok(self.gpu.bind(&pipeline, buffers)))?;
+        Ok(Launch {
+            pipeline,
+            bind,
+            groups: fold(groups, self.per_axis),
+        })
+    }
+
+    /// Runs `launches` in one compute pass, after clearing the first `clear` bytes of the prefix sums, and
+    /// waits for the device.
+    fn submit(&self, launches: &[Launch], clear: u64) -> Result<(), GpuError> {
+        let b = self.buffers.as_ref().expect("buffers ensured");
+        let mut encoder =
+            self.gpu
+                .device()
+                .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                    label: Some("flip particles"),
+                });
+        if clear > 0 {
+            encoder.clear_buffer(&b.scan, 0, Some(clear));
+        }
+        {
+            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                label: Some("flip particles"),
+                timestamp_writes: None,
+            });
+            for l in launches {
+                pass.set_pipeline(&l.pipeline);
+                pass.set_bind_group(0, &l.bind, &[]);
+                pass.dispatch_workgroups(l.groups[0], l.groups[1], l.groups[2]);
+            }
+        }
+        self.gpu.queue().submit([encoder.finish()]);
+        self.gpu.finish()
+    }
+
+    /// The transfer (see [`TransferDevice::particles_to_grid`]), its failures as the device reports them.
+    fn particles_to_grid_on<const D: usize>(
+        &mut self,
+        particles: &Particles<D>,
+        grid: &MacGrid<D>,
+        transfer: Transfer,
+        sums: &mut [Grid<[f32; 2], D>; D],
+    ) -> Result<(), GpuError> {
+        let start = Instant::now();
+        let apic = transfer == Transfer::Apic;
+        self.upload(particles, grid, apic, apic)?;
+        let n = particles.len() as u64;
+        let bins: u64 = grid.dims.iter().map(|&c| 2 * c as u64).product();
+        let face_counts: [u64; D] = std::array::from_fn(|k| sums[k].data.len() as u64);
+        let gpu = self.gpu.clone();
+        let b = self.buffers.as_mut().expect("buffers ensured");
+        let levels = scan_levels(bins + 1);
+        while b.levels.len() < levels.len() {
+            b.levels.push(gpu.uniform::<LevelUniform>("scan level"));
+        }
+        for (l, &(entries, at)) in levels.iter().enumerate() {
+            let parent = levels.get(l + 1).map_or(NONE, |p| p.1 as u32);
+            gpu.write(
+                &b.levels[l],
+                &[LevelUniform {
+                    n: entries as u32,
+                    at: at as u32,
+                    parent,
+                    pad: 0,
+                }],
+            );
+        }
+        let mut base = 0;
+        for k in 0..D {
+            let mut dims = [1; 4];
+            for a in 0..D {
+                dims[a] = sums[k].dims[a] as u32;
+            }
+            gpu.write(
+                &b.faces_uniform[k],
+                &[FaceUniform {
+                    k: k as u32,
+                    faces: face_counts[k] as u32,
+                    base: base as u32,
+                    pad: 0,
+                    dims,
+                }],
+            );
+            base += face_counts[k];
+        }
+        let uploaded = Instant::now();
+
+        let b = self.buffers.as_ref().expect("buffers ensured");
+        let particle_groups = n.div_ceil(WG);
+        let mut launches = vec![self.launch::<D>(
+            "keys",
+            KEYS,
+            "",
+            &[&b.params, &b.pos, &b.keys, &b.rank, &b.scan],
+            particle_groups,
+        )?];
+        let reduce = "const REDUCE: u32 = 0u;\nconst OP: u32 = 0u;";
+        let scan = "const REDUCE: u32 = 0u;\nconst OP: u32 = 1u;";
+        for l in 0..levels.len() - 1 {
+            let groups = levels[l].0.div_ceil(BLOCK);
+            launches.push(self.launch::<D>("scan", SCAN, reduce, &[&b.levels[l], &b.scan], groups)?);
+        }
+        for l in (0..levels.len()).rev() {
+            let groups = levels[l].0.div_ceil(BLOCK);
+            launches.push(self.launch::<D>("scan", SCAN, scan, &[&b.levels[l], &b.scan], groups)?);
+        }
+        launches.push(self.launch::<D>(
+            "place",
+            PLACE,
+            "",
+            &[&b.params, &b.keys, &b.rank, &b.scan, &b.sorted],
+            particle_groups,
+        )?);
+        launches.push(self.launch::<D>(
+            "order",
+            ORDER,
+            "",
+            &[&b.params, &b.scan, &b.sorted],
+            bins.div_ceil(WG),
+        )?);
+        let apic_const = format!("const APIC: bool = {apic};");
+        for k in 0..D {
+            launches.push(self.launch::<D>(
+                "p2g",
+                P2G,
+                &apic_const,
+                &[
+                    &b.params,
+                    &b.faces_uniform[k],
+                    &b.pos,
+                    &b.vel,
+                    &b.affine,
+                    &b.scan,
+                    &b.sorted,
+                    &b.fields,
+                ],
+                face_counts[k].div_ceil(WG),
+            )?);
+        }
+        self.submit(&launches, (bins + 1) * 4)?;
+        let ran = Instant::now();
+
+        let ranges: Vec<_> = (0..D)
+            .scan(0, |at, k| {
+                let r = (&b.fields, *at * 8, face_counts[k] * 8);
+                *at += face_counts[k];
+                Some(r)
+            })
+            .collect();
+        let bytes = gpu.read(&ranges)?;
+        for (grid, bytes) in sums.iter_mut().zip(&bytes) {
+            grid.data.copy_from_slice(bytemuck::cast_slice(bytes));
+        }
+        self.times.record(start, uploaded, ran);
+        Ok(())
+    }
+
+    /// The grid-to-particle pass (see [`TransferDevice::grid_to_particles_advect`]), its failures as the
+    /// device reports them.
+    fn advect_on<const D: usize>(
+        &mut self,
+        particles: &mut Particles<D>,
+        step: &Advection<'_, D>,
+    ) -> Result<(), GpuError> {
+        let start = Instant::now();
+        let apic = step.transfer == Transfer::Apic;
+        let grid = step.u;
+        self.upload(particles, grid, apic, false)?;
+        let n = particles.len() as u64;
+        let mut uniform = MoveUniform {
+            dt: step.dt as f32,
+            pic_ratio: step.pic_ratio as f32,
+            mode: match step.transfer {
+                Transfer::Pic => 0,
+                Transfer::Flip => 1,
+                Transfer::Apic => 2,
+            },
+            closed: (step.boundary == Boundary::Closed) as u32,
+            ..Default::default()
+        };
+        // `[u, u − u_old, displacement, 0]` per face, component after component.
+        let mut fields = Vec::new();
+        for k in 0..D {
+            uniform.base[k] = fields.len() as u32;
+            for a in 0..D {
+                uniform.dims[k][a] = grid.u[k].dims[a] as u32;
+            }
+            for a in D..3 {
+                uniform.dims[k][a] = 1;
+            }
+            let (u, old) = (&grid.u[k].data, &step.u_old.u[k].data);
+            let disp = step.displacement.map(|d| &d.u[k].data[..]);
+            fields.extend((0..u.len()).map(|j| {
+                let d = disp.map_or(0.0, |d| d[j]);
+                [u[j] as f32, (u[j] - old[j]) as f32, d as f32, 0.0]
+            }));
+        }
+        let gpu = self.gpu.clone();
+        let b = self.buffers.as_ref().expect("buffers ensured");
+        gpu.write(&b.moves, &[uniform]);
+        gpu.write(&b.fields, &fields);
+        let uploaded = Instant::now();
+
+        let launch = self.launch::<D>(
+            "g2p",
+            G2P,
+            "",
+            &[&b.params, &b.moves, &b.fields, &b.pos, &b.vel, &b.affine],
+            n.div_ceil(WG),
+        )?;
+        self.submit(&[launch], 0)?;
+        let ran = Instant::now();
+
+        let bytes = n * 4;
+        let mut ranges = Vec::new();
+        for a in 0..D {
+            ranges.push((&b.pos, a as u64 * bytes, bytes));
+            ranges.push((&b.vel, a as u64 * bytes, bytes));
+        }
+        if apic {
+            for c in 0..D * D {
+                ranges.push((&b.affine, c as u64 * bytes, bytes));
+            }
+        }
+        let read = gpu.read(&ranges)?;
+        for a in 0..D {
+            particles.pos[a].copy_from_slice(bytemuck::cast_slice(&read[2 * a]));
+            particles.vel[a].copy_from_slice(bytemuck::cast_slice(&read[2 * a + 1]));
+        }
+        if apic {
+            for k in 0..D {
+                for a in 0..D {
+                    particles.affine[k][a].copy_from_slice(bytemuck::cast_slice(&read[2 * D + k * D + a]));
+                }
+            }
+        }
+        self.times.record(start, uploaded, ran);
+        Ok(())
+    }
+}
+
+/// A kernel's pipeline, bind group and workgroups.
+struct Launch {
+    pipeline: Arc<wgpu::ComputePipeline>,
+    bind: wgpu::BindGroup,
+    groups: [u32; 3],
+}
+
+impl TransferTimes {
+    /// Adds a pass that started at `start`, had its data on the device at `uploaded`, its kernels done at
+    /// `ran`, and its results read back now.
+    fn record(&mut self, start: Instant, uploaded: Instant, ran: Instant) {
+        let ms = |a: Instant, b: Instant| (b - a).as_secs_f64() * 1e3;
+        let done = Instant::now();
+        self.passes += 1;
+        self.upload_ms += ms(start, uploaded);
+        self.kernels_ms += ms(uploaded, ran);
+        self.download_ms += ms(ran, done);
+    }
+}
+
+impl<const D: usize> TransferDevice<D> for GpuTransfer {
+    fn particles_to_grid(
+        &mut self,
+        particles: &Particles<D>,
+        grid: &MacGrid<D>,
+        transfer: Transfer,
+        sums: &mut [Grid<[f32; 2], D>; D],
+    ) -> Result<bool, String> {
+        if particles.is_empty() {
+            for s in sums.iter_mut() {
+                s.data.fill([0.0; 2]);
+            }
+            return Ok(true);
+        }
+        self.particles_to_grid_on(particles, grid, transfer, sums)
+            .map(|()| true)
+            .map_err(|e| e.to_string())
+    }
+
+    fn grid_to_particles_advect(
+        &mut self,
+        particles: &mut Particles<D>,
+        step: &Advection<'_, D>,
+    ) -> Result<bool, String> {
+        // Pushing particles out of obstacles needs their shapes' distance functions: the CPU's.
+        if !step.obstacles.is_empty() {
+            return Ok(false);
+        }
+        if particles.is_empty() {
+            return Ok(true);
+        }
+        self.advect_on(particles, step)
+            .map(|()| true)
+            .map_err(|e| e.to_string())
+    }
+}
+
+/// A [`GpuTransfer`] that a simulation and its caller share (a benchmark reads its times between steps).
+#[derive(Clone)]
+pub struct SharedTransfer(pub Arc<Mutex<GpuTransfer>>);
+
+impl<const D: usize> TransferDevice<D> for SharedTransfer {
+    fn particles_to_grid(
+        &mut self,
+        particles: &Particles<D>,
+        grid: &MacGrid<D>,
+        transfer: Transfer,
+        sums: &mut [Grid<[f32; 2], D>; D],
+    ) -> Result<bool, String> {
+        let mut dev = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        TransferDevice::<D>::particles_to_grid(&mut *dev, particles, grid, transfer, sums)
+    }
+
+    fn grid_to_particles_advect(
+        &mut self,
+        particles: &mut Particles<D>,
+        step: &Advection<'_, D>,
+    ) -> Result<bool, String> {
+        let mut dev = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        TransferDevice::<D>::grid_to_particles_advect(&mut *dev, particles, step)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::device::validate_wgsl;
+
+    /// Every kernel's variants parse and validate without a GPU, in 2D and 3D.
+    #[test]
+    fn the_kernels_compile_without_a_gpu() {
+        let scan = [
+            "const REDUCE: u32 = 0u;\nconst OP: u32 = 0u;",
+            "const REDUCE: u32 = 0u;\nconst OP: u32 = 1u;",
+        ];
+        let apic = ["const APIC: bool = false;", "const APIC: bool = true;"];
+        let kernels: [(&str, &str, &[&str]); 6] = [
+            ("keys", KEYS, &[""]),
+            ("scan", SCAN, &scan),
+            ("place", PLACE, &[""]),
+            ("order", ORDER, &[""]),
+            ("p2g", P2G, &apic),
+            ("g2p", G2P, &[""]),
+        ];
+        for (name, source, variants) in kernels {
+            for consts in variants {
+                for dim in [2, 3] {
+                    let code = format!("{}\n{source}", prelude(dim, consts));
+                    validate_wgsl(&code).unwrap_or_else(|e| panic!("{name} {consts} {dim}D: {e}"));
+                }
+            }
+        }
+    }
+
+    /// The uniform structs have the sizes the shaders give them.
+    #[test]
+    fn uniforms_match_the_shaders() {
+        assert_eq!(std::mem::size_of::<ParamsUniform>(), 80);
+        assert_eq!(std::mem::size_of::<LevelUniform>(), 16);
+        assert_eq!(std::mem::size_of::<FaceUniform>(), 32);
+        assert_eq!(std::mem::size_of::<MoveUniform>(), 80);
+    }
+
+    /// The prefix sums' levels shrink by a block each until one workgroup holds the top.
+    #[test]
+    fn scan_levels_cover_every_entry() {
+        assert_eq!(scan_levels(10), vec![(10, 0)]);
+        assert_eq!(scan_levels(1024), vec![(1024, 0)]);
+        assert_eq!(scan_levels(1025), vec![(1025, 0), (2, 1025)]);
+        let big = scan_levels(134_217_729);
+        assert_eq!(big.len(), 3);
+        assert!(big.last().unwrap().0 <= BLOCK);
+        for w in big.windows(2) {
+            assert_eq!(w[1].0, w[0].0.div_ceil(BLOCK));
+            assert_eq!(w[1].1, w[0].1 + w[0].0);
+        }
+    }
+}
