@@ -175,8 +175,8 @@ pub struct BenchArgs {
     /// One JSON object per line: {"bench","size","metric","value","unit","threads","device"}
     #[arg(long)]
     pub json: bool,
-    /// Where the benchmarks run: cpu, or gpu (reint, the vortex-particle direct sum and the renderer on the
-    /// GPU)
+    /// Where the benchmarks run: cpu, or gpu (reint; FLIP's particle passes and pressure solves; the vortex
+    /// method's direct sum and Poisson solve; the renderer)
     #[arg(long, value_name = "BACKEND", default_value = "cpu")]
     pub backend: Backend,
     /// Worker threads (0: one per core)

@@ -127,7 +127,8 @@ pub enum Backend {
     /// The CPU, on all its cores (every method).
     #[default]
     Cpu,
-    /// The GPU through wgpu (Vulkan, Metal or DirectX 12): reintegration tracking.
+    /// The GPU through wgpu (Vulkan, Metal or DirectX 12): all of reintegration tracking; FLIP's particle
+    /// passes and pressure solves and the vortex method's velocity, the CPU running the rest (docs/gpu.md).
     Gpu,
 }
 

@@ -211,7 +211,14 @@ impl GpuTransfer {
     }
 
     /// Buffers for `n` particles, `bins` half cells and `faces` faces, reallocated where they are too small.
-    fn ensure(&mut self, dim: usize, n: u64, bins: u64, faces: u64, apic: bool) -> Result<(), GpuError> {
+    fn ensure(
+        &mut self,
+        dim: usize,
+        n: u64,
+        bins: u64,
+        faces: u64,
+        apic: bool,
+    ) -> Result<(), GpuError> {
         let fits = self.buffers.as_ref().is_some_and(|b| {
             b.particles >= n && b.bins == bins && b.faces == faces && (b.apic || !apic)
         });
@@ -228,11 +235,7 @@ impl GpuTransfer {
             .max(1);
         let scan_entries: u64 = scan_levels(bins + 1).iter().map(|l| l.0).sum();
         let per_particle = dim as u64 * particles * 4;
-        let affine = if apic {
-            dim as u64 * per_particle
-        } else {
-            4
-        };
+        let affine = if apic { dim as u64 * per_particle } else { 4 };
         for (what, bytes) in [
             ("the particles' positions", per_particle),
             ("the APIC matrices", affine),
@@ -311,7 +314,11 @@ impl GpuTransfer {
             if affine {
                 for c in 0..D {
                     let at = (a * D + c) as u64 * n * 4;
-                    queue.write_buffer(&b.affine, at, bytemuck::cast_slice(&particles.affine[a][c]));
+                    queue.write_buffer(
+                        &b.affine,
+                        at,
+                        bytemuck::cast_slice(&particles.affine[a][c]),
+                    );
                 }
             }
         }
@@ -403,8 +410,8 @@ impl GpuTransfer {
         let mut base = 0;
         for k in 0..D {
             let mut dims = [1; 4];
-            for a in 0..D {
-                dims[a] = sums[k].dims[a] as u32;
+            for (d, &n) in dims.iter_mut().zip(&sums[k].dims) {
+                *d = n as u32;
             }
             gpu.write(
                 &b.faces_uniform[k],
@@ -431,13 +438,19 @@ impl GpuTransfer {
         )?];
         let reduce = "const REDUCE: u32 = 0u;\nconst OP: u32 = 0u;";
         let scan = "const REDUCE: u32 = 0u;\nconst OP: u32 = 1u;";
-        for l in 0..levels.len() - 1 {
-            let groups = levels[l].0.div_ceil(BLOCK);
-            launches.push(self.launch::<D>("scan", SCAN, reduce, &[&b.levels[l], &b.scan], groups)?);
+        for (level, uniform) in levels[..levels.len() - 1].iter().zip(&b.levels) {
+            let groups = level.0.div_ceil(BLOCK);
+            launches.push(self.launch::<D>("scan", SCAN, reduce, &[uniform, &b.scan], groups)?);
         }
         for l in (0..levels.len()).rev() {
             let groups = levels[l].0.div_ceil(BLOCK);
-            launches.push(self.launch::<D>("scan", SCAN, scan, &[&b.levels[l], &b.scan], groups)?);
+            launches.push(self.launch::<D>(
+                "scan",
+                SCAN,
+                scan,
+                &[&b.levels[l], &b.scan],
+                groups,
+            )?);
         }
         launches.push(self.launch::<D>(
             "place",
@@ -454,22 +467,15 @@ impl GpuTransfer {
             bins.div_ceil(WG),
         )?);
         let apic_const = format!("const APIC: bool = {apic};");
-        for k in 0..D {
+        for (uniform, faces) in b.faces_uniform.iter().zip(face_counts) {
             launches.push(self.launch::<D>(
                 "p2g",
                 P2G,
                 &apic_const,
                 &[
-                    &b.params,
-                    &b.faces_uniform[k],
-                    &b.pos,
-                    &b.vel,
-                    &b.affine,
-                    &b.scan,
-                    &b.sorted,
-                    &b.fields,
+                    &b.params, uniform, &b.pos, &b.vel, &b.affine, &b.scan, &b.sorted, &b.fields,
                 ],
-                face_counts[k].div_ceil(WG),
+                faces.div_ceil(WG),
             )?);
         }
         self.submit(&launches, (bins + 1) * 4)?;
@@ -565,7 +571,8 @@ impl GpuTransfer {
         if apic {
             for k in 0..D {
                 for a in 0..D {
-                    particles.affine[k][a].copy_from_slice(bytemuck::cast_slice(&read[2 * D + k * D + a]));
+                    particles.affine[k][a]
+                        .copy_from_slice(bytemuck::cast_slice(&read[2 * D + k * D + a]));
                 }
             }
         }

@@ -54,7 +54,9 @@ fn transfer_on<const D: usize>(
     transfer: Transfer,
 ) -> [Grid<[f32; 2], D>; D] {
     let mut sums = std::array::from_fn(|k| grid.u[k].same_shape([0.0f32; 2]));
-    assert!(device.particles_to_grid(p, grid, transfer, &mut sums).unwrap());
+    assert!(device
+        .particles_to_grid(p, grid, transfer, &mut sums)
+        .unwrap());
     sums
 }
 
@@ -69,11 +71,8 @@ fn the_gpu_transfer_matches_the_cpus() {
         return;
     };
     let mut dev = dev.lock().unwrap();
-    fn check<const D: usize>(
-        dev: &mut eddies_gpu::flip::GpuTransfer,
-        dims: [usize; D],
-        n: usize,
-    ) where
+    fn check<const D: usize>(dev: &mut eddies_gpu::flip::GpuTransfer, dims: [usize; D], n: usize)
+    where
         eddies_gpu::flip::GpuTransfer: TransferDevice<D>,
     {
         let grid = MacGrid::new(dims, [0.0; D], 0.1);
@@ -88,7 +87,11 @@ fn the_gpu_transfer_matches_the_cpus() {
                 let flip = transfer_on(dev, &p, &grid, Transfer::Flip);
                 assert!(sums_differ(&gpu, &flip) > 1e-3, "the affine term counts");
             }
-            assert_eq!(gpu, transfer_on(dev, &p, &grid, transfer), "{dims:?} {transfer:?}");
+            assert_eq!(
+                gpu,
+                transfer_on(dev, &p, &grid, transfer),
+                "{dims:?} {transfer:?}"
+            );
         }
     }
     check(&mut dev, [8, 5], 300);
@@ -154,13 +157,19 @@ fn the_gpu_particle_pass_matches_the_cpus() {
                         dt: 0.15,
                     };
                     let (mut cpu, mut gpu) = (start.clone(), start.clone());
-                    assert!(CpuTransfer.grid_to_particles_advect(&mut cpu, &step).unwrap());
+                    assert!(CpuTransfer
+                        .grid_to_particles_advect(&mut cpu, &step)
+                        .unwrap());
                     assert!(dev.grid_to_particles_advect(&mut gpu, &step).unwrap());
                     let (mut dx, mut dv, mut dc, mut gone) = (0.0f64, 0.0f64, 0.0f64, 0);
                     for i in 0..n {
                         for a in 0..D {
                             let (xc, xg) = (cpu.pos[a][i], gpu.pos[a][i]);
-                            assert_eq!(xc.is_nan(), xg.is_nan(), "particle {i} {transfer:?} {boundary:?}");
+                            assert_eq!(
+                                xc.is_nan(),
+                                xg.is_nan(),
+                                "particle {i} {transfer:?} {boundary:?}"
+                            );
                             gone += xc.is_nan() as usize;
                             if !xc.is_nan() {
                                 dx = dx.max((xc - xg).abs() as f64 / 0.1);
@@ -176,7 +185,10 @@ fn the_gpu_particle_pass_matches_the_cpus() {
                         "{D}D {transfer:?} {boundary:?} displaced {}: {dx:.1e} cells, {dv:.1e} m/s, {dc:.1e} of C, {gone} NaN",
                         displacement.is_some()
                     );
-                    assert!(dx <= 1e-5 && dv <= 1e-5 && dc <= 1e-5, "{transfer:?} {boundary:?}");
+                    assert!(
+                        dx <= 1e-5 && dv <= 1e-5 && dc <= 1e-5,
+                        "{transfer:?} {boundary:?}"
+                    );
                     if boundary == Boundary::Open {
                         assert!(gone > 0, "some particles leave the open domain");
                     }
@@ -204,7 +216,9 @@ fn the_gpu_particle_pass_matches_the_cpus() {
             boundary: Boundary::Closed,
             dt: 0.1,
         };
-        assert!(!dev.grid_to_particles_advect(&mut start.clone(), &step).unwrap());
+        assert!(!dev
+            .grid_to_particles_advect(&mut start.clone(), &step)
+            .unwrap());
     }
     check(&mut dev, [9, 7], 2000);
     check(&mut dev, [10, 8, 7], 6000);

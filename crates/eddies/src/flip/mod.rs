@@ -22,6 +22,9 @@
 //! 10. advect (`transfer_and_advect`, fused with 9 in one pass over the
 //!     particles): RK2 through the grid velocity plus the volume correction's displacement, solid push-out.
 //!
+//! A [`TransferDevice`] ([`FlipSim::set_transfer_device`]) may run stages 2 and 9–10, and a
+//! [`PoissonDevice`] ([`FlipSim::set_pressure_device`]) the solves of stage 7: the GPU backend.
+//!
 //! A step longer than [`FlipParams::substep_cfl`] cells of travel is split into substeps. The liquid surface
 //! is available as a Zhu–Bridson signed distance (field `surface`). Method notes: `docs/flip.md`.
 

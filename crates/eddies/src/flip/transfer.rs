@@ -481,7 +481,10 @@ pub(crate) fn particles_to_grid<const D: usize>(
 
 /// The face velocities of the particle-to-grid transfer from its sums `[Σ w, Σ w u]`: their quotient, 0 on
 /// a face no particle reaches.
-pub(crate) fn velocities_from_sums<const D: usize>(u: &mut MacGrid<D>, sums: &[Grid<[f32; 2], D>; D]) {
+pub(crate) fn velocities_from_sums<const D: usize>(
+    u: &mut MacGrid<D>,
+    sums: &[Grid<[f32; 2], D>; D],
+) {
     for (g, f) in u.u.iter_mut().zip(sums.iter()) {
         g.par_for_each_mut(|i, _, v| {
             let [w, m] = f.data[i].map(f64::from);
