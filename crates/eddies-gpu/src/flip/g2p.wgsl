@@ -1,20 +1,23 @@
 // Grid-to-particle transfer and advection, one thread per particle, as the CPU's pass
 // (`eddies::flip` advect.rs): the particle's new velocity from the grid at its position (PIC, the FLIP blend,
 // or APIC with the affine matrix from the gradient of the interpolation weights), then the midpoint move
-// `x + Δt u(x + ½Δt u(x))` plus the volume correction's displacement at the start, and the walls: clamped
-// just inside closed ones, NaN (dropped at the next sort) beyond open ones. Obstacles are the CPU's.
+// `x + Δt u(x + ½Δt u(x))` plus the volume correction's displacement at the start, out of the obstacles
+// (`shapes.wgsl`, after this file) along their normals, and the walls: clamped just inside closed ones, NaN
+// (dropped at the next sort) beyond open ones.
 
 struct Move {
     // Per component: its faces per axis, and its first face in `fields`.
     dims: array<vec4<u32>, 3>,
     base: vec4<u32>,
     dt: f32, pic_ratio: f32, mode: u32, closed: u32,
+    // Obstacles in `ranges`.
+    obstacles: u32, pad0: u32, pad1: u32, pad2: u32,
 }
 
 const PIC: u32 = 0u;
 const FLIP: u32 = 1u;
 const APIC: u32 = 2u;
-// Distance (cells) a particle is kept inside a closed wall, as on the CPU.
+// Distance (cells) a particle is kept inside a closed wall and outside an obstacle, as on the CPU.
 const MARGIN: f32 = 1e-3;
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -24,6 +27,9 @@ const MARGIN: f32 = 1e-3;
 @group(0) @binding(3) var<storage, read_write> pos: array<f32>;
 @group(0) @binding(4) var<storage, read_write> vel: array<f32>;
 @group(0) @binding(5) var<storage, read_write> affine: array<f32>;
+// The obstacles' programs, and each one's range of instructions in x, y.
+@group(0) @binding(6) var<storage, read> program: array<Instr>;
+@group(0) @binding(7) var<storage, read> ranges: array<vec4<u32>>;
 
 // The multilinear stencil of point `t` (cells) on component `k`'s faces: the lower corner's index and the
 // fractions towards the upper faces. Along its own axis a component's faces sit at whole positions (n + 1 of
@@ -137,15 +143,28 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     }
     // The midpoint move, plus the displacement at the start.
     let mid = t + 0.5 * m.dt * p.inv_h * un;
-    var gone = false;
     var x = vec3<f32>(0.0);
     for (var k = 0u; k < D; k++) {
         let u_mid = sample(k, stencil(k, mid)).x;
-        let o = p.origin[k];
         x[k] = pos[k * n + i] + (m.dt * u_mid + shift[k]);
+    }
+    // Out of each obstacle in turn, to just outside its surface.
+    let margin = MARGIN * p.h;
+    for (var o = 0u; o < m.obstacles; o++) {
+        let d = obstacle_sdf(o, x);
+        if d < margin {
+            let normal = obstacle_normal(o, x, 0.25 * p.h);
+            for (var k = 0u; k < D; k++) {
+                x[k] += (margin - d) * normal[k];
+            }
+        }
+    }
+    var gone = false;
+    for (var k = 0u; k < D; k++) {
+        let o = p.origin[k];
         let hi = o + (f32(p.cells[k]) - MARGIN) * p.h;
         if m.closed == 1u {
-            x[k] = clamp(x[k], o + MARGIN * p.h, hi);
+            x[k] = clamp(x[k], o + margin, hi);
         } else {
             gone = gone || !(x[k] >= o && x[k] < hi);
         }

@@ -13,9 +13,10 @@
 //!   repeats bit for bit on one device and agrees with the CPU to single-precision rounding.
 //! * **Grid to particles and advection**, one thread per particle (`g2p.wgsl`): PIC, the FLIP blend or APIC
 //!   (the affine matrix from the gradient of the interpolation weights), the midpoint move plus the volume
-//!   correction's displacement, and the walls, as the CPU's pass but in single precision. Pushing particles
-//!   out of obstacles needs the shapes' distance functions, which only the CPU has: with obstacles the pass
-//!   declines and the CPU runs it.
+//!   correction's displacement, the push out of each obstacle along its normal, and the walls, as the CPU's
+//!   pass but in single precision. The obstacles' shapes (static, or moving at the step's end) are compiled
+//!   into postfix programs of primitives and `min`/`max` steps (`shapes.rs`, `shapes.wgsl`); one nested
+//!   deeper than the kernel's stack is declined and the CPU runs the pass.
 //! * **Where the data lives.** The particles stay in host memory, as the other stages run on the CPU: each
 //!   transfer uploads positions and velocities (and the affine matrices with APIC) and reads the face sums
 //!   back; the grid-to-particle pass uploads the particles and the face fields and reads the particles back.
@@ -38,6 +39,9 @@ const PLACE: &str = include_str!("place.wgsl");
 const ORDER: &str = include_str!("order.wgsl");
 const P2G: &str = include_str!("p2g.wgsl");
 const G2P: &str = include_str!("g2p.wgsl");
+const SHAPES: &str = include_str!("shapes.wgsl");
+
+mod shapes;
 
 /// Threads per workgroup.
 const WG: u64 = 256;
@@ -97,6 +101,8 @@ struct MoveUniform {
     pic_ratio: f32,
     mode: u32,
     closed: u32,
+    obstacles: u32,
+    pad: [u32; 3],
 }
 
 /// The levels of the prefix sums over `n` entries: each level's entries and first slot in the scan buffer,
@@ -177,6 +183,8 @@ impl Buffers {
 pub struct GpuTransfer {
     gpu: Arc<Gpu>,
     buffers: Option<Buffers>,
+    /// The obstacles' programs and ranges (`shapes.wgsl`), grown to the largest.
+    obstacles: Option<(wgpu::Buffer, wgpu::Buffer)>,
     /// Workgroups per dimension of a launch (the adapter's limit): larger launches fold into two.
     per_axis: u32,
     times: TransferTimes,
@@ -189,6 +197,7 @@ impl GpuTransfer {
         Self {
             gpu,
             buffers: None,
+            obstacles: None,
             per_axis,
             times: TransferTimes::default(),
         }
@@ -502,6 +511,8 @@ impl GpuTransfer {
         &mut self,
         particles: &mut Particles<D>,
         step: &Advection<'_, D>,
+        program: &[shapes::Instr],
+        ranges: &[[u32; 4]],
     ) -> Result<(), GpuError> {
         let start = Instant::now();
         let apic = step.transfer == Transfer::Apic;
@@ -517,8 +528,22 @@ impl GpuTransfer {
                 Transfer::Apic => 2,
             },
             closed: (step.boundary == Boundary::Closed) as u32,
+            obstacles: ranges.len() as u32,
             ..Default::default()
         };
+        let instr = std::mem::size_of::<shapes::Instr>() as u64;
+        let fits = self.obstacles.as_ref().is_some_and(|(p, r)| {
+            p.size() >= program.len() as u64 * instr && r.size() >= ranges.len() as u64 * 16
+        });
+        if !fits {
+            let gpu = &self.gpu;
+            self.obstacles = Some(gpu.allocating("the obstacles", || {
+                (
+                    gpu.buffer("obstacle programs", (program.len() as u64).max(16) * instr),
+                    gpu.buffer("obstacle ranges", (ranges.len() as u64).max(16) * 16),
+                )
+            })?);
+        }
         // `[u, u − u_old, displacement, 0]` per face, component after component.
         let mut fields = Vec::new();
         for k in 0..D {
@@ -538,15 +563,27 @@ impl GpuTransfer {
         }
         let gpu = self.gpu.clone();
         let b = self.buffers.as_ref().expect("buffers ensured");
+        let (program_buffer, ranges_buffer) = self.obstacles.as_ref().expect("obstacles' buffers");
         gpu.write(&b.moves, &[uniform]);
         gpu.write(&b.fields, &fields);
+        gpu.write(program_buffer, program);
+        gpu.write(ranges_buffer, ranges);
         let uploaded = Instant::now();
 
         let launch = self.launch::<D>(
             "g2p",
-            G2P,
+            &format!("{G2P}\n{SHAPES}"),
             "",
-            &[&b.params, &b.moves, &b.fields, &b.pos, &b.vel, &b.affine],
+            &[
+                &b.params,
+                &b.moves,
+                &b.fields,
+                &b.pos,
+                &b.vel,
+                &b.affine,
+                program_buffer,
+                ranges_buffer,
+            ],
             n.div_ceil(WG),
         )?;
         self.submit(&[launch], 0)?;
@@ -625,14 +662,14 @@ impl<const D: usize> TransferDevice<D> for GpuTransfer {
         particles: &mut Particles<D>,
         step: &Advection<'_, D>,
     ) -> Result<bool, String> {
-        // Pushing particles out of obstacles needs their shapes' distance functions: the CPU's.
-        if !step.obstacles.is_empty() {
+        // A shape too deep for the kernel's stack stays on the CPU.
+        let Some((program, ranges)) = shapes::compile(step.obstacles) else {
             return Ok(false);
-        }
+        };
         if particles.is_empty() {
             return Ok(true);
         }
-        self.advect_on(particles, step)
+        self.advect_on(particles, step, &program, &ranges)
             .map(|()| true)
             .map_err(|e| e.to_string())
     }
@@ -677,13 +714,14 @@ mod tests {
             "const REDUCE: u32 = 0u;\nconst OP: u32 = 1u;",
         ];
         let apic = ["const APIC: bool = false;", "const APIC: bool = true;"];
+        let g2p = format!("{G2P}\n{SHAPES}");
         let kernels: [(&str, &str, &[&str]); 6] = [
             ("keys", KEYS, &[""]),
             ("scan", SCAN, &scan),
             ("place", PLACE, &[""]),
             ("order", ORDER, &[""]),
             ("p2g", P2G, &apic),
-            ("g2p", G2P, &[""]),
+            ("g2p", &g2p, &[""]),
         ];
         for (name, source, variants) in kernels {
             for consts in variants {
@@ -701,7 +739,8 @@ mod tests {
         assert_eq!(std::mem::size_of::<ParamsUniform>(), 80);
         assert_eq!(std::mem::size_of::<LevelUniform>(), 16);
         assert_eq!(std::mem::size_of::<FaceUniform>(), 32);
-        assert_eq!(std::mem::size_of::<MoveUniform>(), 80);
+        assert_eq!(std::mem::size_of::<MoveUniform>(), 96);
+        assert_eq!(std::mem::size_of::<shapes::Instr>(), 112);
     }
 
     /// The prefix sums' levels shrink by a block each until one workgroup holds the top.

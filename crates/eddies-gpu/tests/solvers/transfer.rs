@@ -4,6 +4,7 @@
 use eddies::flip::{Advection, Boundary, CpuTransfer, Particles, Transfer, TransferDevice};
 use eddies::grid::{Grid, MacGrid};
 use eddies::rng::SplitMix64;
+use eddies::Shape;
 
 /// `n` particles scattered over a grid of `dims` cells of 0.1 m (origin at 0, as a simulation's), in
 /// clusters so that some cells hold many and some none, with velocities and APIC matrices of order 1; a few
@@ -115,13 +116,14 @@ fn random_grid<const D: usize>(dims: [usize; D], seed: u64, scale: f64) -> MacGr
 }
 
 /// The grid-to-particle pass on the GPU moves particles as the CPU's does, for PIC, the FLIP blend and APIC,
-/// closed and open walls, with and without the volume correction's displacement, 2D and 3D. Both interpolate
+/// closed and open walls, with and without the volume correction's displacement and obstacles, 2D and 3D. Both interpolate
 /// the same single-precision fields, the CPU in double precision and the GPU in single, so they differ by a
 /// few single-precision roundings: positions within 1e-5 of a cell (a position near 1 m has steps of 6e-7 of
-/// a 0.1 m cell; measured up to 3.6e-6), velocities within 1e-5 m/s of speeds up to 1 m/s (measured 1.4e-6)
+/// a 0.1 m cell; measured up to 6e-6, with obstacles), velocities within 1e-5 m/s of speeds up to 1 m/s (measured 1.4e-6)
 /// and APIC matrices within 1e-5 of 20/s, the largest gradient of these fields (measured 5.7e-7). Particles
-/// that leave an open domain are NaN on both. The GPU's pass repeats bit for bit; with obstacles it declines
-/// and the CPU runs.
+/// that leave an open domain are NaN on both; with obstacles (a ball, and a rotated, scaled union with a
+/// part cut away) particles end outside them. The GPU's pass repeats bit for bit; a shape nested deeper than
+/// its kernel's stack is declined and the CPU runs.
 #[test]
 fn the_gpu_particle_pass_matches_the_cpus() {
     let Some(dev) = super::transfer() else {
@@ -142,16 +144,54 @@ fn the_gpu_particle_pass_matches_the_cpus() {
             start.pos[a][5] = 0.05;
             start.pos[a][7] = 0.05;
         }
+        // A rotated, scaled union of a box and a cylinder with a slab cut away, and a ball (in 2D: their
+        // sections by the plane z = 0).
+        let size: [f64; D] = std::array::from_fn(|a| 0.1 * dims[a] as f64);
+        let mid_z = if D == 3 { 0.5 * size[D - 1] } else { 0.0 };
+        let centre = glam::DVec3::new(0.5 * size[0], 0.5 * size[1], mid_z);
+        let shapes = [
+            Shape::Transform {
+                shape: Box::new(Shape::Difference {
+                    base: Box::new(Shape::Union(vec![
+                        Shape::Box {
+                            min: glam::DVec3::new(-0.1, -0.05, -1.0),
+                            max: glam::DVec3::new(0.1, 0.05, 1.0),
+                        },
+                        Shape::Cylinder {
+                            center: glam::DVec3::ZERO,
+                            axis: glam::DVec3::Z,
+                            radius: 0.08,
+                            height: 2.0,
+                        },
+                    ])),
+                    cut: Box::new(Shape::HalfSpace {
+                        point: glam::DVec3::new(0.0, 0.03, 0.0),
+                        normal: glam::DVec3::Y,
+                    }),
+                }),
+                rotation: glam::DQuat::from_rotation_z(0.5),
+                translation: centre,
+                scale: 1.5,
+            },
+            Shape::Sphere {
+                center: glam::DVec3::new(0.3 * size[0], 0.3 * size[1], mid_z),
+                radius: 0.15,
+            },
+        ];
         for transfer in [Transfer::Pic, Transfer::Flip, Transfer::Apic] {
             for boundary in [Boundary::Closed, Boundary::Open] {
-                for displacement in [None, Some(&disp)] {
+                for (displacement, obstacles) in [
+                    (None, &[][..]),
+                    (Some(&disp), &[][..]),
+                    (Some(&disp), &shapes[..]),
+                ] {
                     let step = Advection {
                         u: &u,
                         u_old: &u_old,
                         displacement,
                         transfer,
                         pic_ratio: 0.05,
-                        obstacles: &[],
+                        obstacles,
                         boundary,
                         // Up to a cell and a half of travel: the midpoint samples other faces.
                         dt: 0.15,
@@ -182,9 +222,33 @@ fn the_gpu_particle_pass_matches_the_cpus() {
                         }
                     }
                     println!(
-                        "{D}D {transfer:?} {boundary:?} displaced {}: {dx:.1e} cells, {dv:.1e} m/s, {dc:.1e} of C, {gone} NaN",
-                        displacement.is_some()
+                        "{D}D {transfer:?} {boundary:?} displaced {}, {} obstacles: {dx:.1e} cells, {dv:.1e} m/s, {dc:.1e} of C, {gone} NaN",
+                        displacement.is_some(),
+                        obstacles.len()
                     );
+                    if !obstacles.is_empty() && boundary == Boundary::Closed {
+                        // Each obstacle pushes particles out in turn, along its normal by its distance, so the
+                        // last one, a ball whose distance is exact, leaves none inside it (the first, whose
+                        // distance is only a bound inside, may leave some: the CPU's rule too).
+                        let last = obstacles.last().unwrap();
+                        let inside = |p: &Particles<D>| {
+                            (0..n)
+                                .filter(|&i| {
+                                    let q = eddies::grid::to_dvec3::<D>(std::array::from_fn(|a| {
+                                        p.pos[a][i] as f64
+                                    }));
+                                    last.sdf(q) < -1e-6
+                                })
+                                .count()
+                        };
+                        println!(
+                            "  inside the last obstacle: {} before, {} after",
+                            inside(&start),
+                            inside(&gpu)
+                        );
+                        assert!(inside(&start) > 0);
+                        assert_eq!(inside(&gpu), 0);
+                    }
                     assert!(
                         dx <= 1e-5 && dv <= 1e-5 && dc <= 1e-5,
                         "{transfer:?} {boundary:?}"
@@ -202,17 +266,18 @@ fn the_gpu_particle_pass_matches_the_cpus() {
                 }
             }
         }
-        let ball = [eddies::Shape::Sphere {
-            center: glam::DVec3::splat(0.2),
-            radius: 0.1,
-        }];
+        // A union nested deeper than the kernel's stack stays on the CPU.
+        let mut deep = shapes[0].clone();
+        for _ in 0..20 {
+            deep = Shape::Union(vec![shapes[0].clone(), deep]);
+        }
         let step = Advection {
             u: &u,
             u_old: &u_old,
             displacement: None,
             transfer: Transfer::Flip,
             pic_ratio: 0.05,
-            obstacles: &ball,
+            obstacles: &[deep],
             boundary: Boundary::Closed,
             dt: 0.1,
         };
