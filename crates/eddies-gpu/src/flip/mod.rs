@@ -185,6 +185,11 @@ pub struct GpuTransfer {
     buffers: Option<Buffers>,
     /// The obstacles' programs and ranges (`shapes.wgsl`), grown to the largest.
     obstacles: Option<(wgpu::Buffer, wgpu::Buffer)>,
+    /// The particles whose positions and velocities the buffers hold as the last particle-to-grid transfer
+    /// sent them, until the buffers change or the particle pass moves them: the address of their first
+    /// array and their count, which tell them from another simulation's sharing this device (a live array's
+    /// address is its own).
+    resident: Option<(usize, u64)>,
     /// Workgroups per dimension of a launch (the adapter's limit): larger launches fold into two.
     per_axis: u32,
     times: TransferTimes,
@@ -198,6 +203,7 @@ impl GpuTransfer {
             gpu,
             buffers: None,
             obstacles: None,
+            resident: None,
             per_axis,
             times: TransferTimes::default(),
         }
@@ -254,6 +260,7 @@ impl GpuTransfer {
             gpu.check_binding(what, bytes)?;
         }
         self.buffers = None;
+        self.resident = None;
         let buffers = gpu.allocating("the particle-to-grid transfer", || Buffers {
             particles,
             bins,
@@ -279,13 +286,15 @@ impl GpuTransfer {
     }
 
     /// Buffers for the particles on `grid`, the step's constants, and the particles' positions and
-    /// velocities (with `affine`, their APIC matrices) written to the device.
+    /// velocities (with `affine`, their APIC matrices) written to the device, unless `unchanged` says they
+    /// are those the device already holds.
     fn upload<const D: usize>(
         &mut self,
         particles: &Particles<D>,
         grid: &MacGrid<D>,
         apic: bool,
         affine: bool,
+        unchanged: bool,
     ) -> Result<(), GpuError> {
         let n = particles.len() as u64;
         let cells = grid.dims;
@@ -315,6 +324,10 @@ impl GpuTransfer {
             params.origin[a] = grid.origin[a] as f32;
         }
         gpu.write(&b.params, &[params]);
+        let id = (particles.pos[0].as_ptr() as usize, n);
+        if unchanged && self.resident == Some(id) && !affine {
+            return Ok(());
+        }
         let queue = gpu.queue();
         for a in 0..D {
             let at = a as u64 * n * 4;
@@ -394,7 +407,8 @@ impl GpuTransfer {
     ) -> Result<(), GpuError> {
         let start = Instant::now();
         let apic = transfer == Transfer::Apic;
-        self.upload(particles, grid, apic, apic)?;
+        self.upload(particles, grid, apic, apic, false)?;
+        self.resident = Some((particles.pos[0].as_ptr() as usize, particles.len() as u64));
         let n = particles.len() as u64;
         let bins: u64 = grid.dims.iter().map(|&c| 2 * c as u64).product();
         let face_counts: [u64; D] = std::array::from_fn(|k| sums[k].data.len() as u64);
@@ -517,7 +531,8 @@ impl GpuTransfer {
         let start = Instant::now();
         let apic = step.transfer == Transfer::Apic;
         let grid = step.u;
-        self.upload(particles, grid, apic, false)?;
+        self.upload(particles, grid, apic, false, step.unchanged)?;
+        self.resident = None;
         let n = particles.len() as u64;
         let mut uniform = MoveUniform {
             dt: step.dt as f32,

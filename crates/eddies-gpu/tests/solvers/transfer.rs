@@ -1,5 +1,6 @@
-//! The particle-to-grid transfer on the GPU (`eddies_gpu::flip::GpuTransfer`) against the CPU's
-//! (`eddies::flip::CpuTransfer`): the same sums to single-precision rounding, the same bits run to run.
+//! FLIP's particle passes on the GPU (`eddies_gpu::flip::GpuTransfer`) against the CPU's
+//! (`eddies::flip::CpuTransfer`): the same transfer sums and moved particles to single-precision rounding,
+//! the same bits run to run.
 
 use eddies::flip::{Advection, Boundary, CpuTransfer, Particles, Transfer, TransferDevice};
 use eddies::grid::{Grid, MacGrid};
@@ -121,9 +122,10 @@ fn random_grid<const D: usize>(dims: [usize; D], seed: u64, scale: f64) -> MacGr
 /// few single-precision roundings: positions within 1e-5 of a cell (a position near 1 m has steps of 6e-7 of
 /// a 0.1 m cell; measured up to 6e-6, with obstacles), velocities within 1e-5 m/s of speeds up to 1 m/s (measured 1.4e-6)
 /// and APIC matrices within 1e-5 of 20/s, the largest gradient of these fields (measured 5.7e-7). Particles
-/// that leave an open domain are NaN on both; with obstacles (a ball, and a rotated, scaled union with a
-/// part cut away) particles end outside them. The GPU's pass repeats bit for bit; a shape nested deeper than
-/// its kernel's stack is declined and the CPU runs.
+/// that leave an open domain are NaN on both; with obstacles (a rotated, scaled union with a part cut away,
+/// then a ball) no particle ends inside the ball. The GPU's pass repeats bit for bit, also when it takes the
+/// particles its particle-to-grid transfer holds; a shape nested deeper than its kernel's stack is declined
+/// and the CPU runs.
 #[test]
 fn the_gpu_particle_pass_matches_the_cpus() {
     let Some(dev) = super::transfer() else {
@@ -195,6 +197,7 @@ fn the_gpu_particle_pass_matches_the_cpus() {
                         boundary,
                         // Up to a cell and a half of travel: the midpoint samples other faces.
                         dt: 0.15,
+                        unchanged: false,
                     };
                     let (mut cpu, mut gpu) = (start.clone(), start.clone());
                     assert!(CpuTransfer
@@ -256,11 +259,18 @@ fn the_gpu_particle_pass_matches_the_cpus() {
                     if boundary == Boundary::Open {
                         assert!(gone > 0, "some particles leave the open domain");
                     }
+                    // Again, after a particle-to-grid transfer of the same particles, which the pass
+                    // then takes from the device: the same bits.
                     let mut again = start.clone();
-                    dev.grid_to_particles_advect(&mut again, &step).unwrap();
+                    transfer_on(dev, &again, &u, transfer);
+                    let resident = Advection {
+                        unchanged: true,
+                        ..step
+                    };
+                    dev.grid_to_particles_advect(&mut again, &resident).unwrap();
                     assert_eq!(
-                        bytemuck_bits(&again),
-                        bytemuck_bits(&gpu),
+                        bits(&again),
+                        bits(&gpu),
                         "{transfer:?} {boundary:?}: the same bits"
                     );
                 }
@@ -280,6 +290,7 @@ fn the_gpu_particle_pass_matches_the_cpus() {
             obstacles: &[deep],
             boundary: Boundary::Closed,
             dt: 0.1,
+            unchanged: false,
         };
         assert!(!dev
             .grid_to_particles_advect(&mut start.clone(), &step)
@@ -290,7 +301,7 @@ fn the_gpu_particle_pass_matches_the_cpus() {
 }
 
 /// Every attribute's bits, NaN included.
-fn bytemuck_bits<const D: usize>(p: &Particles<D>) -> Vec<u32> {
+fn bits<const D: usize>(p: &Particles<D>) -> Vec<u32> {
     let mut out = Vec::new();
     for a in 0..D {
         out.extend(p.pos[a].iter().map(|x| x.to_bits()));

@@ -322,7 +322,7 @@ impl<const D: usize> FlipSim<D> {
             }
         });
 
-        timer.time("particles_to_grid", || {
+        let transferred_on_device = timer.time("particles_to_grid", || {
             let on_device = match self.transfer_device.as_mut() {
                 Some(d) => d
                     .particles_to_grid(&self.particles, &self.u, p.transfer, &mut self.weight)
@@ -343,7 +343,7 @@ impl<const D: usize> FlipSim<D> {
                     p.transfer,
                 );
             }
-            Ok::<_, SimError>(())
+            Ok::<_, SimError>(on_device)
         })?;
 
         timer.time("save_velocities", || {
@@ -438,6 +438,7 @@ impl<const D: usize> FlipSim<D> {
                         obstacles: &self.shapes_now,
                         boundary: self.cfg.boundary,
                         dt,
+                        unchanged: transferred_on_device,
                     };
                     d.grid_to_particles_advect(&mut self.particles, &step)
                         .map_err(|detail| SimError::Device {

@@ -517,6 +517,9 @@ pub struct Advection<'a, const D: usize> {
     pub boundary: Boundary,
     /// The step (s).
     pub dt: f64,
+    /// Whether the particles are those this device's [`TransferDevice::particles_to_grid`] of the same
+    /// substep received, unchanged since: a device that kept a copy need not receive them again.
+    pub unchanged: bool,
 }
 
 /// A device that runs the particle passes of a [`FlipSim`](super::FlipSim) (the GPU backend). Each pass
