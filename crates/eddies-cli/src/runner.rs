@@ -544,7 +544,7 @@ fn describe(
             gpu.adapter().name,
             match scene.method {
                 Method::Reint => setup::format_bytes(sim.memory_bytes() as f64),
-                Method::Flip => "pressure solves".into(),
+                Method::Flip => "particle passes and pressure solves".into(),
                 Method::Vpm
                     if scene.vpm.params.velocity == eddies::vpm::VelocityMethod::Poisson =>
                 {

@@ -157,13 +157,12 @@ fn the_gpu_backend_refuses_what_it_does_not_run_at_the_key() {
     assert!(!dir.path().join("out").exists(), "nothing is written");
 }
 
-/// Every built-in FLIP scene runs with its particle-to-grid transfer and pressure solve on the GPU and writes
-/// what the CPU backend writes:
-/// the same files, the same `stats.jsonl` keys, and the same particle count, iterations to within one per
-/// solve and a liquid volume to 1e-6 after a frame (both solves stop at a relative residual of 1e-6; the
-/// library's tests bound the difference in velocities at 1e-5 of the top speed).
+/// Every built-in FLIP scene runs with its particle passes and pressure solves on the GPU and writes what the
+/// CPU backend writes: the same files, the same `stats.jsonl` keys, and the same particle count, iterations
+/// to within one per solve and a liquid volume to 1e-6 after a frame (both solves stop at a relative
+/// residual of 1e-6; the library's tests bound the difference in velocities at 1e-5 of the top speed).
 #[test]
-fn every_flip_scene_runs_with_its_pressure_on_the_gpu() {
+fn every_flip_scene_runs_with_its_particle_passes_and_pressure_on_the_gpu() {
     if !have_gpu() {
         return;
     }

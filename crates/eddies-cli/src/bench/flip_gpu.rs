@@ -1,4 +1,4 @@
-//! `eddies bench flip --backend gpu`: PIC/FLIP with its particle-to-grid transfer and pressure solve on the
+//! `eddies bench flip --backend gpu`: PIC/FLIP with its particle passes and pressure solves on the
 //! GPU (`eddies_gpu::flip::GpuTransfer`, `eddies_gpu::pressure::GpuPoisson`).
 //!
 //! * `flip-gpu-dam-break`: the 3D dam break of the GPU issue (a block of 0.4 × 0.6 × 1 of the domain, 8

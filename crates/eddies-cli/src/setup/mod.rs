@@ -87,7 +87,7 @@ pub struct Built {
     pub warnings: Vec<String>,
 }
 
-/// The FLIP simulation of `scene`, with its particle-to-grid transfer and pressure solves on the GPU on the
+/// The FLIP simulation of `scene`, with its particle passes and pressure solves on the GPU on the
 /// GPU backend.
 fn flip_sim<const D: usize>(
     scene: &Scene,
