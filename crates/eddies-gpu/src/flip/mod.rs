@@ -185,6 +185,8 @@ pub struct GpuTransfer {
     buffers: Option<Buffers>,
     /// The obstacles' programs and ranges (`shapes.wgsl`), grown to the largest.
     obstacles: Option<(wgpu::Buffer, wgpu::Buffer)>,
+    /// `[u, u − u_old, displacement, 0]` per face, gathered on the host for the particle pass.
+    fields: Vec<[f32; 4]>,
     /// The particles whose positions and velocities the buffers hold as the last particle-to-grid transfer
     /// sent them, until the buffers change or the particle pass moves them: the address of their first
     /// array and their count, which tell them from another simulation's sharing this device (a live array's
@@ -203,6 +205,7 @@ impl GpuTransfer {
             gpu,
             buffers: None,
             obstacles: None,
+            fields: Vec::new(),
             resident: None,
             per_axis,
             times: TransferTimes::default(),
@@ -581,6 +584,7 @@ impl GpuTransfer {
         let (program_buffer, ranges_buffer) = self.obstacles.as_ref().expect("obstacles' buffers");
         gpu.write(&b.moves, &[uniform]);
         gpu.write(&b.fields, &fields);
+        self.fields = fields;
         gpu.write(program_buffer, program);
         gpu.write(ranges_buffer, ranges);
         let uploaded = Instant::now();

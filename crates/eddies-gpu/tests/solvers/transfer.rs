@@ -117,15 +117,15 @@ fn random_grid<const D: usize>(dims: [usize; D], seed: u64, scale: f64) -> MacGr
 }
 
 /// The grid-to-particle pass on the GPU moves particles as the CPU's does, for PIC, the FLIP blend and APIC,
-/// closed and open walls, with and without the volume correction's displacement and obstacles, 2D and 3D. Both interpolate
-/// the same single-precision fields, the CPU in double precision and the GPU in single, so they differ by a
-/// few single-precision roundings: positions within 1e-5 of a cell (a position near 1 m has steps of 6e-7 of
-/// a 0.1 m cell; measured up to 6e-6, with obstacles), velocities within 1e-5 m/s of speeds up to 1 m/s (measured 1.4e-6)
-/// and APIC matrices within 1e-5 of 20/s, the largest gradient of these fields (measured 5.7e-7). Particles
-/// that leave an open domain are NaN on both; with obstacles (a rotated, scaled union with a part cut away,
-/// then a ball) no particle ends inside the ball. The GPU's pass repeats bit for bit, also when it takes the
-/// particles its particle-to-grid transfer holds; a shape nested deeper than its kernel's stack is declined
-/// and the CPU runs.
+/// closed and open walls, with and without the volume correction's displacement and obstacles, 2D and 3D.
+/// Both interpolate the same single-precision fields, the CPU in double precision and the GPU in single, so
+/// they differ by a few single-precision roundings: positions within 1e-5 of a cell (a position near 1 m has
+/// steps of 6e-7 of a 0.1 m cell; measured up to 6e-6, with obstacles), velocities within 1e-5 m/s of speeds
+/// up to 1 m/s (measured 1.4e-6) and APIC matrices within 1e-5 of 20/s, the largest gradient of these fields
+/// (measured 5.7e-7). Particles that leave an open domain are NaN on both; with obstacles (a rotated, scaled
+/// union with a part cut away, then a ball) no particle ends inside the ball. The GPU's pass repeats bit for
+/// bit, also when it takes the particles its particle-to-grid transfer holds; a shape nested deeper than its
+/// kernel's stack is declined and the CPU runs.
 #[test]
 fn the_gpu_particle_pass_matches_the_cpus() {
     let Some(dev) = super::transfer() else {
