@@ -1,0 +1,127 @@
+//! Stage "grid_to_particles_advect" on the device: the grid-to-particle transfer, advection and the
+//! obstacles' push-out (`g2p.wgsl`, with `shapes.wgsl`).
+
+use std::time::Instant;
+
+use eddies::flip::{Advection, Boundary, Particles, Transfer};
+
+use super::shapes;
+use super::{GpuTransfer, MoveUniform, G2P, SHAPES, WG};
+use crate::device::GpuError;
+
+impl GpuTransfer {
+    /// The grid-to-particle pass (see
+    /// [`TransferDevice::grid_to_particles_advect`](eddies::flip::TransferDevice::grid_to_particles_advect)),
+    /// its failures as the device reports them.
+    pub(super) fn advect_on<const D: usize>(
+        &mut self,
+        particles: &mut Particles<D>,
+        step: &Advection<'_, D>,
+        program: &[shapes::Instr],
+        ranges: &[[u32; 4]],
+    ) -> Result<(), GpuError> {
+        let start = Instant::now();
+        let apic = step.transfer == Transfer::Apic;
+        let grid = step.u;
+        self.upload(particles, grid, apic, false, step.unchanged)?;
+        self.resident = None;
+        let n = particles.len() as u64;
+        let mut uniform = MoveUniform {
+            dt: step.dt as f32,
+            pic_ratio: step.pic_ratio as f32,
+            mode: match step.transfer {
+                Transfer::Pic => 0,
+                Transfer::Flip => 1,
+                Transfer::Apic => 2,
+            },
+            closed: (step.boundary == Boundary::Closed) as u32,
+            obstacles: ranges.len() as u32,
+            ..Default::default()
+        };
+        let instr = std::mem::size_of::<shapes::Instr>() as u64;
+        let fits = self.obstacles.as_ref().is_some_and(|(p, r)| {
+            p.size() >= program.len() as u64 * instr && r.size() >= ranges.len() as u64 * 16
+        });
+        if !fits {
+            let gpu = &self.gpu;
+            self.obstacles = Some(gpu.allocating("the obstacles", || {
+                (
+                    gpu.buffer("obstacle programs", (program.len() as u64).max(16) * instr),
+                    gpu.buffer("obstacle ranges", (ranges.len() as u64).max(16) * 16),
+                )
+            })?);
+        }
+        // `[u, u − u_old, displacement, 0]` per face, component after component.
+        let mut fields = Vec::new();
+        for k in 0..D {
+            uniform.base[k] = fields.len() as u32;
+            for a in 0..D {
+                uniform.dims[k][a] = grid.u[k].dims[a] as u32;
+            }
+            for a in D..3 {
+                uniform.dims[k][a] = 1;
+            }
+            let (u, old) = (&grid.u[k].data, &step.u_old.u[k].data);
+            let disp = step.displacement.map(|d| &d.u[k].data[..]);
+            fields.extend((0..u.len()).map(|j| {
+                let d = disp.map_or(0.0, |d| d[j]);
+                [u[j] as f32, (u[j] - old[j]) as f32, d as f32, 0.0]
+            }));
+        }
+        let gpu = self.gpu.clone();
+        let b = self.buffers.as_ref().expect("buffers ensured");
+        let (program_buffer, ranges_buffer) = self.obstacles.as_ref().expect("obstacles' buffers");
+        gpu.write(&b.moves, &[uniform]);
+        gpu.write(&b.fields, &fields);
+        self.fields = fields;
+        gpu.write(program_buffer, program);
+        gpu.write(ranges_buffer, ranges);
+        let uploaded = Instant::now();
+
+        let launch = self.launch::<D>(
+            "g2p",
+            &format!("{G2P}\n{SHAPES}"),
+            "",
+            &[
+                &b.params,
+                &b.moves,
+                &b.fields,
+                &b.pos,
+                &b.vel,
+                &b.affine,
+                program_buffer,
+                ranges_buffer,
+            ],
+            n.div_ceil(WG),
+        )?;
+        self.submit(&[launch], 0)?;
+        let ran = Instant::now();
+
+        let bytes = n * 4;
+        let mut ranges = Vec::new();
+        for a in 0..D {
+            ranges.push((&b.pos, a as u64 * bytes, bytes));
+            ranges.push((&b.vel, a as u64 * bytes, bytes));
+        }
+        if apic {
+            for c in 0..D * D {
+                ranges.push((&b.affine, c as u64 * bytes, bytes));
+            }
+        }
+        let read = gpu.read(&ranges)?;
+        for a in 0..D {
+            particles.pos[a].copy_from_slice(bytemuck::cast_slice(&read[2 * a]));
+            particles.vel[a].copy_from_slice(bytemuck::cast_slice(&read[2 * a + 1]));
+        }
+        if apic {
+            for k in 0..D {
+                for a in 0..D {
+                    particles.affine[k][a]
+                        .copy_from_slice(bytemuck::cast_slice(&read[2 * D + k * D + a]));
+                }
+            }
+        }
+        self.times.record(start, uploaded, ran);
+        Ok(())
+    }
+}

@@ -1,0 +1,137 @@
+//! Stage "particles_to_grid" on the device: the counting sort by half cell (`keys`, `scan`, `place`,
+//! `order`) and the gathered transfer (`p2g.wgsl`).
+
+use std::time::Instant;
+
+use eddies::flip::{Particles, Transfer};
+use eddies::grid::{Grid, MacGrid};
+
+use super::{
+    scan_levels, FaceUniform, GpuTransfer, LevelUniform, BLOCK, KEYS, NONE, ORDER, P2G, PLACE,
+    SCAN, WG,
+};
+use crate::device::GpuError;
+
+impl GpuTransfer {
+    /// The transfer (see [`TransferDevice::particles_to_grid`](eddies::flip::TransferDevice::particles_to_grid)), its failures as the device reports them.
+    pub(super) fn particles_to_grid_on<const D: usize>(
+        &mut self,
+        particles: &Particles<D>,
+        grid: &MacGrid<D>,
+        transfer: Transfer,
+        sums: &mut [Grid<[f32; 2], D>; D],
+    ) -> Result<(), GpuError> {
+        let start = Instant::now();
+        let apic = transfer == Transfer::Apic;
+        self.upload(particles, grid, apic, apic, false)?;
+        self.resident = Some((particles.pos[0].as_ptr() as usize, particles.len() as u64));
+        let n = particles.len() as u64;
+        let bins: u64 = grid.dims.iter().map(|&c| 2 * c as u64).product();
+        let face_counts: [u64; D] = std::array::from_fn(|k| sums[k].data.len() as u64);
+        let gpu = self.gpu.clone();
+        let b = self.buffers.as_mut().expect("buffers ensured");
+        let levels = scan_levels(bins + 1);
+        while b.levels.len() < levels.len() {
+            b.levels.push(gpu.uniform::<LevelUniform>("scan level"));
+        }
+        for (l, &(entries, at)) in levels.iter().enumerate() {
+            let parent = levels.get(l + 1).map_or(NONE, |p| p.1 as u32);
+            gpu.write(
+                &b.levels[l],
+                &[LevelUniform {
+                    n: entries as u32,
+                    at: at as u32,
+                    parent,
+                    pad: 0,
+                }],
+            );
+        }
+        let mut base = 0;
+        for k in 0..D {
+            let mut dims = [1; 4];
+            for (d, &n) in dims.iter_mut().zip(&sums[k].dims) {
+                *d = n as u32;
+            }
+            gpu.write(
+                &b.faces_uniform[k],
+                &[FaceUniform {
+                    k: k as u32,
+                    faces: face_counts[k] as u32,
+                    base: base as u32,
+                    pad: 0,
+                    dims,
+                }],
+            );
+            base += face_counts[k];
+        }
+        let uploaded = Instant::now();
+
+        let b = self.buffers.as_ref().expect("buffers ensured");
+        let particle_groups = n.div_ceil(WG);
+        let mut launches = vec![self.launch::<D>(
+            "keys",
+            KEYS,
+            "",
+            &[&b.params, &b.pos, &b.keys, &b.rank, &b.scan],
+            particle_groups,
+        )?];
+        let reduce = "const REDUCE: u32 = 0u;\nconst OP: u32 = 0u;";
+        let scan = "const REDUCE: u32 = 0u;\nconst OP: u32 = 1u;";
+        for (level, uniform) in levels[..levels.len() - 1].iter().zip(&b.levels) {
+            let groups = level.0.div_ceil(BLOCK);
+            launches.push(self.launch::<D>("scan", SCAN, reduce, &[uniform, &b.scan], groups)?);
+        }
+        for l in (0..levels.len()).rev() {
+            let groups = levels[l].0.div_ceil(BLOCK);
+            launches.push(self.launch::<D>(
+                "scan",
+                SCAN,
+                scan,
+                &[&b.levels[l], &b.scan],
+                groups,
+            )?);
+        }
+        launches.push(self.launch::<D>(
+            "place",
+            PLACE,
+            "",
+            &[&b.params, &b.keys, &b.rank, &b.scan, &b.sorted],
+            particle_groups,
+        )?);
+        launches.push(self.launch::<D>(
+            "order",
+            ORDER,
+            "",
+            &[&b.params, &b.scan, &b.sorted],
+            bins.div_ceil(WG),
+        )?);
+        let apic_const = format!("const APIC: bool = {apic};");
+        for (uniform, faces) in b.faces_uniform.iter().zip(face_counts) {
+            launches.push(self.launch::<D>(
+                "p2g",
+                P2G,
+                &apic_const,
+                &[
+                    &b.params, uniform, &b.pos, &b.vel, &b.affine, &b.scan, &b.sorted, &b.fields,
+                ],
+                faces.div_ceil(WG),
+            )?);
+        }
+        self.submit(&launches, (bins + 1) * 4)?;
+        let ran = Instant::now();
+
+        let ranges: Vec<_> = (0..D)
+            .scan(0, |at, k| {
+                let r = (&b.fields, *at * 8, face_counts[k] * 8);
+                *at += face_counts[k];
+                Some(r)
+            })
+            .collect();
+        let bytes = gpu.read(&ranges)?;
+        for (grid, bytes) in sums.iter_mut().zip(&bytes) {
+            grid.data.copy_from_slice(bytemuck::cast_slice(bytes));
+        }
+        self.times.record(start, uploaded, ran);
+        Ok(())
+    }
+}
