@@ -575,6 +575,70 @@ pub fn dispatch(
     pass.dispatch_workgroups(groups[0], groups[1], groups[2]);
 }
 
+/// Workgroups `groups` (at least one), folded into two dimensions of at most `per_axis` each: kernels that
+/// number their threads linearly read `workgroup_id.x + workgroup_id.y · num_workgroups.x`.
+pub fn fold_groups(groups: u64, per_axis: u32) -> [u32; 3] {
+    let total = groups.max(1);
+    let x = total.min(per_axis as u64);
+    [x as u32, total.div_ceil(x) as u32, 1]
+}
+
+/// A kernel's pipeline and bind group, dispatched over `groups` workgroups: one entry of a compute pass
+/// ([`Gpu::submit_launches`]).
+pub(crate) struct Launch {
+    pub pipeline: Arc<wgpu::ComputePipeline>,
+    pub bind: wgpu::BindGroup,
+    pub groups: [u32; 3],
+    /// A buffer the launch's bind group holds that nothing else keeps (its own uniform), when it has one.
+    pub keep: Option<wgpu::Buffer>,
+}
+
+impl Gpu {
+    /// A launch of `pipeline` (`name` in error reports) with `buffers` at bindings 0, 1, … over `groups`
+    /// workgroups.
+    pub(crate) fn launch(
+        &self,
+        name: &str,
+        pipeline: Arc<wgpu::ComputePipeline>,
+        buffers: &[&wgpu::Buffer],
+        groups: [u32; 3],
+    ) -> Result<Launch, GpuError> {
+        let bind = self.validating(name, || Ok(self.bind(&pipeline, buffers)))?;
+        Ok(Launch {
+            pipeline,
+            bind,
+            groups,
+            keep: None,
+        })
+    }
+
+    /// Records `prepare` (buffer clears), then `launches` in one compute pass labelled `label`, and submits
+    /// them without waiting.
+    pub(crate) fn submit_launches<'a>(
+        &self,
+        label: &str,
+        prepare: impl FnOnce(&mut wgpu::CommandEncoder),
+        launches: impl IntoIterator<Item = &'a Launch>,
+    ) {
+        let mut encoder = self
+            .device
+            .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some(label) });
+        prepare(&mut encoder);
+        {
+            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                label: Some(label),
+                timestamp_writes: None,
+            });
+            for l in launches {
+                pass.set_pipeline(&l.pipeline);
+                pass.set_bind_group(0, &l.bind, &[]);
+                pass.dispatch_workgroups(l.groups[0], l.groups[1], l.groups[2]);
+            }
+        }
+        self.queue.submit([encoder.finish()]);
+    }
+}
+
 /// Workgroups for `cells` along each axis with workgroups of `size` threads per axis.
 pub fn groups(n: [u32; 3], size: [u32; 3]) -> [u32; 3] {
     std::array::from_fn(|a| n[a].div_ceil(size[a]))

@@ -6,7 +6,7 @@ use std::time::Instant;
 use eddies::flip::{Advection, Boundary, Particles, Transfer};
 
 use super::shapes;
-use super::{GpuTransfer, MoveUniform, G2P, SHAPES, WG};
+use super::{GpuTransfer, MoveUniform, G2P, WG};
 use crate::device::GpuError;
 
 impl GpuTransfer {
@@ -80,7 +80,7 @@ impl GpuTransfer {
 
         let launch = self.launch::<D>(
             "g2p",
-            &format!("{G2P}\n{SHAPES}"),
+            G2P,
             "",
             &[
                 &b.params,

@@ -30,7 +30,7 @@ use bytemuck::{Pod, Zeroable};
 use eddies::flip::{Advection, Particles, Transfer, TransferDevice};
 use eddies::grid::{Grid, MacGrid};
 
-use crate::device::{Gpu, GpuError};
+use crate::device::{fold_groups, Gpu, GpuError, Launch};
 
 const COMMON: &str = include_str!("common.wgsl");
 const KEYS: &str = include_str!("keys.wgsl");
@@ -38,8 +38,8 @@ const SCAN: &str = include_str!("scan.wgsl");
 const PLACE: &str = include_str!("place.wgsl");
 const ORDER: &str = include_str!("order.wgsl");
 const P2G: &str = include_str!("p2g.wgsl");
-const G2P: &str = include_str!("g2p.wgsl");
-const SHAPES: &str = include_str!("shapes.wgsl");
+/// The particle pass, followed by the obstacles' distance functions it calls.
+const G2P: &str = concat!(include_str!("g2p.wgsl"), "\n", include_str!("shapes.wgsl"));
 
 mod g2p;
 mod p2g;
@@ -49,6 +49,9 @@ mod shapes;
 const WG: u64 = 256;
 /// Entries per workgroup of the prefix sums (`BLOCK` of `scan.wgsl`).
 const BLOCK: u64 = 4 * WG;
+/// The variants of `scan.wgsl`: each block's total into the next level, or each block's prefix sums.
+const SCAN_REDUCE: &str = "const OP: u32 = 0u;";
+const SCAN_BLOCKS: &str = "const OP: u32 = 1u;";
 /// `NONE` of `scan.wgsl`: the top level has no parent.
 const NONE: u32 = u32::MAX;
 
@@ -120,13 +123,6 @@ fn scan_levels(n: u64) -> Vec<(u64, u64)> {
     levels
 }
 
-/// Workgroups `groups`, folded into two dimensions of at most `per_axis` each.
-fn fold(groups: u64, per_axis: u32) -> [u32; 3] {
-    let total = groups.max(1);
-    let x = total.min(per_axis as u64);
-    [x as u32, total.div_ceil(x) as u32, 1]
-}
-
 /// What the particle passes since the last [`GpuTransfer::take_times`] took.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct TransferTimes {
@@ -181,7 +177,7 @@ impl Buffers {
     }
 }
 
-/// The particle-to-grid transfer on the GPU (see the module documentation).
+/// FLIP's particle passes on the GPU (see the module documentation).
 pub struct GpuTransfer {
     gpu: Arc<Gpu>,
     buffers: Option<Buffers>,
@@ -364,50 +360,23 @@ impl GpuTransfer {
     ) -> Result<Launch, GpuError> {
         let key = format!("flip {name} {D}d {consts}");
         let pipeline = self.gpu.pipeline(&key, &prelude(D, consts), source)?;
-        let bind = self
-            .gpu
-            .validating(name, || Ok(self.gpu.bind(&pipeline, buffers)))?;
-        Ok(Launch {
-            pipeline,
-            bind,
-            groups: fold(groups, self.per_axis),
-        })
+        self.gpu
+            .launch(name, pipeline, buffers, fold_groups(groups, self.per_axis))
     }
 
     /// Runs `launches` in one compute pass, after clearing the first `clear` bytes of the prefix sums, and
     /// waits for the device.
     fn submit(&self, launches: &[Launch], clear: u64) -> Result<(), GpuError> {
         let b = self.buffers.as_ref().expect("buffers ensured");
-        let mut encoder =
-            self.gpu
-                .device()
-                .create_command_encoder(&wgpu::CommandEncoderDescriptor {
-                    label: Some("flip particles"),
-                });
-        if clear > 0 {
-            encoder.clear_buffer(&b.scan, 0, Some(clear));
-        }
-        {
-            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
-                label: Some("flip particles"),
-                timestamp_writes: None,
-            });
-            for l in launches {
-                pass.set_pipeline(&l.pipeline);
-                pass.set_bind_group(0, &l.bind, &[]);
-                pass.dispatch_workgroups(l.groups[0], l.groups[1], l.groups[2]);
+        let prepare = |encoder: &mut wgpu::CommandEncoder| {
+            if clear > 0 {
+                encoder.clear_buffer(&b.scan, 0, Some(clear));
             }
-        }
-        self.gpu.queue().submit([encoder.finish()]);
+        };
+        self.gpu
+            .submit_launches("flip particles", prepare, launches);
         self.gpu.finish()
     }
-}
-
-/// A kernel's pipeline, bind group and workgroups.
-struct Launch {
-    pipeline: Arc<wgpu::ComputePipeline>,
-    bind: wgpu::BindGroup,
-    groups: [u32; 3],
 }
 
 impl TransferTimes {
@@ -494,19 +463,15 @@ mod tests {
     /// Every kernel's variants parse and validate without a GPU, in 2D and 3D.
     #[test]
     fn the_kernels_compile_without_a_gpu() {
-        let scan = [
-            "const REDUCE: u32 = 0u;\nconst OP: u32 = 0u;",
-            "const REDUCE: u32 = 0u;\nconst OP: u32 = 1u;",
-        ];
+        let scan = [SCAN_REDUCE, SCAN_BLOCKS];
         let apic = ["const APIC: bool = false;", "const APIC: bool = true;"];
-        let g2p = format!("{G2P}\n{SHAPES}");
         let kernels: [(&str, &str, &[&str]); 6] = [
             ("keys", KEYS, &[""]),
             ("scan", SCAN, &scan),
             ("place", PLACE, &[""]),
             ("order", ORDER, &[""]),
             ("p2g", P2G, &apic),
-            ("g2p", &g2p, &[""]),
+            ("g2p", G2P, &[""]),
         ];
         for (name, source, variants) in kernels {
             for consts in variants {

@@ -8,7 +8,7 @@ use eddies::grid::{Grid, MacGrid};
 
 use super::{
     scan_levels, FaceUniform, GpuTransfer, LevelUniform, BLOCK, KEYS, NONE, ORDER, P2G, PLACE,
-    SCAN, WG,
+    SCAN, SCAN_BLOCKS, SCAN_REDUCE, WG,
 };
 use crate::device::GpuError;
 
@@ -75,18 +75,22 @@ impl GpuTransfer {
             &[&b.params, &b.pos, &b.keys, &b.rank, &b.scan],
             particle_groups,
         )?];
-        let reduce = "const REDUCE: u32 = 0u;\nconst OP: u32 = 0u;";
-        let scan = "const REDUCE: u32 = 0u;\nconst OP: u32 = 1u;";
         for (level, uniform) in levels[..levels.len() - 1].iter().zip(&b.levels) {
             let groups = level.0.div_ceil(BLOCK);
-            launches.push(self.launch::<D>("scan", SCAN, reduce, &[uniform, &b.scan], groups)?);
+            launches.push(self.launch::<D>(
+                "scan",
+                SCAN,
+                SCAN_REDUCE,
+                &[uniform, &b.scan],
+                groups,
+            )?);
         }
         for l in (0..levels.len()).rev() {
             let groups = levels[l].0.div_ceil(BLOCK);
             launches.push(self.launch::<D>(
                 "scan",
                 SCAN,
-                scan,
+                SCAN_BLOCKS,
                 &[&b.levels[l], &b.scan],
                 groups,
             )?);

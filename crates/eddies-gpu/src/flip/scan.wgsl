@@ -7,6 +7,7 @@ struct Level {
     n: u32, at: u32, parent: u32, pad: u32,
 }
 
+const REDUCE: u32 = 0u;
 const NONE: u32 = 0xffffffffu;
 const BLOCK: u32 = 4u * WG;
 

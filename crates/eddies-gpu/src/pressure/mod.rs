@@ -32,7 +32,7 @@ use eddies::linsolve::{
     StopReason,
 };
 
-use crate::device::{Gpu, GpuError};
+use crate::device::{fold_groups, Gpu, GpuError, Launch};
 
 const COMMON: &str = include_str!("common.wgsl");
 const APPLY: &str = include_str!("apply.wgsl");
@@ -191,8 +191,7 @@ const JACOBI: u32 = 3;
 /// each, and how many of them there are.
 fn groups_for(n: u64, per_axis: u32) -> ([u32; 3], u32) {
     let total = n.div_ceil(WG).max(1);
-    let x = total.min(per_axis as u64);
-    ([x as u32, total.div_ceil(x) as u32, 1], total as u32)
+    (fold_groups(total, per_axis), total as u32)
 }
 
 /// The uniform of the level of operator `op`, its entries from `base` in the packed vectors and from
@@ -262,15 +261,6 @@ struct Finest {
     p: wgpu::Buffer,
     q: wgpu::Buffer,
     z: wgpu::Buffer,
-}
-
-/// One recorded kernel launch.
-struct Launch {
-    pipeline: Arc<wgpu::ComputePipeline>,
-    bind: wgpu::BindGroup,
-    groups: [u32; 3],
-    /// The launch's own uniform, when it has one.
-    keep: Option<wgpu::Buffer>,
 }
 
 /// How long the parts of the solves since the last [`GpuPoisson::take_times`] took (ms, wall clock, each
@@ -511,37 +501,16 @@ impl GpuPoisson {
         buffers: &[&wgpu::Buffer],
     ) -> Result<Launch, GpuError> {
         let pipeline = self.pipeline::<D>(name, source, gated, consts)?;
-        let bind = self
-            .gpu
-            .validating(name, || Ok(self.gpu.bind(&pipeline, buffers)))?;
-        Ok(Launch {
-            pipeline,
-            bind,
-            groups,
-            keep: None,
-        })
+        self.gpu.launch(name, pipeline, buffers, groups)
     }
 
     /// Runs `launches` in one compute pass and submits them.
     fn submit(&self, launches: &[&[Launch]]) {
-        let mut encoder =
-            self.gpu
-                .device()
-                .create_command_encoder(&wgpu::CommandEncoderDescriptor {
-                    label: Some("pressure solve"),
-                });
-        {
-            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
-                label: Some("pressure solve"),
-                timestamp_writes: None,
-            });
-            for l in launches.iter().flat_map(|l| l.iter()) {
-                pass.set_pipeline(&l.pipeline);
-                pass.set_bind_group(0, &l.bind, &[]);
-                pass.dispatch_workgroups(l.groups[0], l.groups[1], l.groups[2]);
-            }
-        }
-        self.gpu.queue().submit([encoder.finish()]);
+        self.gpu.submit_launches(
+            "pressure solve",
+            |_| {},
+            launches.iter().flat_map(|l| l.iter()),
+        );
     }
 
     /// Reads the solve's state.
