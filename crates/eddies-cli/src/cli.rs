@@ -105,7 +105,7 @@ pub struct RunArgs {
     /// Worker threads (0: one per core)
     #[arg(long, value_name = "N", default_value_t = 0, value_parser = threads_parser())]
     pub threads: usize,
-    /// Where to run: cpu (every method) or gpu (reint; sets the scene's `backend`)
+    /// Where to run: cpu (every method) or gpu (reint whole; FLIP's and the vortex method's solvers and particle passes; sets the scene's `backend`)
     #[arg(long, value_name = "BACKEND")]
     pub backend: Option<Backend>,
     /// Fixed number of steps per frame (sets time.steps_per_frame; 0: adaptive from time.cfl)
@@ -176,7 +176,7 @@ pub struct BenchArgs {
     #[arg(long)]
     pub json: bool,
     /// Where the benchmarks run: cpu, or gpu (reint; FLIP's particle passes and pressure solves; the vortex
-    /// method's direct sum and Poisson solve; the renderer)
+    /// method's direct sum, Poisson solve and exchanges; the renderer)
     #[arg(long, value_name = "BACKEND", default_value = "cpu")]
     pub backend: Backend,
     /// Worker threads (0: one per core)

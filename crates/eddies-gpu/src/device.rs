@@ -7,6 +7,8 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
+use rayon::prelude::*;
+
 use wgpu::util::DeviceExt;
 
 /// Environment variable naming the adapter to use: a case-insensitive part of its name (as `eddies info`
@@ -130,6 +132,67 @@ pub struct Gpu {
     timestamp_period_ns: f32,
     errors: ErrorSlot,
     pipelines: Mutex<HashMap<String, Arc<wgpu::ComputePipeline>>>,
+    staging: Mutex<Staging>,
+    /// Device time per kernel, where [`PROFILE_VAR`] asks for it and the adapter has timestamps.
+    profile: Option<Mutex<Profile>>,
+}
+
+/// The variable that, set to `1`, times every launch of [`Gpu::submit_launches`] on the device (each in a
+/// pass of its own, waited for): `eddies bench` then prints where the device's time went.
+pub const PROFILE_VAR: &str = "EDDIES_GPU_PROFILE";
+
+/// Launches and device time (ms) per kernel name and workgroup count.
+type Profile = std::collections::BTreeMap<String, (u64, f64)>;
+
+/// Writes of at least this many bytes go through the device's kept staging buffer (see [`Staging`]).
+const STAGED_WRITE: usize = 1 << 20;
+
+/// Copies between host and staging memory of this many bytes or more are split across the CPU's threads.
+const PARALLEL_COPY: usize = 4 << 20;
+
+/// Host-visible buffers kept for large transfers, one each way, grown as needed and never shrunk. On a
+/// hardware GPU, allocating (and pinning) mappable memory for each transfer cost several times the copy:
+/// moving 4M FLIP particles each way took 290 ms a step on an H200 with a fresh staging buffer per
+/// transfer.
+#[derive(Default)]
+struct Staging {
+    up: Option<wgpu::Buffer>,
+    down: Option<wgpu::Buffer>,
+}
+
+/// `slot`'s buffer, replaced by a larger one (`usage`, at least `size` bytes) where it is too small.
+fn reserve<'a>(
+    device: &wgpu::Device,
+    slot: &'a mut Option<wgpu::Buffer>,
+    size: u64,
+    usage: wgpu::BufferUsages,
+) -> &'a wgpu::Buffer {
+    if slot.as_ref().is_none_or(|b| b.size() < size) {
+        *slot = Some(
+            device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("staging"),
+                // Grown by at least half again, so that slowly growing transfers do not reallocate each time.
+                size: size
+                    .max(slot.as_ref().map_or(0, |b| b.size() * 3 / 2))
+                    .next_multiple_of(1 << 16),
+                usage,
+                mapped_at_creation: false,
+            }),
+        );
+    }
+    slot.as_ref().expect("reserved")
+}
+
+/// Copies `src` into `dst` (equal lengths), on all the CPU's threads where it is large.
+pub(crate) fn copy_bytes(dst: &mut [u8], src: &[u8]) {
+    if src.len() < PARALLEL_COPY {
+        dst.copy_from_slice(src);
+        return;
+    }
+    let chunk = PARALLEL_COPY / 4;
+    dst.par_chunks_mut(chunk)
+        .zip(src.par_chunks(chunk))
+        .for_each(|(d, s)| d.copy_from_slice(s));
 }
 
 impl std::fmt::Debug for Gpu {
@@ -214,6 +277,9 @@ impl Gpu {
             timestamp_period_ns,
             errors,
             pipelines: Mutex::new(HashMap::new()),
+            staging: Mutex::new(Staging::default()),
+            profile: (timestamps && std::env::var(PROFILE_VAR).is_ok_and(|v| v == "1"))
+                .then(|| Mutex::new(Profile::new())),
         })
     }
 
@@ -307,12 +373,73 @@ impl Gpu {
         })
     }
 
-    /// Writes `data` at the start of `buffer` (ordered before the next submission).
+    /// Writes `data` at the start of `buffer` (ordered before the next submission). A device error is
+    /// reported by the next [`Gpu::finish`].
     pub fn write<T: bytemuck::Pod>(&self, buffer: &wgpu::Buffer, data: &[T]) {
-        if !data.is_empty() {
-            self.queue
-                .write_buffer(buffer, 0, bytemuck::cast_slice(data));
+        self.write_at(buffer, 0, bytemuck::cast_slice(data));
+    }
+
+    /// Writes `bytes` into `buffer` at byte `offset` (both multiples of 4), ordered before the next
+    /// submission: large writes through the staging buffer the device keeps, with a submission of their
+    /// own; small ones through the queue. A device error is reported by the next [`Gpu::finish`].
+    pub fn write_at(&self, buffer: &wgpu::Buffer, offset: u64, bytes: &[u8]) {
+        if bytes.len() < STAGED_WRITE {
+            if !bytes.is_empty() {
+                self.queue.write_buffer(buffer, offset, bytes);
+            }
+            return;
         }
+        if let Err(e) = self.write_staged(buffer, offset, bytes) {
+            self.errors.lock().unwrap().get_or_insert(e);
+        }
+    }
+
+    /// [`Gpu::write_at`] through the kept staging buffer: mapped (once the device is done with its last
+    /// use), filled, and copied to `buffer` by a submission of its own.
+    fn write_staged(
+        &self,
+        buffer: &wgpu::Buffer,
+        offset: u64,
+        bytes: &[u8],
+    ) -> Result<(), GpuError> {
+        let size = bytes.len() as u64;
+        let mut staging = self.staging.lock().unwrap();
+        let usage = wgpu::BufferUsages::MAP_WRITE | wgpu::BufferUsages::COPY_SRC;
+        let up = reserve(&self.device, &mut staging.up, size, usage);
+        let slice = up.slice(..size);
+        let (tx, rx) = std::sync::mpsc::channel();
+        slice.map_async(wgpu::MapMode::Write, move |r| {
+            let _ = tx.send(r);
+        });
+        self.device
+            .poll(wgpu::PollType::wait_indefinitely())
+            .map_err(|e| GpuError::DeviceLost(e.to_string()))?;
+        rx.recv()
+            .map_err(|e| GpuError::DeviceLost(e.to_string()))?
+            .map_err(|e| GpuError::DeviceLost(format!("staging for an upload failed: {e}")))?;
+        // Disjoint views of the mapping, one per piece, filled on all the CPU's threads where it is large.
+        let piece = if bytes.len() < PARALLEL_COPY {
+            bytes.len()
+        } else {
+            PARALLEL_COPY / 4
+        };
+        let views = (0..size)
+            .step_by(piece)
+            .map(|at| {
+                up.slice(at..(at + piece as u64).min(size))
+                    .get_mapped_range_mut()
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| GpuError::Internal(e.to_string()))?;
+        views
+            .into_par_iter()
+            .zip(bytes.par_chunks(piece))
+            .for_each(|(mut view, part)| view.copy_from_slice(part));
+        up.unmap();
+        let mut encoder = self.device.create_command_encoder(&Default::default());
+        encoder.copy_buffer_to_buffer(up, 0, buffer, offset, size);
+        self.queue.submit([encoder.finish()]);
+        Ok(())
     }
 
     /// The pipeline of `source` (a WGSL file whose entry point is `main`) with `prelude` prepended, built
@@ -409,23 +536,36 @@ impl Gpu {
     /// Copies `ranges` (buffer, byte offset, bytes) into one staging buffer with a single submission and
     /// returns their bytes, in order: one wait for any number of arrays.
     pub fn read(&self, ranges: &[(&wgpu::Buffer, u64, u64)]) -> Result<Vec<Vec<u8>>, GpuError> {
-        let total: u64 = ranges.iter().map(|r| r.2.next_multiple_of(4)).sum();
-        let staging = self.device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some("read-back"),
-            size: total.max(4),
-            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-            mapped_at_creation: false,
-        });
+        let mut out = Vec::with_capacity(ranges.len());
+        self.read_into(ranges, |_, bytes| out.push(bytes.to_vec()))?;
+        Ok(out)
+    }
+
+    /// As [`Gpu::read`], handing each range's bytes to `take(index, bytes)` straight from the staging
+    /// buffer the device keeps (no copy of its own).
+    pub fn read_into(
+        &self,
+        ranges: &[(&wgpu::Buffer, u64, u64)],
+        mut take: impl FnMut(usize, &[u8]),
+    ) -> Result<(), GpuError> {
+        let total: u64 = ranges
+            .iter()
+            .map(|r| r.2.next_multiple_of(4))
+            .sum::<u64>()
+            .max(4);
+        let mut kept = self.staging.lock().unwrap();
+        let usage = wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST;
+        let staging = reserve(&self.device, &mut kept.down, total, usage);
         let mut encoder = self.device.create_command_encoder(&Default::default());
         let mut at = 0;
         for &(buffer, offset, bytes) in ranges {
             if bytes > 0 {
-                encoder.copy_buffer_to_buffer(buffer, offset, &staging, at, bytes);
+                encoder.copy_buffer_to_buffer(buffer, offset, staging, at, bytes);
             }
             at += bytes.next_multiple_of(4);
         }
         self.queue.submit([encoder.finish()]);
-        let slice = staging.slice(..);
+        let slice = staging.slice(..total);
         let (tx, rx) = std::sync::mpsc::channel();
         slice.map_async(wgpu::MapMode::Read, move |r| {
             let _ = tx.send(r);
@@ -437,15 +577,26 @@ impl Gpu {
         let view = slice
             .get_mapped_range()
             .map_err(|e| GpuError::Internal(e.to_string()))?;
-        let mut out = Vec::with_capacity(ranges.len());
         let mut at = 0usize;
-        for &(_, _, bytes) in ranges {
-            out.push(view[at..at + bytes as usize].to_vec());
+        for (k, &(_, _, bytes)) in ranges.iter().enumerate() {
+            take(k, &view[at..at + bytes as usize]);
             at += bytes.next_multiple_of(4) as usize;
         }
         drop(view);
         staging.unmap();
-        Ok(out)
+        Ok(())
+    }
+
+    /// The device time of each kernel since the last call (name, launches, ms), where [`PROFILE_VAR`] asked
+    /// for it; empty otherwise.
+    pub fn take_profile(&self) -> Vec<(String, u64, f64)> {
+        let Some(profile) = &self.profile else {
+            return Vec::new();
+        };
+        std::mem::take(&mut *profile.lock().unwrap())
+            .into_iter()
+            .map(|(name, (n, ms))| (name, n, ms))
+            .collect()
     }
 
     /// A timer for compute passes, or `None` where the adapter has no timestamp queries.
@@ -586,6 +737,8 @@ pub fn fold_groups(groups: u64, per_axis: u32) -> [u32; 3] {
 /// A kernel's pipeline and bind group, dispatched over `groups` workgroups: one entry of a compute pass
 /// ([`Gpu::submit_launches`]).
 pub(crate) struct Launch {
+    /// What the launch does, for errors and the profile.
+    pub name: String,
     pub pipeline: Arc<wgpu::ComputePipeline>,
     pub bind: wgpu::BindGroup,
     pub groups: [u32; 3],
@@ -605,6 +758,7 @@ impl Gpu {
     ) -> Result<Launch, GpuError> {
         let bind = self.validating(name, || Ok(self.bind(&pipeline, buffers)))?;
         Ok(Launch {
+            name: name.to_string(),
             pipeline,
             bind,
             groups,
@@ -613,7 +767,8 @@ impl Gpu {
     }
 
     /// Records `prepare` (buffer clears), then `launches` in one compute pass labelled `label`, and submits
-    /// them without waiting.
+    /// them without waiting; when profiling ([`PROFILE_VAR`]), each launch in a timed pass of its own, and
+    /// waits.
     pub(crate) fn submit_launches<'a>(
         &self,
         label: &str,
@@ -624,6 +779,42 @@ impl Gpu {
             .device
             .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some(label) });
         prepare(&mut encoder);
+        if let Some(profile) = &self.profile {
+            let launches: Vec<&Launch> = launches.into_iter().collect();
+            let Some(timer) = self.pass_timer(launches.len() as u32) else {
+                // No launches: the preparation alone.
+                self.queue.submit([encoder.finish()]);
+                return;
+            };
+            for (k, l) in launches.iter().enumerate() {
+                let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                    label: Some(&l.name),
+                    timestamp_writes: Some(timer.writes(k as u32)),
+                });
+                pass.set_pipeline(&l.pipeline);
+                pass.set_bind_group(0, &l.bind, &[]);
+                pass.dispatch_workgroups(l.groups[0], l.groups[1], l.groups[2]);
+            }
+            timer.resolve(&mut encoder);
+            self.queue.submit([encoder.finish()]);
+            match timer.durations_ms(self) {
+                Ok(ms) => {
+                    let mut profile = profile.lock().unwrap();
+                    for (l, ms) in launches.iter().zip(ms) {
+                        // By workgroup count too: one kernel at several sizes shows as several rows.
+                        let groups: u64 = l.groups.iter().map(|&g| g as u64).product();
+                        let key = format!("{} ({groups} groups)", l.name);
+                        let entry = profile.entry(key).or_default();
+                        entry.0 += 1;
+                        entry.1 += ms;
+                    }
+                }
+                Err(e) => {
+                    self.errors.lock().unwrap().get_or_insert(e);
+                }
+            }
+            return;
+        }
         {
             let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
                 label: Some(label),

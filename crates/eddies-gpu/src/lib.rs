@@ -18,6 +18,6 @@ pub mod vpm;
 
 pub use device::{
     adapters, device_or_skip, dispatch, groups, validate_wgsl, AdapterSummary, Gpu, GpuError,
-    ADAPTER_VAR, REQUIRE_VAR,
+    ADAPTER_VAR, PROFILE_VAR, REQUIRE_VAR,
 };
 pub use reint::ReintGpu;

@@ -100,6 +100,9 @@ pub fn run(
             name: case.name,
             source: Box::new(source),
         })?;
+        if backend == Backend::Gpu {
+            print_profile(case.name);
+        }
         for r in &rows {
             if json {
                 writeln!(out, "{}", json_line(r)).map_err(io)?;
@@ -121,6 +124,29 @@ pub fn run(
         out.flush().map_err(io)?;
     }
     Ok(())
+}
+
+/// The device time of each kernel `case` launched, on stderr, where `EDDIES_GPU_PROFILE=1` asked for it.
+fn print_profile(case: &str) {
+    let Ok(gpu) = crate::setup::gpu() else {
+        return;
+    };
+    let mut kernels = gpu.take_profile();
+    if kernels.is_empty() {
+        return;
+    }
+    kernels.sort_by(|a, b| b.2.total_cmp(&a.2));
+    let total: f64 = kernels.iter().map(|k| k.2).sum();
+    eprintln!(
+        "device time of {case} by kernel ({total:.1} ms in all; {}):",
+        eddies_gpu::PROFILE_VAR
+    );
+    for (name, launches, ms) in kernels {
+        eprintln!(
+            "  {name:<56} {launches:>8} launches {ms:>10.2} ms {:>9.1} us each",
+            1e3 * ms / launches as f64
+        );
+    }
 }
 
 #[cfg(test)]

@@ -128,7 +128,8 @@ pub enum Backend {
     #[default]
     Cpu,
     /// The GPU through wgpu (Vulkan, Metal or DirectX 12): all of reintegration tracking; FLIP's particle
-    /// passes and pressure solves and the vortex method's velocity, the CPU running the rest (docs/gpu.md).
+    /// passes and pressure solves and the vortex method's velocity and exchanges, the CPU running the rest
+    /// (docs/gpu.md).
     Gpu,
 }
 

@@ -4,10 +4,11 @@
 use std::time::Instant;
 
 use eddies::flip::{Advection, Boundary, Particles, Transfer};
+use rayon::prelude::*;
 
 use super::shapes;
 use super::{GpuTransfer, MoveUniform, G2P, WG};
-use crate::device::GpuError;
+use crate::device::{copy_bytes, GpuError};
 
 impl GpuTransfer {
     /// The grid-to-particle pass (see
@@ -63,7 +64,7 @@ impl GpuTransfer {
             }
             let (u, old) = (&grid.u[k].data, &step.u_old.u[k].data);
             let disp = step.displacement.map(|d| &d.u[k].data[..]);
-            fields.extend((0..u.len()).map(|j| {
+            fields.par_extend((0..u.len()).into_par_iter().map(|j| {
                 let d = disp.map_or(0.0, |d| d[j]);
                 [u[j] as f32, (u[j] - old[j]) as f32, d as f32, 0.0]
             }));
@@ -108,19 +109,20 @@ impl GpuTransfer {
                 ranges.push((&b.affine, c as u64 * bytes, bytes));
             }
         }
-        let read = gpu.read(&ranges)?;
-        for a in 0..D {
-            particles.pos[a].copy_from_slice(bytemuck::cast_slice(&read[2 * a]));
-            particles.vel[a].copy_from_slice(bytemuck::cast_slice(&read[2 * a + 1]));
-        }
-        if apic {
-            for k in 0..D {
-                for a in 0..D {
-                    particles.affine[k][a]
-                        .copy_from_slice(bytemuck::cast_slice(&read[2 * D + k * D + a]));
+        gpu.read_into(&ranges, |r, bytes| {
+            let into = if r < 2 * D {
+                let a = r / 2;
+                if r % 2 == 0 {
+                    &mut particles.pos[a]
+                } else {
+                    &mut particles.vel[a]
                 }
-            }
-        }
+            } else {
+                let c = r - 2 * D;
+                &mut particles.affine[c / D][c % D]
+            };
+            copy_bytes(bytemuck::cast_slice_mut(into), bytes);
+        })?;
         self.times.record(start, uploaded, ran);
         Ok(())
     }

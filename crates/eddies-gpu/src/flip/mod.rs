@@ -329,19 +329,14 @@ impl GpuTransfer {
         if unchanged && self.resident == Some(id) && !affine {
             return Ok(());
         }
-        let queue = gpu.queue();
         for a in 0..D {
             let at = a as u64 * n * 4;
-            queue.write_buffer(&b.pos, at, bytemuck::cast_slice(&particles.pos[a]));
-            queue.write_buffer(&b.vel, at, bytemuck::cast_slice(&particles.vel[a]));
+            gpu.write_at(&b.pos, at, bytemuck::cast_slice(&particles.pos[a]));
+            gpu.write_at(&b.vel, at, bytemuck::cast_slice(&particles.vel[a]));
             if affine {
                 for c in 0..D {
                     let at = (a * D + c) as u64 * n * 4;
-                    queue.write_buffer(
-                        &b.affine,
-                        at,
-                        bytemuck::cast_slice(&particles.affine[a][c]),
-                    );
+                    gpu.write_at(&b.affine, at, bytemuck::cast_slice(&particles.affine[a][c]));
                 }
             }
         }

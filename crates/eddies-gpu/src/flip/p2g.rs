@@ -10,7 +10,7 @@ use super::{
     scan_levels, FaceUniform, GpuTransfer, LevelUniform, BLOCK, KEYS, NONE, ORDER, P2G, PLACE,
     SCAN, SCAN_BLOCKS, SCAN_REDUCE, WG,
 };
-use crate::device::GpuError;
+use crate::device::{copy_bytes, GpuError};
 
 impl GpuTransfer {
     /// The transfer (see [`TransferDevice::particles_to_grid`](eddies::flip::TransferDevice::particles_to_grid)), its failures as the device reports them.
@@ -131,10 +131,9 @@ impl GpuTransfer {
                 Some(r)
             })
             .collect();
-        let bytes = gpu.read(&ranges)?;
-        for (grid, bytes) in sums.iter_mut().zip(&bytes) {
-            grid.data.copy_from_slice(bytemuck::cast_slice(bytes));
-        }
+        gpu.read_into(&ranges, |k, bytes| {
+            copy_bytes(bytemuck::cast_slice_mut(&mut sums[k].data), bytes)
+        })?;
         self.times.record(start, uploaded, ran);
         Ok(())
     }

@@ -32,7 +32,7 @@ use eddies::linsolve::{
     StopReason,
 };
 
-use crate::device::{fold_groups, Gpu, GpuError, Launch};
+use crate::device::{copy_bytes, fold_groups, Gpu, GpuError, Launch};
 
 const COMMON: &str = include_str!("common.wgsl");
 const APPLY: &str = include_str!("apply.wgsl");
@@ -612,12 +612,12 @@ impl GpuPoisson {
                 let groups = if l == last { groups.len() } else { 0 };
                 uniforms.push(level_uniform(lop, groups, h.base[l], h.ghost_base[l]));
                 if l > 0 {
-                    gpu.queue().write_buffer(
+                    gpu.write_at(
                         &f.diag,
                         4 * h.base[l],
                         bytemuck::cast_slice(lop.diagonal_units()),
                     );
-                    gpu.queue().write_buffer(
+                    gpu.write_at(
                         &h.ghost,
                         4 * h.ghost_base[l],
                         bytemuck::cast_slice(&mg.ghost_coefficients(l)),
@@ -673,14 +673,20 @@ impl GpuPoisson {
         let outcome = match state.done {
             CONVERGED => {
                 self.submit(&[&plan.finish]);
-                let bytes = gpu.read(&[
-                    (&f.x, 0, 8 * cells),
-                    (&f.history, 0, 8 * (iterations as u64 + 1)),
-                ])?;
+                gpu.finish()?;
                 let iterate_ms = start.elapsed().as_secs_f64() * 1e3;
                 let done = Instant::now();
-                x.copy_from_slice(bytemuck::cast_slice(&bytes[0]));
-                let history: Vec<f64> = bytemuck::pod_collect_to_vec(&bytes[1]);
+                let mut history = Vec::new();
+                gpu.read_into(
+                    &[
+                        (&f.x, 0, 8 * cells),
+                        (&f.history, 0, 8 * (iterations as u64 + 1)),
+                    ],
+                    |k, bytes| match k {
+                        0 => copy_bytes(bytemuck::cast_slice_mut(x), bytes),
+                        _ => history = bytemuck::pod_collect_to_vec(bytes),
+                    },
+                )?;
                 let t = &mut self.times;
                 t.solves += 1;
                 t.upload_ms += upload_ms;
@@ -936,6 +942,8 @@ impl GpuPoisson {
                 groups_for(h.cells[over], self.per_axis).0,
                 &b.iter().collect::<Vec<_>>(),
             )?;
+            const STEPS: [&str; 6] = ["relax", "residual", "restrict", "fold", "extend", "prolong"];
+            launch.name = format!("mg-level {} on level {over}", STEPS[op as usize]);
             launch.keep = Some(step);
             Ok::<_, GpuError>(launch)
         };

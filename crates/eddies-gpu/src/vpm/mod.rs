@@ -9,6 +9,9 @@
 
 use std::sync::{Arc, Mutex};
 
+mod pse;
+pub use pse::GpuExchange;
+
 use eddies::vpm::biot_savart::{DirectDevice, Sources, FOUR_PI_INV};
 use eddies::vpm::velocity::SharedDevice;
 use glam::DVec3;
@@ -21,9 +24,44 @@ pub(crate) const SOURCE: &str = include_str!("direct.wgsl");
 /// Targets per workgroup, and sources per shared-memory tile.
 pub const TILE: u32 = 256;
 
-/// The prelude of the kernel for velocity alone or with its gradient.
-pub(crate) fn prelude(gradient: bool) -> String {
-    format!("const TILE: u32 = {TILE}u;\nconst GRADIENT: bool = {gradient};\n")
+/// The kernel that adds the chunks' partial sums (`chunks.wgsl`), after the prelude.
+pub(crate) const CHUNKS: &str = include_str!("chunks.wgsl");
+
+/// Workgroups an evaluation aims for: with fewer targets than fill them, the vortons are split into chunks,
+/// each summed by workgroups of its own, and the chunks' partial sums added in chunk order.
+pub const FILL_GROUPS: usize = 1024;
+
+/// The fewest vortons a chunk holds.
+const MIN_CHUNK: usize = 4 * TILE as usize;
+
+/// How `sources` vortons are split for `targets` targets: (vortons per chunk, a multiple of [`TILE`];
+/// chunks).
+pub(crate) fn chunks(sources: usize, targets: usize) -> (usize, usize) {
+    let groups = targets.div_ceil(TILE as usize * per_invocation(targets) as usize);
+    let wanted = (FILL_GROUPS / groups.max(1)).clamp(1, sources.div_ceil(MIN_CHUNK).max(1));
+    let chunk = sources
+        .div_ceil(wanted)
+        .next_multiple_of(TILE as usize)
+        .max(TILE as usize);
+    (chunk, sources.div_ceil(chunk).max(1))
+}
+
+/// From this many targets on, each invocation sums for two: half the shared-memory reads a pair, with
+/// still at least a thousand workgroups to spread over the device.
+pub const TWO_PER_INVOCATION: usize = 1 << 19;
+
+/// Targets per invocation for `targets` targets.
+pub(crate) fn per_invocation(targets: usize) -> u32 {
+    if targets >= TWO_PER_INVOCATION {
+        2
+    } else {
+        1
+    }
+}
+
+/// The prelude of the kernel for velocity alone or with its gradient, `per` targets an invocation.
+pub(crate) fn prelude(gradient: bool, per: u32) -> String {
+    format!("const TILE: u32 = {TILE}u;\nconst PER: u32 = {per}u;\nconst GRADIENT: bool = {gradient};\n")
 }
 
 /// What one evaluation returns: velocity (m/s) at each target and, when asked for, its gradient (1/s,
@@ -108,13 +146,21 @@ impl DirectSum {
         self.points.clear();
         self.points
             .extend(targets.iter().map(|t| [t[0], t[1], t[2], 0.0]));
+        let (chunk, split) = chunks(n, m);
         let source_bytes = 32 * n as u64;
         let target_bytes = 16 * m as u64;
         let gradient_bytes = if gradient { 36 * m as u64 } else { 4 };
+        // Each chunk's partial sums, the first chunk's slots receiving the totals.
+        let partial_bytes = target_bytes * split as u64;
+        let partial_gradient_bytes = if gradient {
+            gradient_bytes * split as u64
+        } else {
+            4
+        };
         for (what, bytes) in [
             ("vortons", source_bytes),
-            ("targets", target_bytes),
-            ("gradient", gradient_bytes),
+            ("targets", partial_bytes),
+            ("gradient", partial_gradient_bytes),
         ] {
             gpu.check_binding(what, bytes)?;
         }
@@ -122,19 +168,29 @@ impl DirectSum {
             (
                 sized(gpu, &mut self.sources, "vpm vortons", source_bytes),
                 sized(gpu, &mut self.targets, "vpm targets", target_bytes),
-                sized(gpu, &mut self.velocity, "vpm velocity", target_bytes),
-                sized(gpu, &mut self.gradient, "vpm gradient", gradient_bytes),
+                sized(gpu, &mut self.velocity, "vpm velocity", partial_bytes),
+                sized(
+                    gpu,
+                    &mut self.gradient,
+                    "vpm gradient",
+                    partial_gradient_bytes,
+                ),
             )
         })?;
-        gpu.write(&self.params, &[[n as u32, m as u32, 0, 0]]);
+        gpu.write(
+            &self.params,
+            &[[n as u32, m as u32, chunk as u32, split as u32]],
+        );
         gpu.write(&src_buf, &self.packed);
         gpu.write(&tgt_buf, &self.points);
+        let per = per_invocation(m);
         let key = if gradient {
             "vpm direct gradient"
         } else {
             "vpm direct velocity"
         };
-        let pipeline = gpu.pipeline(key, &prelude(gradient), SOURCE)?;
+        let key = &format!("{key} {per}");
+        let pipeline = gpu.pipeline(key, &prelude(gradient, per), SOURCE)?;
         let bind = gpu.validating(key, || {
             Ok(gpu.bind(
                 &pipeline,
@@ -149,9 +205,24 @@ impl DirectSum {
             key,
             &pipeline,
             &bind,
-            [(m as u32).div_ceil(TILE), 1, 1],
+            [(m as u32).div_ceil(TILE * per), split as u32, 1],
             None,
         );
+        if split > 1 {
+            let key = &format!("vpm direct chunks {gradient}");
+            let pipeline = gpu.pipeline(key, &prelude(gradient, 1), CHUNKS)?;
+            let bind = gpu.validating(key, || {
+                Ok(gpu.bind(&pipeline, &[&self.params, &vel_buf, &grad_buf]))
+            })?;
+            dispatch(
+                &mut encoder,
+                key,
+                &pipeline,
+                &bind,
+                [(m as u32).div_ceil(TILE), 1, 1],
+                None,
+            );
+        }
         gpu.queue().submit([encoder.finish()]);
         let mut ranges = vec![(&vel_buf, 0, target_bytes)];
         if gradient {
@@ -236,12 +307,52 @@ mod tests {
     use super::*;
     use crate::device::validate_wgsl;
 
+    /// Few targets split the vortons into whole tiles, at least `MIN_CHUNK` each, that cover them all; many
+    /// targets leave them whole.
+    #[test]
+    fn chunks_cover_the_vortons() {
+        for (n, m) in [
+            (16_000, 36_000),
+            (3000, 1000),
+            (40, 600_000),
+            (10, 5),
+            (0, 7),
+            (1_000_000, 1_000_000),
+        ] {
+            let (chunk, split) = chunks(n, m);
+            assert!(
+                chunk % TILE as usize == 0 && chunk >= TILE as usize,
+                "{n} at {m}: {chunk}"
+            );
+            assert!(
+                split * chunk >= n && (split - 1) * chunk < n.max(1),
+                "{n} at {m}: {split} x {chunk}"
+            );
+            assert!(
+                split == 1 || chunk >= MIN_CHUNK,
+                "{n} at {m}: chunks of {chunk}"
+            );
+        }
+        // dye-drop's sums: 141 workgroups of targets, split until they are near FILL_GROUPS.
+        let (_, split) = chunks(16_000, 36_000);
+        assert!(
+            141 * split > FILL_GROUPS / 2 && 141 * split <= FILL_GROUPS,
+            "{split}"
+        );
+        assert_eq!(chunks(1_000_000, 1_000_000).1, 1);
+    }
+
     /// Both variants parse and validate without a GPU.
     #[test]
     fn the_kernel_compiles_without_a_gpu() {
         for gradient in [false, true] {
-            let code = format!("{}\n{SOURCE}", prelude(gradient));
-            validate_wgsl(&code).unwrap_or_else(|e| panic!("gradient {gradient}: {e}"));
+            for per in [1, 2] {
+                let code = format!("{}\n{SOURCE}", prelude(gradient, per));
+                validate_wgsl(&code)
+                    .unwrap_or_else(|e| panic!("gradient {gradient}, {per} per invocation: {e}"));
+            }
+            let code = format!("{}\n{CHUNKS}", prelude(gradient, 1));
+            validate_wgsl(&code).unwrap_or_else(|e| panic!("chunks, gradient {gradient}: {e}"));
         }
     }
 }

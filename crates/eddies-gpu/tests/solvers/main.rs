@@ -306,3 +306,38 @@ fn launches_fold_beyond_the_workgroup_limit() {
         assert!(x == y, "{}: folding changed the solution", kind.name());
     }
 }
+
+/// Large writes and read-backs go through the staging buffers the device keeps: bytes written at an offset
+/// come back unchanged, around them what was there, and a second, larger transfer (the buffers grow) too.
+#[test]
+fn staged_transfers_move_every_byte() {
+    let Some(gpu) = gpu() else { return };
+    for (words, at) in [(600_000u64, 1000u64), (900_000, 4)] {
+        let buffer = gpu.buffer("staged", 4 * (words + 2 * at));
+        let before: Vec<u32> = (0..words + 2 * at)
+            .map(|i| i as u32 ^ 0x5a5a_5a5a)
+            .collect();
+        gpu.write(&buffer, &before);
+        let data: Vec<u32> = (0..words)
+            .map(|i| (i as u32).wrapping_mul(2_654_435_761))
+            .collect();
+        gpu.write_at(&buffer, 4 * at, bytemuck::cast_slice(&data));
+        let mut back = vec![Vec::new(); 3];
+        gpu.read_into(
+            &[
+                (&buffer, 0, 4 * at),
+                (&buffer, 4 * at, 4 * words),
+                (&buffer, 4 * (at + words), 4 * at),
+            ],
+            |k, bytes| back[k] = bytemuck::cast_slice::<u8, u32>(bytes).to_vec(),
+        )
+        .expect("read-back");
+        assert_eq!(back[0], before[..at as usize], "the words before the write");
+        assert!(back[1] == data, "the written words, {words} of them");
+        assert_eq!(
+            back[2],
+            before[(at + words) as usize..],
+            "the words after it"
+        );
+    }
+}

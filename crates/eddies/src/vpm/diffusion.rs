@@ -18,13 +18,15 @@ use super::state::Vortons;
 use crate::par;
 use glam::{DVec3, I64Vec3, U64Vec3};
 use multiversion::multiversion;
+use rayon::prelude::*;
 use std::ops::{Add, Mul, Sub};
+use std::sync::{Arc, Mutex};
 
 /// Vortons per parallel chunk.
 const CHUNK: usize = 256;
 
 /// Cut-off of the exchange kernel, in units of ε.
-const CUTOFF: f64 = 3.0;
+pub const CUTOFF: f64 = 3.0;
 
 /// The bins of the neighbour search: cubes of edge [`CUTOFF`] times the largest core radius.
 #[derive(Clone, Copy, Debug)]
@@ -47,6 +49,50 @@ impl NeighbourBins {
     }
 }
 
+/// One exchange handed to an [`ExchangeDevice`]: the vortons as the neighbour search binned them, and the
+/// explicit substeps to take.
+#[derive(Clone, Copy, Debug)]
+pub struct Exchange<'a> {
+    /// (bin key, vorton), sorted by key, then vorton. A bin's key is `(z · dims[1] + y) · dims[0] + x`.
+    pub sorted: &'a [(u64, u32)],
+    /// The bins' lower corner (m).
+    pub lo: DVec3,
+    /// The bins' edge (m): [`CUTOFF`] times the largest core radius.
+    pub bin_size: f64,
+    /// Bins along each axis.
+    pub dims: [u64; 3],
+    /// The vortons' positions (m), core radii (m) and volumes (m³).
+    pub position: &'a [DVec3],
+    pub radius: &'a [f64],
+    pub volume: &'a [f64],
+    /// Numbers per vorton of the content: 3 (strength, ω V) or 1 (heat, T V).
+    pub width: usize,
+    /// Diffusivity times the substep (m²).
+    pub coef: f64,
+    /// Explicit substeps.
+    pub steps: usize,
+}
+
+/// A device that takes the exchange's substeps in place of the CPU's loops (the GPU backend's
+/// `eddies_gpu::vpm::GpuExchange`): the same pair terms, each vorton gathering from its 27 bins in a fixed
+/// order, so the pair terms stay antisymmetric and the total is conserved to rounding.
+pub trait ExchangeDevice: Send {
+    /// `pass.steps` exchanges of `content` (`pass.width` numbers per vorton, `width · i + c`), in place.
+    /// `Ok(false)` leaves the pass to the CPU (a device that cannot take it); the error says how the
+    /// device failed.
+    fn exchange(&mut self, pass: &Exchange<'_>, content: &mut [f64]) -> Result<bool, String>;
+}
+
+/// An [`ExchangeDevice`] shared by the simulation's copies.
+#[derive(Clone)]
+pub struct SharedExchangeDevice(pub Arc<Mutex<dyn ExchangeDevice>>);
+
+impl std::fmt::Debug for SharedExchangeDevice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SharedExchangeDevice")
+    }
+}
+
 /// Buffers of the PSE stage, reused across steps.
 #[derive(Clone, Debug, Default)]
 pub struct Pse {
@@ -56,6 +102,10 @@ pub struct Pse {
     next: Vec<DVec3>,
     content: Vec<f64>,
     next_content: Vec<f64>,
+    /// Where the exchanges run: a device (the GPU), or the CPU without one.
+    pub device: Option<SharedExchangeDevice>,
+    /// How the device failed at the last exchange, if it did.
+    pub device_error: Option<String>,
 }
 
 impl Pse {
@@ -87,10 +137,50 @@ impl Pse {
         let dims = ((hi - lo) / size).floor().as_u64vec3() + U64Vec3::ONE;
         let bins = NeighbourBins { lo, size, dims };
         self.bins.clear();
-        self.bins
-            .extend((0..v.len()).map(|i| (bins.key(bins.cell(v.position[i])), i as u32)));
-        self.bins.sort_unstable();
+        self.bins.par_extend(
+            (0..v.len())
+                .into_par_iter()
+                .map(|i| (bins.key(bins.cell(v.position[i])), i as u32)),
+        );
+        // (key, vorton) pairs are distinct: the sorted order is one, whatever the threads.
+        self.bins.par_sort_unstable();
         bins
+    }
+
+    /// `steps` exchanges of `content` (`width` numbers per vorton) with coefficient `coef` on the device, if
+    /// there is one and it takes them: whether it did. A device failure is kept in `device_error`.
+    fn on_device(
+        &mut self,
+        v: &Vortons,
+        bins: NeighbourBins,
+        width: usize,
+        coef: f64,
+        steps: usize,
+        content: &mut [f64],
+    ) -> bool {
+        let Some(device) = &self.device else {
+            return false;
+        };
+        let pass = Exchange {
+            sorted: &self.bins,
+            lo: bins.lo,
+            bin_size: bins.size,
+            dims: bins.dims.to_array(),
+            position: &v.position,
+            radius: &v.radius,
+            volume: &v.volume,
+            width,
+            coef,
+            steps,
+        };
+        let mut device = device.0.lock().unwrap_or_else(|p| p.into_inner());
+        match device.exchange(&pass, content) {
+            Ok(taken) => taken,
+            Err(e) => {
+                self.device_error = Some(e);
+                true
+            }
+        }
     }
 
     /// Diffuses the vortons' vorticity over `dt` seconds with kinematic viscosity `nu` (m²/s): the exchange
@@ -102,6 +192,23 @@ impl Pse {
         let bins = self.bin(v);
         let steps = Self::substeps(v, nu, dt);
         let h = dt / steps as f64;
+        if self.device.is_some() {
+            // On a device the substeps carry the strengths from one to the next (here they pass through
+            // the vorticity, which rounds them once more each substep).
+            let mut content = std::mem::take(&mut self.content);
+            content.clear();
+            content.extend((0..v.len()).flat_map(|i| v.strength(i).to_array()));
+            let taken = self.on_device(v, bins, 3, nu * h, steps, &mut content);
+            if taken && self.device_error.is_none() {
+                for (i, a) in content.chunks_exact(3).enumerate() {
+                    v.vorticity[i] = DVec3::from_slice(a) / v.volume[i];
+                }
+            }
+            self.content = content;
+            if taken {
+                return;
+            }
+        }
         let (mut strength, mut next) = (
             std::mem::take(&mut self.strength),
             std::mem::take(&mut self.next),
@@ -126,6 +233,21 @@ impl Pse {
         let bins = self.bin(v);
         let steps = Self::substeps(v, kappa, dt);
         let h = dt / steps as f64;
+        if self.device.is_some() {
+            let mut content = std::mem::take(&mut self.content);
+            content.clear();
+            content.extend((0..v.len()).map(|i| v.temperature[i] * v.volume[i]));
+            let taken = self.on_device(v, bins, 1, kappa * h, steps, &mut content);
+            if taken && self.device_error.is_none() {
+                for (i, q) in content.iter().enumerate() {
+                    v.temperature[i] = q / v.volume[i];
+                }
+            }
+            self.content = content;
+            if taken {
+                return;
+            }
+        }
         let (mut content, mut next) = (
             std::mem::take(&mut self.content),
             std::mem::take(&mut self.next_content),

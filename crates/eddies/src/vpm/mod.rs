@@ -168,6 +168,12 @@ impl VpmSim {
         self.solver.poisson.device = Some(device);
     }
 
+    /// Hands the particle strength exchanges of diffusion and heat to `device` (the GPU backend); a device
+    /// failure ends the step with [`SimError::Device`].
+    pub fn set_exchange_device(&mut self, device: diffusion::SharedExchangeDevice) {
+        self.pse.device = Some(device);
+    }
+
     /// The vortons.
     pub fn vortons(&self) -> &Vortons {
         &self.vortons
@@ -755,6 +761,12 @@ impl Simulation for VpmSim {
             timer.time("diffuse", || {
                 self.pse
                     .diffuse(&mut self.vortons, self.params.viscosity, dt)
+            });
+        }
+        if let Some(detail) = self.pse.device_error.take() {
+            return Err(SimError::Device {
+                step: self.steps + 1,
+                detail,
             });
         }
         let quantities = timer.time("diagnostics", || {
