@@ -1,13 +1,6 @@
 // The direct sum's chunks added (`direct.wgsl`): each target's partial sums of the chunks 0, 1, 2, … in that
-// order, into the first chunk's slot, so the total has one fixed order. The prelude defines TILE and
-// GRADIENT (PER is unused here).
-
-struct Params {
-    sources: u32,
-    targets: u32,
-    chunk: u32,
-    chunks: u32,
-}
+// order, into the first chunk's slot, so the total has one fixed order. The prelude defines TILE, GRADIENT
+// and Params (PER is unused here).
 
 @group(0) @binding(0) var<uniform> params: Params;
 @group(0) @binding(1) var<storage, read_write> velocity: array<vec4<f32>>;

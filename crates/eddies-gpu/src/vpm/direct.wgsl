@@ -2,19 +2,11 @@
 // velocity, and with GRADIENT its gradient, at each target from every vorton, without the factor 1/4π.
 //
 // The vortons may be split into chunks (few targets leave a large device half idle): each workgroup row sums
-// one chunk, and `chunks.wgsl` adds the chunks' sums in chunk order. One invocation per PER targets (1 or 2: two share each source read from shared memory, which pays where
-// there are enough targets to fill the device). The workgroup loads TILE sources at a time into shared
-// memory and every invocation adds them in index order, tile after tile: each target's sum has one fixed
-// order, so a run repeats bit for bit. The prelude defines TILE, PER and GRADIENT.
-
-struct Params {
-    sources: u32,
-    targets: u32,
-    // Vortons per chunk (a multiple of TILE), and chunks: workgroup row y sums chunk y into slots
-    // y·targets + i (`chunks.wgsl` then adds the chunks in order).
-    chunk: u32,
-    chunks: u32,
-}
+// one chunk, and `chunks.wgsl` adds the chunks' sums in chunk order. One invocation per PER targets (1 or 2:
+// two share each source read from shared memory, which pays where there are enough targets to fill the
+// device). The workgroup loads TILE sources at a time into shared memory and every invocation adds them in
+// index order, tile after tile: each target's sum has one fixed order, so a run repeats bit for bit. The
+// prelude defines TILE, PER, GRADIENT and Params.
 
 @group(0) @binding(0) var<uniform> params: Params;
 // Per source: (x, y, z, σ²) then (αx, αy, αz, 0), relative to the sources' origin.

@@ -59,9 +59,17 @@ pub(crate) fn per_invocation(targets: usize) -> u32 {
     }
 }
 
-/// The prelude of the kernel for velocity alone or with its gradient, `per` targets an invocation.
+/// The kernels' parameters (`direct.wgsl`, `chunks.wgsl`): vortons and targets; vortons per chunk (a
+/// multiple of TILE) and chunks. Workgroup row y of the sum takes chunk y into slots y·targets + i, and the
+/// second kernel adds the chunks in order.
+const PARAMS: &str =
+    "struct Params {\n    sources: u32,\n    targets: u32,\n    chunk: u32,\n    chunks: u32,\n}\n";
+
+/// The prelude of the kernels for velocity alone or with its gradient, `per` targets an invocation.
 pub(crate) fn prelude(gradient: bool, per: u32) -> String {
-    format!("const TILE: u32 = {TILE}u;\nconst PER: u32 = {per}u;\nconst GRADIENT: bool = {gradient};\n")
+    format!(
+        "const TILE: u32 = {TILE}u;\nconst PER: u32 = {per}u;\nconst GRADIENT: bool = {gradient};\n{PARAMS}"
+    )
 }
 
 /// What one evaluation returns: velocity (m/s) at each target and, when asked for, its gradient (1/s,
