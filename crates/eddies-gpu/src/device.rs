@@ -587,6 +587,13 @@ impl Gpu {
         Ok(())
     }
 
+    /// This device with the profile of [`PROFILE_VAR`] on or off, whatever the variable says (where the
+    /// adapter has timestamps).
+    pub fn profiling(mut self, on: bool) -> Self {
+        self.profile = (on && self.timestamps).then(|| Mutex::new(Profile::new()));
+        self
+    }
+
     /// The device time of each kernel since the last call (name, launches, ms), where [`PROFILE_VAR`] asked
     /// for it; empty otherwise.
     pub fn take_profile(&self) -> Vec<(String, u64, f64)> {

@@ -381,3 +381,39 @@ fn the_exchange_on_the_gpu_gives_the_cpus_diffusion() {
     let again = exchanged(&start, Some(&gpu));
     assert!(again.vorticity == on_gpu.vorticity && again.temperature == on_gpu.temperature);
 }
+
+/// With the profile on, every substep's exchange is one timed launch of the exchange kernel (three
+/// substeps of vorticity, three of heat), and the results are the same bits as without it.
+#[test]
+fn the_profile_times_each_launch_and_changes_nothing() {
+    let Some(gpu) = gpu() else { return };
+    let Some(profiled) = eddies_gpu::device_or_skip() else {
+        return;
+    };
+    if !profiled.has_timestamps() {
+        eprintln!("notice: no timestamp queries on this adapter; profile not checked");
+        return;
+    }
+    let profiled = Arc::new(profiled.profiling(true));
+    let start = lumpy_block();
+    let plain = exchanged(&start, Some(&gpu));
+    let timed = exchanged(&start, Some(&profiled));
+    assert!(timed.vorticity == plain.vorticity && timed.temperature == plain.temperature);
+    let profile = profiled.take_profile();
+    let launches = |prefix: &str| -> u64 {
+        profile
+            .iter()
+            .filter(|(name, _, _)| name.starts_with(prefix))
+            .map(|(_, n, _)| n)
+            .sum()
+    };
+    assert_eq!(launches("vpm pse 3 "), 3, "{profile:?}");
+    assert_eq!(launches("vpm pse 1 "), 3, "{profile:?}");
+    assert!(profile
+        .iter()
+        .all(|(_, _, ms)| ms.is_finite() && *ms >= 0.0));
+    assert!(profiled.take_profile().is_empty(), "taken once");
+    if std::env::var(eddies_gpu::PROFILE_VAR).is_err() {
+        assert!(gpu.take_profile().is_empty(), "off unless asked for");
+    }
+}
