@@ -102,11 +102,18 @@ fn uses_mg_common(source: &str) -> bool {
 /// CPU's default).
 const CYCLE_SWEEPS: u32 = 2;
 
-/// Levels of at most this many padded cells are "small": the V-cycle below the largest of them runs in one
-/// workgroup (`mg_small.wgsl`), where a launch per step would cost more than its arithmetic (a 10³ level is
-/// four cells per thread and step). An 8³ level (10³ padded) is small, a 16³ one is not: one workgroup on one
-/// compute unit would take longer over its 5832 cells than the thirteen launches it saves.
+/// Levels of at most this many padded cells are "small" on a software adapter: the V-cycle below the largest
+/// of them runs in one workgroup (`mg_small.wgsl`), where a launch per step would cost more than its
+/// arithmetic (a 10³ level is four cells per thread and step). There an 8³ level (10³ padded) is small, a 16³
+/// one is not: one workgroup on one CPU core would take longer over its 5832 cells than the thirteen launches
+/// it saves.
 const SMALL_CELLS: u64 = 1100;
+
+/// The same on a hardware GPU, where a launch and the barrier after it cost tens of microseconds: 16³ levels
+/// (5832 padded cells, 23 a thread) are small too. On an H200, the two solves of a FLIP dam-break step
+/// iterated in 122–130 ms at 256³ this way against 140–152 ms with 16³ levels launched, 7.7–8.4 against
+/// 8.4–8.7 ms at 64³ (the same binaries alternated on one machine; docs/PERFORMANCE.md).
+const SMALL_CELLS_HARDWARE: u64 = 6000;
 
 /// Threads per workgroup of every kernel (`WG` in `common.wgsl`).
 const WG: u64 = 256;
@@ -298,6 +305,9 @@ pub struct GpuPoisson {
     /// The launches of the last solve and what they were recorded for: a solve of the same shape on the same
     /// buffers reuses them.
     plan: Option<(PlanKey, Arc<Plan>)>,
+    /// Levels of at most this many padded cells run in one workgroup ([`SMALL_CELLS`] on a software
+    /// adapter, [`SMALL_CELLS_HARDWARE`] on a GPU).
+    small_cells: u64,
 }
 
 /// What a [`Plan`]'s launches depend on: the dimension, the preconditioner, the null space, and the buffers
@@ -308,10 +318,18 @@ struct PlanKey {
     kind: PreconditionerKind,
     singular: bool,
     per_axis: u32,
+    small_cells: u64,
     buffers: Vec<u64>,
 }
 
 impl GpuPoisson {
+    /// Runs the levels of at most `cells` padded cells in one workgroup (the default depends on the
+    /// adapter, [`SMALL_CELLS`] and [`SMALL_CELLS_HARDWARE`]); the solution's bits do not, as both paths
+    /// take the same steps with the same arithmetic.
+    pub fn set_small_cells(&mut self, cells: u64) {
+        self.small_cells = cells;
+    }
+
     /// The solver on `gpu`.
     ///
     /// # Errors
@@ -326,8 +344,14 @@ impl GpuPoisson {
         }
         let dummy = gpu.buffer("pressure dummy", 8);
         let per_axis = gpu.limits().max_compute_workgroups_per_dimension;
+        let small_cells = if gpu.adapter().software {
+            SMALL_CELLS
+        } else {
+            SMALL_CELLS_HARDWARE
+        };
         Ok(Self {
             per_axis,
+            small_cells,
             gpu,
             finest: None,
             hierarchy: None,
@@ -638,6 +662,7 @@ impl GpuPoisson {
             kind,
             singular,
             per_axis: self.per_axis,
+            small_cells: self.small_cells,
             buffers: self.buffer_sizes(),
         };
         let plan = match &self.plan {
@@ -919,10 +944,11 @@ impl GpuPoisson {
             .expect("the hierarchy of a multigrid solve");
         let last = h.cells.len() - 1;
         // The first small level: every level from it down runs in one workgroup.
+        let small_cells = self.small_cells;
         let small = h
             .cells
             .iter()
-            .position(|&n| n <= SMALL_CELLS)
+            .position(|&n| n <= small_cells)
             .unwrap_or(last);
         let buffers = |step: &wgpu::Buffer| {
             [
