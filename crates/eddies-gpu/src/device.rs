@@ -504,6 +504,28 @@ impl Gpu {
         }
     }
 
+    /// A bind group of `pipeline`'s group 0 with `args` (whole buffers or ranges of one) at bindings 0, 1,
+    /// 2, …
+    pub fn bind_args(
+        &self,
+        pipeline: &wgpu::ComputePipeline,
+        args: &[&dyn Bindable],
+    ) -> wgpu::BindGroup {
+        let entries: Vec<wgpu::BindGroupEntry> = args
+            .iter()
+            .enumerate()
+            .map(|(i, a)| wgpu::BindGroupEntry {
+                binding: i as u32,
+                resource: a.resource(),
+            })
+            .collect();
+        self.device.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: None,
+            layout: &pipeline.get_bind_group_layout(0),
+            entries: &entries,
+        })
+    }
+
     /// A bind group of `pipeline`'s group 0 with `buffers` at bindings 0, 1, 2, …
     pub fn bind(
         &self,
@@ -763,7 +785,19 @@ impl Gpu {
         buffers: &[&wgpu::Buffer],
         groups: [u32; 3],
     ) -> Result<Launch, GpuError> {
-        let bind = self.validating(name, || Ok(self.bind(&pipeline, buffers)))?;
+        let args: Vec<&dyn Bindable> = buffers.iter().map(|&b| b as &dyn Bindable).collect();
+        self.launch_args(name, pipeline, &args, groups)
+    }
+
+    /// As [`launch`](Self::launch), with whole buffers or ranges of one.
+    pub(crate) fn launch_args(
+        &self,
+        name: &str,
+        pipeline: Arc<wgpu::ComputePipeline>,
+        args: &[&dyn Bindable],
+        groups: [u32; 3],
+    ) -> Result<Launch, GpuError> {
+        let bind = self.validating(name, || Ok(self.bind_args(&pipeline, args)))?;
         Ok(Launch {
             name: name.to_string(),
             pipeline,
@@ -834,6 +868,81 @@ impl Gpu {
             }
         }
         self.queue.submit([encoder.finish()]);
+    }
+}
+
+/// What a kernel binds: a whole buffer, or a range of one ([`BufferRange`]).
+pub trait Bindable {
+    /// The binding.
+    fn resource(&self) -> wgpu::BindingResource<'_>;
+}
+
+impl Bindable for wgpu::Buffer {
+    fn resource(&self) -> wgpu::BindingResource<'_> {
+        self.as_entire_binding()
+    }
+}
+
+/// A range of a buffer, which a kernel sees as a whole array: an array in a [`Scratch`].
+#[derive(Clone, Debug)]
+pub struct BufferRange {
+    pub buffer: wgpu::Buffer,
+    /// Bytes from the buffer's start (a multiple of the adapter's storage offset alignment).
+    pub offset: u64,
+    pub size: u64,
+}
+
+impl Bindable for BufferRange {
+    fn resource(&self) -> wgpu::BindingResource<'_> {
+        wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+            buffer: &self.buffer,
+            offset: self.offset,
+            size: std::num::NonZeroU64::new(self.size),
+        })
+    }
+}
+
+/// Device memory that solvers whose passes never overlap share: the pressure solve's Krylov vectors and
+/// FLIP's particle-to-grid sort live in one (each pass rewrites what it reads), so a FLIP step holds the
+/// larger of the two instead of both. A buffer that grows to the largest request; each growth starts a new
+/// generation, after which its users take the new buffer (launches recorded with the old one are stale).
+#[derive(Clone, Debug, Default)]
+pub struct Scratch(Arc<Mutex<(Option<wgpu::Buffer>, u64)>>);
+
+impl Scratch {
+    /// An empty scratch buffer, its own user's until [`Clone`]d to another.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The buffer, grown to at least `bytes` (`what` names the need in an error; the contents of a grown
+    /// buffer are lost), and its generation.
+    ///
+    /// # Errors
+    /// [`GpuError::Limit`] beyond the adapter's binding size, [`GpuError::OutOfMemory`].
+    pub fn get(&self, gpu: &Gpu, what: &str, bytes: u64) -> Result<(wgpu::Buffer, u64), GpuError> {
+        let mut inner = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(b) = inner.0.as_ref().filter(|b| b.size() >= bytes) {
+            return Ok((b.clone(), inner.1));
+        }
+        gpu.check_binding(what, bytes)?;
+        // This holder lets the old buffer go first (its other users drop theirs as they take the new one).
+        inner.0 = None;
+        let buffer = gpu.allocating(what, || gpu.buffer("scratch", bytes))?;
+        inner.0 = Some(buffer.clone());
+        inner.1 += 1;
+        Ok((buffer, inner.1))
+    }
+
+    /// Bytes held.
+    pub fn bytes(&self) -> u64 {
+        let inner = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        inner.0.as_ref().map_or(0, |b| b.size())
+    }
+
+    /// Whether `self` and `other` are the same scratch buffer (clones of one).
+    pub fn same(&self, other: &Scratch) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
     }
 }
 

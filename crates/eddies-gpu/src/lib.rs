@@ -17,7 +17,7 @@ pub mod reint;
 pub mod vpm;
 
 pub use device::{
-    adapters, device_or_skip, dispatch, groups, validate_wgsl, AdapterSummary, Gpu, GpuError,
-    ADAPTER_VAR, PROFILE_VAR, REQUIRE_VAR,
+    adapters, device_or_skip, dispatch, groups, validate_wgsl, AdapterSummary, Bindable,
+    BufferRange, Gpu, GpuError, Scratch, ADAPTER_VAR, PROFILE_VAR, REQUIRE_VAR,
 };
 pub use reint::ReintGpu;

@@ -7,8 +7,10 @@
 //!   device memory per cell and per particle. The other stages run on the CPU.
 //! * `flip-gpu-pressure-tank`, `flip-gpu-pressure-dam-break`: the pressure-solver table of
 //!   `eddies bench pressure` on the GPU, every preconditioner it runs, 32³ to 256³: iterations, and the
-//!   solve's time with the vectors already on the device (`iterate`), the transfers and the preconditioner's
-//!   setup on the CPU (the multigrid hierarchy) apart.
+//!   solve's time with the vectors already on the device (`iterate`; `record`, its share spent recording
+//!   and submitting the launches on the CPU), the transfers, the multigrid
+//!   hierarchy's build on the device and the operator's setup on the CPU apart. Each timed solve is of a new
+//!   operator (the same cells), as each step of a simulation is.
 //!
 //! A size whose run would take longer than [`LONGEST_S`] (estimated from the size before) is skipped with a
 //! note: a software adapter would take hours at 256³.
@@ -83,7 +85,10 @@ fn row(bench: &str, size: &str, metric: &str, value: f64, unit: &str, device: &s
 /// The dam break at `n³` for each size: [`WARMUP_STEPS`] steps, then 5 (quick: 3) timed.
 fn dam_break(sizes: &[usize], quick: bool) -> Result<Vec<BenchRow>, BenchError> {
     let (dev, device) = device()?;
-    let transfer = Arc::new(Mutex::new(GpuTransfer::new(setup::gpu()?)));
+    // As `eddies run` sets them up: the solves and the particle passes share their scratch memory.
+    let mut moving = GpuTransfer::new(setup::gpu()?);
+    moving.share_scratch(dev.lock().unwrap().scratch().clone());
+    let transfer = Arc::new(Mutex::new(moving));
     let mut rows = Vec::new();
     let mut per_cell_s: Option<f64> = None;
     let reps = if quick { 3 } else { 5 };
@@ -152,7 +157,9 @@ fn dam_break(sizes: &[usize], quick: bool) -> Result<Vec<BenchRow>, BenchError> 
             median(&mut v)
         };
         rows.push(r("gpu-solve-upload", part(|t| t.upload_ms), "ms"));
+        rows.push(r("gpu-solve-build", part(|t| t.build_ms), "ms"));
         rows.push(r("gpu-solve-iterate", part(|t| t.iterate_ms), "ms"));
+        rows.push(r("gpu-solve-record", part(|t| t.record_ms), "ms"));
         rows.push(r("gpu-solve-download", part(|t| t.download_ms), "ms"));
         let moved = |f: fn(&TransferTimes) -> f64| {
             let mut v: Vec<f64> = transfer_times.iter().map(f).collect();
@@ -161,16 +168,20 @@ fn dam_break(sizes: &[usize], quick: bool) -> Result<Vec<BenchRow>, BenchError> 
         rows.push(r("gpu-transfer-upload", moved(|t| t.upload_ms), "ms"));
         rows.push(r("gpu-transfer-kernels", moved(|t| t.kernels_ms), "ms"));
         rows.push(r("gpu-transfer-download", moved(|t| t.download_ms), "ms"));
-        // The particle passes' buffers hold particle arrays (36 B each, with a fifth spare) and cell arrays
-        // (2ᴰ·4 + 16·D B per cell): their per-cell share apart from their per-particle share.
+        // The particle passes' own buffers hold particle arrays (36 B each, with a fifth spare) and the face
+        // fields (12·D B per cell): their per-cell share apart from their per-particle share. The scratch
+        // memory that they share with the solves (the sort's prefix sums, 2ᴰ·4 B per cell; the Krylov
+        // vectors) counts once, per cell.
         let particles = sim.particles().len() as f64;
-        let transfer_cell = (8 * 4 + 16 * 3) as f64;
+        let transfer_cell = (12 * 3) as f64;
         let transfer_bytes = transfer.lock().unwrap().bytes() as f64;
+        let solver = dev.lock().unwrap();
         rows.push(r(
             "gpu-bytes-per-cell",
-            (dev.lock().unwrap().bytes() as f64) / cells as f64 + transfer_cell,
+            (solver.bytes() + solver.scratch().bytes()) as f64 / cells as f64 + transfer_cell,
             "B",
         ));
+        drop(solver);
         rows.push(r(
             "gpu-bytes-per-particle",
             (transfer_bytes - transfer_cell * cells as f64) / particles,
@@ -220,22 +231,24 @@ fn table(mask: Mask, quick: bool) -> Result<Vec<BenchRow>, BenchError> {
                 tolerance: TOLERANCE,
                 max_iterations: 20 * n,
             };
-            // The preconditioner's setup (the multigrid hierarchy) is built on the CPU, as the CPU solver's.
-            let start = Instant::now();
-            let solver = PoissonSolver::new(op.clone(), kind, params)?;
-            let setup = start.elapsed().as_secs_f64() * 1e3;
+            let mut solver = PoissonSolver::new(op.clone(), kind, params)?;
             let name = format!("flip-gpu-pressure-{}-{}", mask.name(), kind.name());
             let failed = |source| BenchError::Pcg {
                 preconditioner: kind.name(),
                 n,
                 source,
             };
-            let mut solve = || -> Result<(eddies::linsolve::Info, SolveTimes), BenchError> {
+            // A new operator for each solve, as a simulation's step has: the CPU's part of its setup (the
+            // preconditioner's for Jacobi and Incomplete Poisson; the device builds the multigrid hierarchy).
+            let mut solve = || -> Result<(eddies::linsolve::Info, SolveTimes, f64), BenchError> {
+                let start = Instant::now();
+                solver.set_operator(op.clone())?;
+                let setup = start.elapsed().as_secs_f64() * 1e3;
                 let mut x = vec![0.0; op.len()];
                 let info = PoissonDevice::<3>::solve(&mut *dev, &solver, &b, &mut x)
                     .map_err(failed)?
                     .expect("the GPU runs this preconditioner");
-                Ok((info, dev.take_times()))
+                Ok((info, dev.take_times(), setup))
             };
             // One warm-up solve (pipelines, allocation), then the median of three.
             solve()?;
@@ -249,6 +262,10 @@ fn table(mask: Mask, quick: bool) -> Result<Vec<BenchRow>, BenchError> {
                 median(&mut v)
             };
             let iterate = part(|t| t.iterate_ms);
+            let setup = {
+                let mut v: Vec<f64> = runs.iter().map(|r| r.2).collect();
+                median(&mut v)
+            };
             rate[k] = Some(iterate * 1e-3 / (cells * info.iterations.max(1) as f64));
             iterations[k] = info.iterations;
             let size = format!("{n}x{n}x{n}");
@@ -257,10 +274,18 @@ fn table(mask: Mask, quick: bool) -> Result<Vec<BenchRow>, BenchError> {
             };
             rows.push(r("iterations", info.iterations as f64, "iterations"));
             rows.push(r("solve-time", iterate, "ms"));
+            rows.push(r("record-time", part(|t| t.record_ms), "ms"));
             rows.push(r("upload-time", part(|t| t.upload_ms), "ms"));
             rows.push(r("download-time", part(|t| t.download_ms), "ms"));
+            if kind == PreconditionerKind::Multigrid {
+                rows.push(r("gpu-build-time", part(|t| t.build_ms), "ms"));
+            }
             rows.push(r("cpu-setup-time", setup, "ms"));
-            rows.push(r("gpu-bytes-per-cell", dev.bytes() as f64 / cells, "B"));
+            rows.push(r(
+                "gpu-bytes-per-cell",
+                (dev.bytes() + dev.vector_bytes()) as f64 / cells,
+                "B",
+            ));
         }
     }
     Ok(rows)

@@ -123,6 +123,7 @@ fn table(mask: Mask, quick: bool) -> Result<Vec<BenchRow>, BenchError> {
             };
             let start = Instant::now();
             let mut solver = PoissonSolver::new(op.clone(), kind, params)?;
+            solver.prepare();
             let setup = start.elapsed().as_secs_f64();
             let mut x = vec![0.0; op.len()];
             let start = Instant::now();

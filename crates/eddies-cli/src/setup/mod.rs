@@ -99,8 +99,13 @@ where
 {
     let mut sim = flip::build::<D>(scene, fill)?;
     if scene.backend == Backend::Gpu {
-        sim.set_pressure_device(Box::new(GpuPoisson::new(gpu()?)?));
-        sim.set_transfer_device(Box::new(GpuTransfer::new(gpu()?)));
+        // The solves and the particle passes take turns within a step: they share their scratch memory.
+        let mut pressure = GpuPoisson::new(gpu()?)?;
+        let mut transfer = GpuTransfer::new(gpu()?);
+        transfer.share_scratch(pressure.scratch().clone());
+        pressure.share_scratch(transfer.scratch().clone());
+        sim.set_pressure_device(Box::new(pressure));
+        sim.set_transfer_device(Box::new(transfer));
     }
     Ok(Box::new(sim))
 }

@@ -52,7 +52,7 @@ impl GpuTransfer {
                 )
             })?);
         }
-        // `[u, u − u_old, displacement, 0]` per face, component after component.
+        // `[u, u − u_old, displacement]` per face, component after component.
         let mut fields = Vec::new();
         for k in 0..D {
             uniform.base[k] = fields.len() as u32;
@@ -66,7 +66,7 @@ impl GpuTransfer {
             let disp = step.displacement.map(|d| &d.u[k].data[..]);
             fields.par_extend((0..u.len()).into_par_iter().map(|j| {
                 let d = disp.map_or(0.0, |d| d[j]);
-                [u[j] as f32, (u[j] - old[j]) as f32, d as f32, 0.0]
+                [u[j] as f32, (u[j] - old[j]) as f32, d as f32]
             }));
         }
         let gpu = self.gpu.clone();

@@ -20,8 +20,9 @@
 //! * **Where the data lives.** The particles stay in host memory, as the other stages run on the CPU: each
 //!   transfer uploads positions and velocities (and the affine matrices with APIC) and reads the face sums
 //!   back; the grid-to-particle pass uploads the particles and the face fields and reads the particles back.
-//!   Device memory: 12 + 8 D bytes per particle (+ 4 D² with APIC), with a fifth spare, and 2ᴰ·4 + 16 D bytes
-//!   per cell.
+//!   Device memory: 12 + 8 D bytes per particle (+ 4 D² with APIC), with a fifth spare, and 2ᴰ·4 + 12 D bytes
+//!   per cell, of which the prefix sums' 2ᴰ·4 may be a [`Scratch`] shared with the pressure solve
+//!   ([`GpuTransfer::share_scratch`]), which never runs during a transfer.
 
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -30,7 +31,7 @@ use bytemuck::{Pod, Zeroable};
 use eddies::flip::{Advection, Particles, Transfer, TransferDevice};
 use eddies::grid::{Grid, MacGrid};
 
-use crate::device::{fold_groups, Gpu, GpuError, Launch};
+use crate::device::{fold_groups, Gpu, GpuError, Launch, Scratch};
 
 const COMMON: &str = include_str!("common.wgsl");
 const KEYS: &str = include_str!("keys.wgsl");
@@ -147,8 +148,8 @@ struct Buffers {
     levels: Vec<wgpu::Buffer>,
     faces_uniform: Vec<wgpu::Buffer>,
     moves: wgpu::Buffer,
-    /// `[u, u − u_old, displacement, 0]` per face for the grid-to-particle pass; the particle-to-grid
-    /// transfer's sums `[Σ w, Σ w u]` per face before it, in its first half.
+    /// `[u, u − u_old, displacement]` per face for the grid-to-particle pass; the particle-to-grid
+    /// transfer's sums `[Σ w, Σ w u]` per face before it, in its first two thirds.
     fields: wgpu::Buffer,
     pos: wgpu::Buffer,
     vel: wgpu::Buffer,
@@ -156,7 +157,9 @@ struct Buffers {
     keys: wgpu::Buffer,
     rank: wgpu::Buffer,
     sorted: wgpu::Buffer,
+    /// The prefix sums: the scratch buffer as the last transfer took it, of which they need `scan_bytes`.
     scan: wgpu::Buffer,
+    scan_bytes: u64,
 }
 
 impl Buffers {
@@ -168,7 +171,6 @@ impl Buffers {
             &self.keys,
             &self.rank,
             &self.sorted,
-            &self.scan,
             &self.fields,
         ]
         .iter()
@@ -183,8 +185,8 @@ pub struct GpuTransfer {
     buffers: Option<Buffers>,
     /// The obstacles' programs and ranges (`shapes.wgsl`), grown to the largest.
     obstacles: Option<(wgpu::Buffer, wgpu::Buffer)>,
-    /// `[u, u − u_old, displacement, 0]` per face, gathered on the host for the particle pass.
-    fields: Vec<[f32; 4]>,
+    /// `[u, u − u_old, displacement]` per face, gathered on the host for the particle pass.
+    fields: Vec<[f32; 3]>,
     /// The particles whose positions and velocities the buffers hold as the last particle-to-grid transfer
     /// sent them, until the buffers change or the particle pass moves them: the address of their first
     /// array and their count, which tell them from another simulation's sharing this device (a live array's
@@ -193,6 +195,8 @@ pub struct GpuTransfer {
     /// Workgroups per dimension of a launch (the adapter's limit): larger launches fold into two.
     per_axis: u32,
     times: TransferTimes,
+    /// Where the sort's prefix sums live: the transfer's own, or shared with the pressure solve.
+    scratch: Scratch,
 }
 
 impl GpuTransfer {
@@ -207,7 +211,19 @@ impl GpuTransfer {
             resident: None,
             per_axis,
             times: TransferTimes::default(),
+            scratch: Scratch::new(),
         }
+    }
+
+    /// Keeps the sort's prefix sums in `scratch`, which solves that never run during a particle pass share
+    /// (the pressure solve's Krylov vectors, `GpuPoisson::share_scratch`): each transfer sorts anew.
+    pub fn share_scratch(&mut self, scratch: Scratch) {
+        self.scratch = scratch;
+    }
+
+    /// The scratch buffer that holds the sort's prefix sums.
+    pub fn scratch(&self) -> &Scratch {
+        &self.scratch
     }
 
     /// Folds launches of more than `n` workgroups (at least 1) into two dimensions, below the adapter's own
@@ -221,7 +237,7 @@ impl GpuTransfer {
         std::mem::take(&mut self.times)
     }
 
-    /// Device memory held (bytes).
+    /// Device memory held (bytes), apart from the scratch buffer ([`scratch`](Self::scratch)).
     pub fn bytes(&self) -> u64 {
         self.buffers.as_ref().map_or(0, Buffers::bytes)
     }
@@ -256,7 +272,7 @@ impl GpuTransfer {
             ("the particles' positions", per_particle),
             ("the APIC matrices", affine),
             ("the sort's prefix sums", scan_entries * 4),
-            ("the particle passes' face fields", faces * 16),
+            ("the particle passes' face fields", faces * 12),
         ] {
             gpu.check_binding(what, bytes)?;
         }
@@ -278,9 +294,11 @@ impl GpuTransfer {
             keys: gpu.buffer("particle keys", particles * 4),
             rank: gpu.buffer("particle ranks", particles * 4),
             sorted: gpu.buffer("sorted particles", particles * 4),
-            scan: gpu.buffer("half-cell starts", scan_entries * 4),
+            // Taken from the scratch buffer at each transfer.
+            scan: gpu.buffer("half-cell starts", 4),
+            scan_bytes: scan_entries * 4,
             moves: gpu.uniform::<MoveUniform>("particle move"),
-            fields: gpu.buffer("face fields", faces * 16),
+            fields: gpu.buffer("face fields", faces * 12),
         })?;
         self.buffers = Some(buffers);
         Ok(())

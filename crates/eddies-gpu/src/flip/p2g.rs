@@ -30,6 +30,11 @@ impl GpuTransfer {
         let face_counts: [u64; D] = std::array::from_fn(|k| sums[k].data.len() as u64);
         let gpu = self.gpu.clone();
         let b = self.buffers.as_mut().expect("buffers ensured");
+        // The solves may have grown the shared scratch buffer since the last transfer.
+        b.scan = self
+            .scratch
+            .get(&gpu, "the sort's prefix sums", b.scan_bytes)?
+            .0;
         let levels = scan_levels(bins + 1);
         while b.levels.len() < levels.len() {
             b.levels.push(gpu.uniform::<LevelUniform>("scan level"));

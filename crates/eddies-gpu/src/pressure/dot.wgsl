@@ -2,8 +2,9 @@
 
 @group(0) @binding(0) var<uniform> cg: Cg;
 @group(0) @binding(1) var<storage, read> state: State;
-@group(0) @binding(2) var<storage, read> a: array<f64>;
-@group(0) @binding(3) var<storage, read> b: array<f64>;
+// read_write: the vectors share one scratch buffer, and a dispatch may bind a buffer read-only or writable, not both.
+@group(0) @binding(2) var<storage, read_write> a: array<f64>;
+@group(0) @binding(3) var<storage, read_write> b: array<f64>;
 @group(0) @binding(4) var<storage, read> labels: array<u32>;
 @group(0) @binding(5) var<storage, read_write> partials: array<f64>;
 

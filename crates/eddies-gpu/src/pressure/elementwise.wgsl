@@ -5,7 +5,8 @@
 
 @group(0) @binding(0) var<uniform> cg: Cg;
 @group(0) @binding(1) var<storage, read> state: State;
-@group(0) @binding(2) var<storage, read> s: array<f64>;
+// read_write: the vectors share one scratch buffer, and a dispatch may bind a buffer read-only or writable, not both.
+@group(0) @binding(2) var<storage, read_write> s: array<f64>;
 @group(0) @binding(3) var<storage, read> diag: array<f32>;
 @group(0) @binding(4) var<storage, read> labels: array<u32>;
 @group(0) @binding(5) var<storage, read_write> p: array<f64>;

@@ -4,7 +4,8 @@
 @group(0) @binding(0) var<uniform> cg: Cg;
 @group(0) @binding(1) var<storage, read> state: State;
 @group(0) @binding(2) var<storage, read> diag: array<f32>;
-@group(0) @binding(3) var<storage, read> v: array<f64>;
+// read_write: the vectors share one scratch buffer, and a dispatch may bind a buffer read-only or writable, not both.
+@group(0) @binding(3) var<storage, read_write> v: array<f64>;
 @group(0) @binding(4) var<storage, read_write> out: array<f64>;
 
 fn inv(j: u32) -> f64 {

@@ -100,10 +100,23 @@ fn restrict_to(f: Level, k: Level, i: u32) {
     t[k.base + i] = sum;
 }
 
+// The first red half-sweep of level l from x = 0 at cell i, given its bᵢ: every neighbour holds zero, so no
+// neighbour is read (a pass that zeroes the others' x may run at the same time).
+fn relax_red_from_zero(l: Level, i: u32, bi: f32) {
+    let p = l.base + i;
+    let d = diag[p];
+    let c = coords(l, i);
+    if d > 0.0 && (c.x + c.y + c.z + DIM) % 2u == 0u {
+        x[p] = (l.h2 * bi + 0.0) / d;
+    } else {
+        x[p] = 0.0;
+    }
+}
+
 // The ghost shell's transpose at cell i of coarse level l: bᵢ = tᵢ plus what its ghost neighbours hold,
-// weighted by their coefficient towards it (unknowns only, 0 elsewhere); and xᵢ = 0, the level's correction
-// before it is smoothed.
-fn fold(l: Level, i: u32) {
+// weighted by their coefficient towards it (unknowns only, 0 elsewhere), returned too; and xᵢ = 0, the
+// level's correction before it is smoothed.
+fn fold(l: Level, i: u32) -> f32 {
     let p = l.base + i;
     x[p] = 0.0;
     var v = 0.0;
@@ -118,6 +131,7 @@ fn fold(l: Level, i: u32) {
         }
     }
     b[p] = v;
+    return v;
 }
 
 // The extension of coarse level l's correction at cell i: tᵢ = xᵢ on an unknown, Σ g · x of its unknown

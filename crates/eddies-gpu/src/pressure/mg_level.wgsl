@@ -1,7 +1,8 @@
 // One step of the V-cycle on a large level, one cell per thread (`mg_common.wgsl`), as OP says:
 // 0: a red-black half-sweep of step.colour on level step.fine;  1: its residual;
 // 2: restriction from step.fine to step.coarse;  3: the fold on step.coarse;
-// 4: the extension on step.coarse;  5: prolongation from step.coarse to step.fine.
+// 4: the fold on step.coarse and its first red half-sweep (from zero);
+// 5: prolongation from step.coarse to step.fine;  6: the extension on step.coarse.
 
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
@@ -13,7 +14,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     let f = levels[step.fine];
     let k = levels[step.coarse];
     // Steps 2, 3 and 4 run over the coarse level's cells, the others over the fine level's.
-    let on_coarse = OP == 2u || OP == 3u || OP == 4u;
+    let on_coarse = OP == 2u || OP == 3u || OP == 4u || OP == 6u;
     if i >= select(f.padded.w, k.padded.w, on_coarse) {
         return;
     }
@@ -28,9 +29,12 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
             restrict_to(f, k, i);
         }
         case 3u: {
-            fold(k, i);
+            _ = fold(k, i);
         }
         case 4u: {
+            relax_red_from_zero(k, i, fold(k, i));
+        }
+        case 6u: {
             extend(k, i);
         }
         default: {

@@ -51,7 +51,7 @@ fn main(@builtin(local_invocation_index) lid: u32) {
         if live {
             let k = levels[l + 1u];
             for (var i = lid; i < k.padded.w; i += WG) {
-                fold(k, i);
+                _ = fold(k, i);
             }
         }
         sync();

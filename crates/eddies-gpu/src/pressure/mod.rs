@@ -7,10 +7,11 @@
 //!   (10⁻⁴ at 64³), far above the usual tolerance of 10⁻⁶. The multigrid V-cycle runs in single precision,
 //!   as the CPU's (McAdams, Sifakis & Teran 2010).
 //! * **Preconditioners.** None, Jacobi, Incomplete Poisson (two stencil passes) and multigrid: the CPU
-//!   solver's own hierarchy (coarse operators, Dirichlet link weights, ghost shells) uploaded into packed
-//!   buffers, and the same V-cycle (red-black Gauss–Seidel, full weighting, multilinear prolongation, the
-//!   coarsest level by symmetric sweeps), a launch per step on large levels and one workgroup for all the
-//!   small ones (`mg_level.wgsl`, `mg_small.wgsl`, both over the per-cell steps of `mg_common.wgsl`). The
+//!   solver's hierarchy (coarse operators, Dirichlet link weights, ghost shells), built on the device from
+//!   the finest level's cell kinds by the CPU's rules (`mg_build.wgsl`) into packed buffers, and the same
+//!   V-cycle (red-black Gauss–Seidel, full weighting, multilinear prolongation, the coarsest level by
+//!   symmetric sweeps), a launch per step on large levels and one workgroup for all the small ones
+//!   (`mg_level.wgsl`, `mg_small.wgsl`, both over the per-cell steps of `mg_common.wgsl`). The
 //!   incomplete Cholesky factors are sequential by nature and stay on the CPU: [`PoissonDevice::solve`]
 //!   hands them back.
 //! * **No read-back per iteration.** The scalars (α, β, the residual, the stopping rule) live in a device
@@ -28,11 +29,14 @@ use std::time::Instant;
 
 use bytemuck::{Pod, Zeroable};
 use eddies::linsolve::{
-    Info, Multigrid, PoissonDevice, PoissonOperator, PoissonSolver, PreconditionerKind, SolveError,
-    StopReason,
+    CellKind, DomainBoundary, Info, Layout, MultigridParams, PoissonDevice, PoissonOperator,
+    PoissonSolver, PreconditionerKind, Smoother, SolveError, StopReason,
 };
+use rayon::prelude::*;
 
-use crate::device::{copy_bytes, fold_groups, Gpu, GpuError, Launch};
+use crate::device::{
+    copy_bytes, fold_groups, Bindable, BufferRange, Gpu, GpuError, Launch, Scratch,
+};
 
 const COMMON: &str = include_str!("common.wgsl");
 const APPLY: &str = include_str!("apply.wgsl");
@@ -45,11 +49,13 @@ const MG_LOAD: &str = include_str!("mg_load.wgsl");
 const MG_COMMON: &str = include_str!("mg_common.wgsl");
 const MG_LEVEL: &str = include_str!("mg_level.wgsl");
 const MG_SMALL: &str = include_str!("mg_small.wgsl");
+const MG_BUILD: &str = include_str!("mg_build.wgsl");
+const MG_ENDS: &str = include_str!("mg_ends.wgsl");
 
 /// Every kernel with the constants its variants take (for the tests that compile them without a GPU); the
 /// V-cycle's kernels come after `mg_common.wgsl`.
 #[cfg(test)]
-const KERNELS: [(&str, &str, &[&str]); 9] = [
+const KERNELS: [(&str, &str, &[&str]); 11] = [
     (
         "apply",
         APPLY,
@@ -83,7 +89,10 @@ const KERNELS: [(&str, &str, &[&str]); 9] = [
         &[
             "const OP: u32 = 0u;",
             "const OP: u32 = 2u;",
+            "const OP: u32 = 3u;",
+            "const OP: u32 = 4u;",
             "const OP: u32 = 5u;",
+            "const OP: u32 = 6u;",
         ],
     ),
     (
@@ -91,16 +100,27 @@ const KERNELS: [(&str, &str, &[&str]); 9] = [
         MG_SMALL,
         &["const SWEEPS: u32 = 24u;\nconst CYCLE_SWEEPS: u32 = 2u;"],
     ),
+    (
+        "mg-ends",
+        MG_ENDS,
+        &["const OP: u32 = 0u;", "const OP: u32 = 1u;"],
+    ),
+    (
+        "mg-build",
+        MG_BUILD,
+        &[
+            "const OP: u32 = 0u;",
+            "const OP: u32 = 1u;",
+            "const OP: u32 = 2u;",
+            "const OP: u32 = 3u;",
+        ],
+    ),
 ];
 
 /// Whether a kernel's source needs `mg_common.wgsl` before it.
 fn uses_mg_common(source: &str) -> bool {
-    source == MG_LEVEL || source == MG_SMALL
+    source == MG_LEVEL || source == MG_SMALL || source == MG_ENDS
 }
-
-/// Red-black sweeps before and after the coarse correction on every level (MGPCG's symmetric cycle; the
-/// CPU's default).
-const CYCLE_SWEEPS: u32 = 2;
 
 /// Levels of at most this many padded cells are "small" on a software adapter: the V-cycle below the largest
 /// of them runs in one workgroup (`mg_small.wgsl`), where a launch per step would cost more than its
@@ -201,20 +221,20 @@ fn groups_for(n: u64, per_axis: u32) -> ([u32; 3], u32) {
     (fold_groups(total, per_axis), total as u32)
 }
 
-/// The uniform of the level of operator `op`, its entries from `base` in the packed vectors and from
-/// `ghost_base` in the packed ghost coefficients.
+/// The uniform of a level of `layout` and cell size `spacing` (m), its entries from `base` in the packed
+/// vectors and from `ghost_base` in the packed ghost coefficients.
 fn level_uniform<const D: usize>(
-    op: &PoissonOperator<D>,
+    l: &Layout<D>,
+    spacing: f64,
     null_groups: usize,
     base: u64,
     ghost_base: u64,
 ) -> LevelUniform {
-    let l = op.layout();
     let mut u = LevelUniform {
         dims: [1; 4],
         padded: [1; 4],
         strides: [0; 4],
-        h2: (op.spacing() * op.spacing()) as f32,
+        h2: (spacing * spacing) as f32,
         null_groups: null_groups as u32,
         base: base as u32,
         ghost_base: ghost_base as u32,
@@ -231,16 +251,39 @@ fn level_uniform<const D: usize>(
 
 /// The V-cycle's levels on the device, packed: each vector of every level in one buffer, level l's entries
 /// from `base[l]` (the finest level at 0; the diagonal is [`Finest::diag`], the operator's at 0), the ghost
-/// coefficients of the coarse levels from `ghost_base[l]`.
+/// coefficients and link weights of the coarse levels from `ghost_base[l]`. The device builds the coarse
+/// levels from the finest one's cell kinds (`mg_build.wgsl`).
 struct Hierarchy {
-    /// Padded cells of each level.
+    /// Cells per axis of each level, finest first, and their padded count.
+    dims: Vec<[usize; 3]>,
     cells: Vec<u64>,
+    /// Multiples of 4, so that each level's kinds start a word of their own.
     base: Vec<u64>,
     ghost_base: Vec<u64>,
+    /// Ghost coefficients of all levels together.
+    ghost_len: u64,
+    /// Whether the problem last built has a null space (then `labels` holds the coarsest level's).
+    singular: bool,
+    /// The unknowns of each level, as the build counts them.
+    counts: wgpu::Buffer,
+    /// The levels the cycle uses: down to the last before the first without an unknown, as on the CPU.
+    used: usize,
+    /// The launches of the build (all levels), and what they were recorded for: the kind of the cells beyond
+    /// the grid, and the buffers (by their sizes, [`GpuPoisson::buffer_sizes`]: the finest level's are
+    /// reallocated apart from these).
+    build: Vec<Launch>,
+    build_key: (u32, Vec<u64>),
+    /// The dimension the buffers were laid out for.
+    dim: usize,
     /// `array<Level>`, one per level.
     levels: wgpu::Buffer,
     ghost: wgpu::Buffer,
-    /// The coarsest level's null-space groups.
+    /// The kind of every padded cell of every level, a byte each (packed four to a word), from `base[l]`.
+    kinds: wgpu::Buffer,
+    /// The coarse levels' Dirichlet link weights, `2D` per cell, from `ghost_base[l]`.
+    weights: wgpu::Buffer,
+    /// The coarsest level's null-space labels (0 for its group, `u32::MAX` elsewhere), then as many words of
+    /// the labelling's work.
     labels: wgpu::Buffer,
     b: wgpu::Buffer,
     x: wgpu::Buffer,
@@ -248,9 +291,9 @@ struct Hierarchy {
 }
 
 impl Hierarchy {
-    /// Padded cells of all levels together.
+    /// Entries of a packed vector: every level's padded cells, each level from its aligned base.
     fn total(&self) -> u64 {
-        self.cells.iter().sum()
+        self.base.last().expect("a level") + self.cells.last().expect("a level")
     }
 }
 
@@ -263,11 +306,17 @@ struct Finest {
     partials: wgpu::Buffer,
     diag: wgpu::Buffer,
     labels: wgpu::Buffer,
-    x: wgpu::Buffer,
-    r: wgpu::Buffer,
-    p: wgpu::Buffer,
-    q: wgpu::Buffer,
-    z: wgpu::Buffer,
+    /// The Krylov vectors, ranges of the solver's [`Scratch`] (of its generation `generation`).
+    x: BufferRange,
+    r: BufferRange,
+    p: BufferRange,
+    q: BufferRange,
+    /// The preconditioned residual: `q`'s buffer but for Incomplete Poisson, whose two passes go from `r`
+    /// through `q` to it. `q` (`A p`) is dead from the update of `x` and `r` to the next product, the span in
+    /// which `z` lives.
+    z: BufferRange,
+    separate_z: bool,
+    generation: u64,
 }
 
 /// How long the parts of the solves since the last [`GpuPoisson::take_times`] took (ms, wall clock, each
@@ -276,14 +325,19 @@ struct Finest {
 pub struct SolveTimes {
     /// Solves that ran on the device.
     pub solves: usize,
-    /// Writing the operator, the hierarchy and the vectors to the device.
+    /// Writing the operator and the vectors to the device.
     pub upload_ms: f64,
+    /// Building the multigrid hierarchy on the device.
+    pub build_ms: f64,
     /// The iterations, read-backs of the state included.
     pub iterate_ms: f64,
     /// Reading the solution back.
     pub download_ms: f64,
     /// Batches submitted (each followed by a read-back of the state).
     pub batches: usize,
+    /// Of `iterate_ms`, recording and submitting the batches' launches on the CPU (the device waits for
+    /// each batch's recording).
+    pub record_ms: f64,
 }
 
 /// The pressure solve on the GPU (see the module documentation). Its buffers grow to the largest problem and
@@ -305,9 +359,14 @@ pub struct GpuPoisson {
     /// The launches of the last solve and what they were recorded for: a solve of the same shape on the same
     /// buffers reuses them.
     plan: Option<(PlanKey, Arc<Plan>)>,
+    /// Where the Krylov vectors live: the solver's own, or shared with FLIP's particle passes
+    /// ([`share_scratch`](Self::share_scratch)).
+    scratch: Scratch,
     /// Levels of at most this many padded cells run in one workgroup ([`SMALL_CELLS`] on a software
     /// adapter, [`SMALL_CELLS_HARDWARE`] on a GPU).
     small_cells: u64,
+    /// The finest level's cell kinds as bytes, for the upload.
+    kind_bytes: Vec<u8>,
 }
 
 /// What a [`Plan`]'s launches depend on: the dimension, the preconditioner, the null space, and the buffers
@@ -319,6 +378,10 @@ struct PlanKey {
     singular: bool,
     per_axis: u32,
     small_cells: u64,
+    /// The V-cycle's sweeps on every level and on the coarsest.
+    sweeps: Option<(u32, u32)>,
+    /// The multigrid levels the cycle uses.
+    levels: usize,
     buffers: Vec<u64>,
 }
 
@@ -359,7 +422,30 @@ impl GpuPoisson {
             times: SolveTimes::default(),
             uploaded: None,
             plan: None,
+            kind_bytes: Vec::new(),
+            scratch: Scratch::new(),
         })
+    }
+
+    /// Keeps the Krylov vectors in `scratch`, which passes that never run during a solve share (FLIP's
+    /// particle-to-grid sort, `GpuTransfer::share_scratch`): each solve writes its vectors anew.
+    pub fn share_scratch(&mut self, scratch: Scratch) {
+        self.scratch = scratch;
+        self.finest = None;
+        self.plan = None;
+    }
+
+    /// The scratch buffer that holds the Krylov vectors.
+    pub fn scratch(&self) -> &Scratch {
+        &self.scratch
+    }
+
+    /// Bytes of the Krylov vectors of the last solve (four, five with Incomplete Poisson), in the scratch
+    /// buffer, which may be larger for another problem or another user.
+    pub fn vector_bytes(&self) -> u64 {
+        self.finest
+            .as_ref()
+            .map_or(0, |f| (4 + f.separate_z as u64) * f.x.size)
     }
 
     /// Folds launches of more than `n` workgroups (at least 1) into two dimensions, below the adapter's own
@@ -377,41 +463,84 @@ impl GpuPoisson {
     fn buffer_sizes(&self) -> Vec<u64> {
         let mut sizes = Vec::new();
         if let Some(f) = &self.finest {
-            sizes.extend([f.cells, f.history.size(), f.labels.size()]);
+            sizes.extend([
+                f.cells,
+                f.history.size(),
+                f.labels.size(),
+                f.separate_z as u64,
+                f.generation,
+            ]);
         }
         if let Some(h) = &self.hierarchy {
             sizes.extend(&h.cells);
+            sizes.push(h.labels.size());
         }
         sizes
     }
 
-    /// Device memory held (bytes).
+    /// Device memory held (bytes), apart from the scratch buffer ([`scratch`](Self::scratch)) that holds
+    /// the Krylov vectors.
     pub fn bytes(&self) -> u64 {
         let finest = self.finest.as_ref().map_or(0, |f| {
+            [&f.cg, &f.state, &f.history, &f.partials, &f.diag, &f.labels]
+                .iter()
+                .map(|b| b.size())
+                .sum::<u64>()
+        });
+        let levels: u64 = self.hierarchy.as_ref().map_or(0, |h| {
             [
-                &f.cg,
-                &f.state,
-                &f.history,
-                &f.partials,
-                &f.diag,
-                &f.labels,
-                &f.x,
-                &f.r,
-                &f.p,
-                &f.q,
-                &f.z,
+                &h.levels, &h.ghost, &h.kinds, &h.weights, &h.labels, &h.b, &h.x, &h.t,
             ]
             .iter()
             .map(|b| b.size())
             .sum()
         });
-        let levels: u64 = self.hierarchy.as_ref().map_or(0, |h| {
-            [&h.levels, &h.ghost, &h.labels, &h.b, &h.x, &h.t]
-                .iter()
-                .map(|b| b.size())
-                .sum()
-        });
         finest + levels
+    }
+
+    /// The multigrid levels that the device built for the last multigrid solve and its cycle uses, finest
+    /// first (for inspection and the tests that hold them to the CPU's hierarchy): `None` before any.
+    ///
+    /// # Errors
+    /// As [`Gpu::read`].
+    pub fn built_levels(&self) -> Result<Option<Vec<BuiltLevel>>, GpuError> {
+        let (Some(h), Some(f)) = (&self.hierarchy, &self.finest) else {
+            return Ok(None);
+        };
+        if self.uploaded.is_none() {
+            return Ok(None);
+        }
+        let last = h.used - 1;
+        // The finest level has no ghost coefficients: its range is empty and not read.
+        let ghost_len =
+            |l: usize| h.ghost_base.get(l + 1).unwrap_or(&h.ghost_len) - h.ghost_base[l];
+        let mut ranges = Vec::new();
+        for l in 0..=last {
+            ranges.push((&f.diag, 4 * h.base[l], 4 * h.cells[l]));
+            if l > 0 {
+                ranges.push((&h.ghost, 4 * h.ghost_base[l], 4 * ghost_len(l)));
+            }
+        }
+        if h.singular {
+            ranges.push((&h.labels, 0, 4 * h.cells[last]));
+        }
+        let mut bytes = self.gpu.read(&ranges)?.into_iter();
+        let mut levels = Vec::with_capacity(last + 1);
+        for l in 0..=last {
+            let diagonal_units = bytemuck::pod_collect_to_vec(&bytes.next().expect("read"));
+            let ghost = match l {
+                0 => Vec::new(),
+                _ => bytemuck::pod_collect_to_vec(&bytes.next().expect("read")),
+            };
+            levels.push(BuiltLevel {
+                dims: h.dims[l],
+                diagonal_units,
+                ghost,
+                labels: None,
+            });
+        }
+        levels[last].labels = bytes.next().map(|b| bytemuck::pod_collect_to_vec(&b));
+        Ok(Some(levels))
     }
 
     /// The finest level's buffers for `cells` padded cells and `history` residuals, the diagonal for
@@ -422,14 +551,25 @@ impl GpuPoisson {
         diag_cells: u64,
         history: u64,
         singular: bool,
+        separate_z: bool,
     ) -> Result<(), GpuError> {
         let gpu = &self.gpu;
         gpu.check_binding("the pressure solve", 8 * cells)?;
+        // The Krylov vectors in the scratch buffer, each from an aligned offset: x, r, p, q, then z if it
+        // has a buffer of its own.
+        let stride =
+            (8 * cells).next_multiple_of(gpu.limits().min_storage_buffer_offset_alignment as u64);
+        let vectors = if separate_z { 5 } else { 4 };
+        let (scratch, generation) =
+            self.scratch
+                .get(gpu, "the pressure solve's vectors", stride * vectors)?;
         let fits = self.finest.as_ref().is_some_and(|f| {
             f.cells == cells
                 && f.diag.size() == 4 * diag_cells
                 && f.history.size() >= 8 * history
                 && (f.labels.size() >= 4 * cells || !singular)
+                && f.separate_z == separate_z
+                && f.generation == generation
         });
         if fits {
             return Ok(());
@@ -438,7 +578,12 @@ impl GpuPoisson {
         let (_, partials) = groups_for(cells, self.per_axis);
         let labels = if singular { 4 * cells } else { 4 };
         self.finest = Some(gpu.allocating("the pressure solve", || {
-            let vector = |label| gpu.buffer(label, 8 * cells);
+            let vector = |k: u64| BufferRange {
+                buffer: scratch.clone(),
+                offset: k * stride,
+                size: 8 * cells,
+            };
+            let q = vector(3);
             Finest {
                 cells,
                 cg: gpu.uniform::<CgUniform>("pressure cg"),
@@ -447,33 +592,49 @@ impl GpuPoisson {
                 partials: gpu.buffer("pressure partials", 8 * partials as u64),
                 diag: gpu.buffer("pressure diagonal", 4 * diag_cells),
                 labels: gpu.buffer("pressure null space", labels),
-                x: vector("pressure x"),
-                r: vector("pressure r"),
-                p: vector("pressure p"),
-                q: vector("pressure q"),
-                z: vector("pressure z"),
+                x: vector(0),
+                r: vector(1),
+                p: vector(2),
+                z: if separate_z { vector(4) } else { q.clone() },
+                q,
+                separate_z,
+                generation,
             }
         })?);
         Ok(())
     }
 
-    /// The V-cycle's packed buffers for the levels of `mg`.
-    fn hierarchy<const D: usize>(&mut self, mg: &Multigrid<D, f32>) -> Result<(), GpuError> {
-        let cells: Vec<u64> = (0..mg.levels())
-            .map(|l| mg.level_operator(l).layout().len() as u64)
+    /// The V-cycle's packed buffers for a finest level of `dims` cells coarsened by `params`.
+    fn hierarchy<const D: usize>(
+        &mut self,
+        dims: [usize; D],
+        params: &MultigridParams,
+    ) -> Result<(), GpuError> {
+        let dims: Vec<[usize; 3]> = params
+            .level_dims(dims)
+            .into_iter()
+            .map(|d| std::array::from_fn(|a| if a < D { d[a] } else { 1 }))
             .collect();
-        if self.hierarchy.as_ref().is_some_and(|h| h.cells == cells) {
+        if self
+            .hierarchy
+            .as_ref()
+            .is_some_and(|h| h.dims == dims && h.dim == D)
+        {
             return Ok(());
         }
         self.uploaded = None;
         let gpu = &self.gpu;
+        let cells: Vec<u64> = dims
+            .iter()
+            .map(|d| d[..D].iter().map(|&n| n as u64 + 2).product())
+            .collect();
         let mut base = Vec::with_capacity(cells.len());
         let mut ghost_base = Vec::with_capacity(cells.len());
         let (mut at, mut ghost_at) = (0, 0);
         for (l, &n) in cells.iter().enumerate() {
             base.push(at);
             ghost_base.push(ghost_at);
-            at += n;
+            at = (at + n).next_multiple_of(4);
             if l > 0 {
                 ghost_at += 2 * D as u64 * n;
             }
@@ -484,17 +645,156 @@ impl GpuPoisson {
             let vector = |label| gpu.buffer(label, 4 * at);
             Hierarchy {
                 levels: gpu.buffer("mg levels", 64 * cells.len() as u64),
-                ghost: gpu.buffer("mg ghost", 4 * ghost_at),
-                labels: gpu.buffer("mg null space", 4 * coarsest),
+                ghost: gpu.buffer("mg ghost", 4 * ghost_at.max(1)),
+                kinds: gpu.buffer("mg kinds", at),
+                weights: gpu.buffer("mg link weights", 4 * ghost_at.max(1)),
+                labels: gpu.buffer("mg null space", 8 * coarsest),
                 b: vector("mg b"),
                 x: vector("mg x"),
                 t: vector("mg t"),
-                cells,
+                dims,
                 base,
                 ghost_base,
+                ghost_len: ghost_at,
+                singular: false,
+                counts: gpu.buffer("mg unknowns", 4 * cells.len() as u64),
+                used: cells.len(),
+                build: Vec::new(),
+                build_key: (0, Vec::new()),
+                dim: D,
+                cells,
             }
         })?);
         Ok(())
+    }
+
+    /// Builds the hierarchy of `op` on the device (`mg_build.wgsl`) from the finest level's cell kinds: per
+    /// coarse level its kinds (with a count of its unknowns), its link weights and diagonal, its ghost
+    /// coefficients; then, from the counts read back, the levels the cycle uses, and for a problem with a null
+    /// space the coarsest level's labels.
+    fn build_hierarchy<const D: usize>(
+        &mut self,
+        op: &PoissonOperator<D>,
+        singular: bool,
+    ) -> Result<(), GpuError> {
+        let outside = match op.outside() {
+            DomainBoundary::Open => CellKind::Dirichlet,
+            DomainBoundary::Solid => CellKind::Solid,
+        } as u32;
+        let h = self.hierarchy.as_ref().expect("made before");
+        let (labels, groups) = op.null_space();
+        let mut uniforms = Vec::with_capacity(h.cells.len());
+        for (l, d) in h.dims.iter().enumerate() {
+            let layout = Layout::new(std::array::from_fn::<_, D, _>(|a| d[a]));
+            let spacing = op.spacing() * (1u64 << l) as f64;
+            // Only the coarsest level in use reads its groups: the finest level's own, or on a coarse level
+            // the one group that a problem the device takes can have.
+            let groups = if l == 0 {
+                groups.len()
+            } else {
+                singular as usize
+            };
+            uniforms.push(level_uniform(
+                &layout,
+                spacing,
+                groups,
+                h.base[l],
+                h.ghost_base[l],
+            ));
+        }
+        self.gpu.write(&h.levels, &uniforms);
+        let kinds = op.kinds();
+        self.kind_bytes.resize(kinds.len().next_multiple_of(4), 0);
+        self.kind_bytes[..kinds.len()]
+            .par_iter_mut()
+            .zip(kinds)
+            .for_each(|(b, &k)| *b = k as u8);
+        self.gpu.write_at(&h.kinds, 0, &self.kind_bytes);
+        let levels = h.cells.len();
+        self.gpu.write(&h.counts, &vec![0u32; levels]);
+        let build_key = (outside, self.buffer_sizes());
+        if h.build.is_empty() || h.build_key != build_key {
+            let mut build = Vec::new();
+            for l in 1..levels {
+                build.push(self.build_step::<D>(0, l, outside, h.cells[l].div_ceil(4))?);
+                build.push(self.build_step::<D>(1, l, outside, h.cells[l])?);
+                build.push(self.build_step::<D>(2, l, outside, h.cells[l])?);
+            }
+            let h = self.hierarchy.as_mut().expect("made before");
+            h.build = build;
+            h.build_key = build_key;
+        }
+        let h = self.hierarchy.as_ref().expect("made before");
+        self.submit(&[&h.build]);
+        let counts: Vec<u32> =
+            bytemuck::pod_collect_to_vec(&self.gpu.read(&[(&h.counts, 0, 4 * levels as u64)])?[0]);
+        let used = 1 + counts[1..].iter().take_while(|&&c| c > 0).count();
+        // The labels of the coarsest level in use, and as many words of work; the geometric coarsest level's
+        // unless a level without unknowns ends the hierarchy earlier.
+        let need = match used {
+            1 => 4 * h.cells[0],
+            _ => 8 * h.cells[used - 1],
+        };
+        if singular && h.labels.size() < need {
+            let gpu = self.gpu.clone();
+            let labels =
+                gpu.allocating("the multigrid levels", || gpu.buffer("mg null space", need))?;
+            let h = self.hierarchy.as_mut().expect("made before");
+            h.labels = labels;
+            // Recorded with the old buffer.
+            h.build.clear();
+        }
+        let h = self.hierarchy.as_ref().expect("made before");
+        if singular {
+            if used == 1 {
+                self.gpu.write(&h.labels, labels);
+            } else {
+                let label = self.build_step::<D>(3, used - 1, outside, WG)?;
+                self.submit(&[std::slice::from_ref(&label)]);
+            }
+        }
+        let h = self.hierarchy.as_mut().expect("made before");
+        h.singular = singular;
+        h.used = used;
+        Ok(())
+    }
+
+    /// A launch of step `op` of `mg_build.wgsl` building level `coarse` (from the one above it) over
+    /// `threads` threads.
+    fn build_step<const D: usize>(
+        &self,
+        op: u32,
+        coarse: usize,
+        outside: u32,
+        threads: u64,
+    ) -> Result<Launch, GpuError> {
+        let f = self.finest.as_ref().expect("buffers of a solve");
+        let h = self
+            .hierarchy
+            .as_ref()
+            .expect("the hierarchy of a multigrid solve");
+        let uniform = self.gpu.uniform::<[u32; 4]>("mg build");
+        self.gpu
+            .write(&uniform, &[[coarse as u32 - 1, coarse as u32, outside, 0]]);
+        let groups = if op == 3 {
+            [1, 1, 1]
+        } else {
+            groups_for(threads, self.per_axis).0
+        };
+        let mut launch = self.launch::<D>(
+            "mg-build",
+            MG_BUILD,
+            false,
+            &format!("const OP: u32 = {op}u;"),
+            groups,
+            &[
+                &uniform, &h.levels, &h.kinds, &h.weights, &f.diag, &h.ghost, &h.labels, &h.counts,
+            ],
+        )?;
+        const STEPS: [&str; 4] = ["kinds", "weights", "ghosts", "null space"];
+        launch.name = format!("mg-build {} of level {coarse}", STEPS[op as usize]);
+        launch.keep = Some(uniform);
+        Ok(launch)
     }
 
     /// The pipeline of `source` for dimension `D`, gated or not, with `consts`.
@@ -522,10 +822,10 @@ impl GpuPoisson {
         gated: bool,
         consts: &str,
         groups: [u32; 3],
-        buffers: &[&wgpu::Buffer],
+        buffers: &[&dyn Bindable],
     ) -> Result<Launch, GpuError> {
         let pipeline = self.pipeline::<D>(name, source, gated, consts)?;
-        self.gpu.launch(name, pipeline, buffers, groups)
+        self.gpu.launch_args(name, pipeline, buffers, groups)
     }
 
     /// Runs `launches` in one compute pass and submits them.
@@ -583,12 +883,16 @@ impl GpuPoisson {
                 ))));
             }
         }
+        let mg = solver.multigrid_params();
+        if mg.is_some_and(|p| p.smoother != Smoother::RedBlackGaussSeidel) {
+            // The device's V-cycle smooths by red-black Gauss–Seidel only.
+            return Ok(Ok(None));
+        }
         let start = Instant::now();
         let cells = n as u64;
         let singular = groups.len() == 1;
-        let mg = solver.multigrid();
-        match mg {
-            Some(mg) => self.hierarchy(mg)?,
+        match &mg {
+            Some(p) => self.hierarchy(op.layout().dims, p)?,
             None => self.hierarchy = None,
         }
         let diag_cells = self.hierarchy.as_ref().map_or(cells, Hierarchy::total);
@@ -597,6 +901,7 @@ impl GpuPoisson {
             diag_cells,
             params.max_iterations as u64 + 1,
             singular,
+            kind == PreconditionerKind::IncompletePoisson,
         )?;
         let (grid, partials) = groups_for(cells, self.per_axis);
         let f = self.finest.as_ref().expect("just made");
@@ -605,7 +910,7 @@ impl GpuPoisson {
         gpu.write(
             &f.cg,
             &[CgUniform {
-                level: level_uniform(op, 0, 0, 0),
+                level: level_uniform(op.layout(), op.spacing(), 0, 0, 0),
                 scale: op.scale(),
                 tolerance: params.tolerance,
                 null_size: groups.first().copied().unwrap_or(0) as f64,
@@ -617,8 +922,8 @@ impl GpuPoisson {
             }],
         );
         gpu.write(&f.state, &[State::default()]);
-        gpu.write(&f.r, b);
-        gpu.write(&f.x, x);
+        gpu.write_at(&f.r.buffer, f.r.offset, bytemuck::cast_slice(b));
+        gpu.write_at(&f.x.buffer, f.x.offset, bytemuck::cast_slice(x));
         let fresh = self.uploaded != Some(solver.operator_id());
         if fresh {
             gpu.write(&f.diag, op.diagonal_units());
@@ -626,36 +931,14 @@ impl GpuPoisson {
                 gpu.write(&f.labels, labels);
             }
         }
-        if let (Some(mg), true) = (mg, fresh) {
-            let h = self.hierarchy.as_ref().expect("made above");
-            let last = mg.levels() - 1;
-            let mut uniforms = Vec::with_capacity(mg.levels());
-            for l in 0..mg.levels() {
-                let lop = mg.level_operator(l);
-                let (labels, groups) = lop.null_space();
-                let groups = if l == last { groups.len() } else { 0 };
-                uniforms.push(level_uniform(lop, groups, h.base[l], h.ghost_base[l]));
-                if l > 0 {
-                    gpu.write_at(
-                        &f.diag,
-                        4 * h.base[l],
-                        bytemuck::cast_slice(lop.diagonal_units()),
-                    );
-                    gpu.write_at(
-                        &h.ghost,
-                        4 * h.ghost_base[l],
-                        bytemuck::cast_slice(&mg.ghost_coefficients(l)),
-                    );
-                }
-                if groups > 0 {
-                    gpu.write(&h.labels, labels);
-                }
-            }
-            gpu.write(&h.levels, &uniforms);
-        }
         gpu.finish()?;
-        self.uploaded = Some(solver.operator_id());
         let upload_ms = start.elapsed().as_secs_f64() * 1e3;
+        let start = Instant::now();
+        if fresh && mg.is_some() {
+            self.build_hierarchy(op, singular)?;
+        }
+        self.uploaded = Some(solver.operator_id());
+        let build_ms = start.elapsed().as_secs_f64() * 1e3;
 
         let key = PlanKey {
             dim: D,
@@ -663,18 +946,22 @@ impl GpuPoisson {
             singular,
             per_axis: self.per_axis,
             small_cells: self.small_cells,
+            sweeps: mg.map(|p| (p.pre_sweeps as u32, p.coarsest_sweeps as u32)),
+            levels: self.hierarchy.as_ref().map_or(0, |h| h.used),
             buffers: self.buffer_sizes(),
         };
         let plan = match &self.plan {
             Some((k, plan)) if *k == key => plan.clone(),
             _ => {
-                let plan = Arc::new(self.plan::<D>(kind, singular, grid)?);
+                let plan = Arc::new(self.plan::<D>(&key, grid)?);
                 self.plan = Some((key, plan.clone()));
                 plan
             }
         };
+        let gpu = &self.gpu;
         let start = Instant::now();
         let mut batches = 0;
+        let mut record_ms = 0.0;
         let mut batch = 4;
         let mut state;
         loop {
@@ -685,7 +972,9 @@ impl GpuPoisson {
             for _ in 0..batch {
                 list.push(&plan.iteration);
             }
+            let recording = Instant::now();
             self.submit(&list);
+            record_ms += recording.elapsed().as_secs_f64() * 1e3;
             batches += 1;
             state = self.state()?;
             if state.done != RUNNING {
@@ -704,7 +993,7 @@ impl GpuPoisson {
                 let mut history = Vec::new();
                 gpu.read_into(
                     &[
-                        (&f.x, 0, 8 * cells),
+                        (&f.x.buffer, f.x.offset, 8 * cells),
                         (&f.history, 0, 8 * (iterations as u64 + 1)),
                     ],
                     |k, bytes| match k {
@@ -715,9 +1004,11 @@ impl GpuPoisson {
                 let t = &mut self.times;
                 t.solves += 1;
                 t.upload_ms += upload_ms;
+                t.build_ms += build_ms;
                 t.iterate_ms += iterate_ms;
                 t.download_ms += done.elapsed().as_secs_f64() * 1e3;
                 t.batches += batches;
+                t.record_ms += record_ms;
                 Ok(Some(Info {
                     iterations,
                     residual: state.residual,
@@ -769,12 +1060,8 @@ impl GpuPoisson {
     }
 
     /// The launches of a solve: the start, one iteration, and the end.
-    fn plan<const D: usize>(
-        &self,
-        kind: PreconditionerKind,
-        singular: bool,
-        grid: [u32; 3],
-    ) -> Result<Plan, GpuError> {
+    fn plan<const D: usize>(&self, key: &PlanKey, grid: [u32; 3]) -> Result<Plan, GpuError> {
+        let (kind, singular) = (key.kind, key.singular);
         let f = self.finest.as_ref().expect("buffers of a solve");
         let one = [1, 1, 1];
         let reduce = |action: u32, gated: bool| {
@@ -787,7 +1074,7 @@ impl GpuPoisson {
                 &[&f.cg, &f.state, &f.partials, &f.history],
             )
         };
-        let dot = |a: &wgpu::Buffer, b: &wgpu::Buffer| {
+        let dot = |a: &dyn Bindable, b: &dyn Bindable| {
             self.launch::<D>(
                 "dot",
                 DOT,
@@ -797,7 +1084,7 @@ impl GpuPoisson {
                 &[&f.cg, &f.state, a, b, &self.dummy, &f.partials],
             )
         };
-        let elementwise = |op: u32, gated: bool, s: &wgpu::Buffer, target: &wgpu::Buffer| {
+        let elementwise = |op: u32, gated: bool, s: &dyn Bindable, target: &dyn Bindable| {
             self.launch::<D>(
                 "elementwise",
                 ELEMENTWISE,
@@ -808,7 +1095,7 @@ impl GpuPoisson {
             )
         };
         // v −= its mean over the null space's group.
-        let remove_mean = |v: &wgpu::Buffer, gated: bool| -> Result<Vec<Launch>, GpuError> {
+        let remove_mean = |v: &dyn Bindable, gated: bool| -> Result<Vec<Launch>, GpuError> {
             if !singular {
                 return Ok(Vec::new());
             }
@@ -829,7 +1116,7 @@ impl GpuPoisson {
         // z = M⁻¹ r (without its null-space part), rᵀz reduced with `action`, and the direction set from z by
         // `op`.
         let preconditioned = |action: u32, op: u32| -> Result<Vec<Launch>, GpuError> {
-            let mut out = self.precondition::<D>(kind, grid)?;
+            let mut out = self.precondition::<D>(key, grid)?;
             out.extend(remove_mean(&f.z, true)?);
             out.push(dot(&f.r, &f.z)?);
             out.push(reduce(action, true)?);
@@ -895,11 +1182,11 @@ impl GpuPoisson {
     /// The launches of `z = M⁻¹ r`.
     fn precondition<const D: usize>(
         &self,
-        kind: PreconditionerKind,
+        key: &PlanKey,
         grid: [u32; 3],
     ) -> Result<Vec<Launch>, GpuError> {
         let f = self.finest.as_ref().expect("buffers of a solve");
-        match kind {
+        match key.kind {
             PreconditionerKind::Jacobi => Ok(vec![self.launch::<D>(
                 "elementwise",
                 ELEMENTWISE,
@@ -910,7 +1197,7 @@ impl GpuPoisson {
             )?]),
             PreconditionerKind::IncompletePoisson => {
                 // q is free between the update and the next product.
-                let pass = |pass: u32, v: &wgpu::Buffer, out: &wgpu::Buffer| {
+                let pass = |pass: u32, v: &dyn Bindable, out: &dyn Bindable| {
                     self.launch::<D>(
                         "incomplete-poisson",
                         INCOMPLETE_POISSON,
@@ -922,7 +1209,10 @@ impl GpuPoisson {
                 };
                 Ok(vec![pass(0, &f.r, &f.q)?, pass(1, &f.q, &f.z)?])
             }
-            PreconditionerKind::Multigrid => self.vcycle::<D>(grid),
+            PreconditionerKind::Multigrid => {
+                let (sweeps, coarsest) = key.sweeps.expect("the V-cycle's sweeps");
+                self.vcycle::<D>(grid, sweeps, coarsest)
+            }
             other => unreachable!("{} runs on the CPU", other.name()),
         }
     }
@@ -936,17 +1226,25 @@ impl GpuPoisson {
 
     /// The launches of one V-cycle from `r` into `z` over the uploaded levels: each large level's steps one
     /// launch each (`mg_level.wgsl`), the levels from the largest small one down in one (`mg_small.wgsl`).
-    fn vcycle<const D: usize>(&self, grid: [u32; 3]) -> Result<Vec<Launch>, GpuError> {
+    /// Where a step needs no neighbour's result of the step before it, the two share a launch: the load of
+    /// `r` and the first red half-sweep (`mg_ends.wgsl`), a coarse level's fold and its first red
+    /// half-sweep, the last red half-sweep and the store into `z`: five launches fewer per cycle with four
+    /// large levels (at 256³).
+    fn vcycle<const D: usize>(
+        &self,
+        grid: [u32; 3],
+        sweeps: u32,
+        coarsest: u32,
+    ) -> Result<Vec<Launch>, GpuError> {
         let f = self.finest.as_ref().expect("buffers of a solve");
         let h = self
             .hierarchy
             .as_ref()
             .expect("the hierarchy of a multigrid solve");
-        let last = h.cells.len() - 1;
+        let last = h.used - 1;
         // The first small level: every level from it down runs in one workgroup.
         let small_cells = self.small_cells;
-        let small = h
-            .cells
+        let small = h.cells[..h.used]
             .iter()
             .position(|&n| n <= small_cells)
             .unwrap_or(last);
@@ -966,14 +1264,22 @@ impl GpuPoisson {
                 true,
                 &format!("const OP: u32 = {op}u;"),
                 groups_for(h.cells[over], self.per_axis).0,
-                &b.iter().collect::<Vec<_>>(),
+                &b.iter().map(|b| b as &dyn Bindable).collect::<Vec<_>>(),
             )?;
-            const STEPS: [&str; 6] = ["relax", "residual", "restrict", "fold", "extend", "prolong"];
+            const STEPS: [&str; 7] = [
+                "relax",
+                "residual",
+                "restrict",
+                "fold",
+                "fold and relax",
+                "prolong",
+                "extend",
+            ];
             launch.name = format!("mg-level {} on level {over}", STEPS[op as usize]);
             launch.keep = Some(step);
             Ok::<_, GpuError>(launch)
         };
-        let load = |op: u32, wide: &wgpu::Buffer| {
+        let load = |op: u32, wide: &dyn Bindable| {
             self.launch::<D>(
                 "mg-load",
                 MG_LOAD,
@@ -983,15 +1289,42 @@ impl GpuPoisson {
                 &[&f.cg, &f.state, wide, &h.b, &h.x],
             )
         };
-        let mut out = vec![load(0, &f.r)?];
+        // A start or an end of the cycle on the finest level, fused with its half-sweep (`mg_ends.wgsl`).
+        let end = |op: u32, wide: &dyn Bindable| {
+            let step = self.step_uniform([0; 4]);
+            let b = buffers(&step);
+            let mut b: Vec<&dyn Bindable> = b.iter().map(|b| b as &dyn Bindable).collect();
+            b.push(wide);
+            let mut launch = self.launch::<D>(
+                "mg-ends",
+                MG_ENDS,
+                true,
+                &format!("const OP: u32 = {op}u;"),
+                grid,
+                &b,
+            )?;
+            launch.name = format!("mg-ends {}", ["start", "end"][op as usize]);
+            launch.keep = Some(step);
+            Ok::<_, GpuError>(launch)
+        };
+        let mut out = Vec::new();
+        if small == 0 {
+            out.push(load(0, &f.r)?);
+        }
         for l in 0..small {
-            for _ in 0..CYCLE_SWEEPS {
+            // The first red half-sweep of every large level comes with the step that set its b.
+            if l == 0 {
+                out.push(end(0, &f.r)?);
+            }
+            out.push(level(0, l, l, 1, l)?);
+            for _ in 1..sweeps {
                 out.push(level(0, l, l, 0, l)?);
                 out.push(level(0, l, l, 1, l)?);
             }
             out.push(level(1, l, l, 0, l)?);
             out.push(level(2, l, l + 1, 0, l + 1)?);
-            out.push(level(3, l, l + 1, 0, l + 1)?);
+            let fold = if l + 1 < small { 4 } else { 3 };
+            out.push(level(fold, l, l + 1, 0, l + 1)?);
         }
         {
             let step = self.step_uniform([small as u32, last as u32, 0, 0]);
@@ -1001,30 +1334,32 @@ impl GpuPoisson {
                 "mg-small",
                 MG_SMALL,
                 true,
-                &format!(
-                    "const SWEEPS: u32 = {COARSEST_SWEEPS}u;\nconst CYCLE_SWEEPS: u32 = {CYCLE_SWEEPS}u;"
-                ),
+                &format!("const SWEEPS: u32 = {coarsest}u;\nconst CYCLE_SWEEPS: u32 = {sweeps}u;"),
                 [1, 1, 1],
-                &b.iter().collect::<Vec<_>>(),
+                &b.iter().map(|b| b as &dyn Bindable).collect::<Vec<_>>(),
             )?;
             launch.keep = Some(step);
             out.push(launch);
         }
         for l in (0..small).rev() {
-            out.push(level(4, l, l + 1, 0, l + 1)?);
+            out.push(level(6, l, l + 1, 0, l + 1)?);
             out.push(level(5, l, l + 1, 0, l)?);
-            for _ in 0..CYCLE_SWEEPS {
+            for s in 0..sweeps {
                 out.push(level(0, l, l, 1, l)?);
-                out.push(level(0, l, l, 0, l)?);
+                // The finest level's last red half-sweep comes with the store into z.
+                if !(l == 0 && s + 1 == sweeps) {
+                    out.push(level(0, l, l, 0, l)?);
+                }
             }
         }
-        out.push(load(1, &f.z)?);
+        out.push(if small == 0 {
+            load(1, &f.z)?
+        } else {
+            end(1, &f.z)?
+        });
         Ok(out)
     }
 }
-
-/// Sweeps of the coarsest level's solve (`MultigridParams::coarsest_sweeps` by default).
-const COARSEST_SWEEPS: u32 = 24;
 
 /// The launches of a solve.
 struct Plan {
@@ -1038,6 +1373,21 @@ fn non_finite(what: &str, v: &[f64], i: usize) -> SolveError {
         "{what} holds a non-finite value ({}) at entry {i}",
         v[i]
     ))
+}
+
+/// One multigrid level as the device built it ([`GpuPoisson::built_levels`]), in the CPU's layouts.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BuiltLevel {
+    /// Cells per axis (1 beyond the dimension).
+    pub dims: [usize; 3],
+    /// As [`PoissonOperator::diagonal_units`].
+    pub diagonal_units: Vec<f32>,
+    /// As [`Multigrid::ghost_coefficients`](eddies::linsolve::Multigrid::ghost_coefficients) (empty on the
+    /// finest level).
+    pub ghost: Vec<f32>,
+    /// On the coarsest level of a problem with a null space: 0 for each unknown of the null space's group,
+    /// `u32::MAX` elsewhere (a single level keeps the finest level's labels).
+    pub labels: Option<Vec<u32>>,
 }
 
 /// A [`GpuPoisson`] that a simulation and its caller share (a benchmark reads its times between steps).

@@ -7,8 +7,8 @@ use eddies::grid::{CellFlag, Grid};
 use eddies::linsolve::PoissonDevice;
 use eddies::validation::flip as validation;
 use eddies::{Shape, Simulation};
-use eddies_gpu::flip::SharedTransfer;
-use eddies_gpu::pressure::SharedPoisson;
+use eddies_gpu::flip::{GpuTransfer, SharedTransfer};
+use eddies_gpu::pressure::{GpuPoisson, SharedPoisson};
 use glam::DVec3;
 
 /// The suite's device, as the simulations of every test share it.
@@ -211,4 +211,33 @@ fn runs_repeat_bit_for_bit() {
         (sim.checksum(), residuals)
     };
     assert_eq!(run(), run());
+}
+
+/// The solves and the particle passes of one simulation may share their scratch memory, as `eddies run`
+/// sets them up: they take turns, and each rewrites what it reads, so the run is bit for bit the one with
+/// separate memory; and the shared buffer is the larger need, not the sum.
+#[test]
+fn sharing_scratch_memory_changes_no_bit() {
+    let Some(gpu) = super::gpu() else { return };
+    let run = |share: bool| {
+        let pressure = GpuPoisson::new(gpu.clone()).unwrap();
+        let mut transfer = GpuTransfer::new(gpu.clone());
+        if share {
+            transfer.share_scratch(pressure.scratch().clone());
+        }
+        let scratch = (pressure.scratch().clone(), transfer.scratch().clone());
+        let mut sim = splash(Transfer::Flip, true);
+        sim.set_pressure_device(Box::new(pressure));
+        sim.set_transfer_device(Box::new(transfer));
+        for _ in 0..4 {
+            let dt = sim.max_dt(1.0);
+            sim.step(dt).unwrap();
+        }
+        (sim.checksum(), scratch)
+    };
+    let (alone, (a, b)) = run(false);
+    let (shared, (c, d)) = run(true);
+    assert_eq!(alone, shared, "sharing the scratch memory changed the run");
+    assert!(!a.same(&b) && c.same(&d));
+    assert_eq!(c.bytes(), a.bytes().max(b.bytes()));
 }

@@ -273,6 +273,122 @@ fn small_levels_in_one_workgroup_give_the_same_bits() {
     assert!(runs[0] == runs[2], "every level launched changed the solve");
 }
 
+/// The device builds the multigrid hierarchy from the finest level's cell kinds by the CPU's rules: each
+/// coarse level's diagonal (with the Dirichlet link weights that keep a free surface where the finest level
+/// has it) and ghost coefficients are the CPU's, and so is the coarsest level's null space, also where
+/// coarsening joins a sealed pocket of liquid to an open pool through a one-cell wall.
+#[test]
+fn the_device_builds_the_cpus_multigrid_levels() {
+    let Some(gpu) = gpu() else { return };
+    let mut dev = GpuPoisson::new(gpu.clone()).unwrap();
+    // Random kinds: nothing lines up with the coarse cells.
+    let noise = |dims: [usize; 3], seed: u64| {
+        Grid::from_fn(dims, [0.0; 3], 0.1, |i, _| {
+            match SplitMix64::new(seed + i as u64).next_f64() {
+                u if u < 0.6 => CellFlag::Fluid,
+                u if u < 0.75 => CellFlag::Air,
+                _ => CellFlag::Solid,
+            }
+        })
+    };
+    // A closed box: a pool open to air on the left, a sealed pocket on the right behind a wall `wall` cells
+    // wide from x = 7.
+    let pocket = |wall: usize| {
+        Grid::from_fn([16, 16], [0.0; 2], 0.1, |_, c| {
+            if (7..7 + wall).contains(&c[0]) {
+                CellFlag::Solid
+            } else if c[0] < 7 && c[1] >= 9 {
+                CellFlag::Air
+            } else {
+                CellFlag::Fluid
+            }
+        })
+    };
+    check_levels(&mut dev, &splash([24, 20, 14]), DomainBoundary::Solid);
+    check_levels(&mut dev, &splash([33, 17]), DomainBoundary::Open);
+    check_levels(&mut dev, &noise([13, 11, 9], 5), DomainBoundary::Open);
+    check_levels(&mut dev, &noise([21, 6, 17], 9), DomainBoundary::Solid);
+    let tank = Grid::new([12, 10, 9], [0.0; 3], 0.1, CellFlag::Fluid);
+    assert_eq!(check_levels(&mut dev, &tank, DomainBoundary::Solid), 1);
+    // One cell of wall: the pocket joins the pool on the first coarse level. Two from an odd x: it does at
+    // the second (the cells 7 and 8 fall into different coarse cells, each with liquid). Four from x = 8
+    // would keep it sealed to the coarsest level, but 7 is odd: three from there do the same.
+    assert_eq!(check_levels(&mut dev, &pocket(1), DomainBoundary::Solid), 0);
+    assert_eq!(check_levels(&mut dev, &pocket(2), DomainBoundary::Solid), 0);
+}
+
+/// Builds `flags`' hierarchy on `dev` by a multigrid solve (which must converge) and holds each level to the
+/// CPU's; returns the coarsest level's null-space groups.
+fn check_levels<const D: usize>(
+    dev: &mut GpuPoisson,
+    flags: &Grid<CellFlag, D>,
+    outside: DomainBoundary,
+) -> usize
+where
+    GpuPoisson: PoissonDevice<D>,
+{
+    let mut solver =
+        PoissonSolver::from_flags(flags, outside, PreconditionerKind::Multigrid, PARAMS).unwrap();
+    let b = rhs(&solver);
+    let mut x = vec![0.0; b.len()];
+    let info = PoissonDevice::<D>::solve(dev, &solver, &b, &mut x)
+        .unwrap()
+        .expect("the GPU takes this problem");
+    assert_eq!(info.stop, StopReason::Converged);
+    let built = dev.built_levels().unwrap().expect("a multigrid solve ran");
+    let cpu = solver.multigrid().unwrap();
+    // Both stop coarsening above the first level that would have no unknown.
+    assert_eq!(built.len(), cpu.levels(), "levels");
+    // The coefficients come from the same f64 arithmetic rounded to f32; a device's f64 division may be off
+    // by an ulp of f64, which can move the f32 by one ulp at most (1.2e-7 relative).
+    let close = |a: f32, c: f32| (a - c).abs() <= 2.4e-7 * c.abs().max(1.0);
+    for (l, level) in built.iter().enumerate() {
+        let op = cpu.level_operator(l);
+        let dims: Vec<usize> = level.dims[..D].to_vec();
+        assert_eq!(dims, op.layout().dims.to_vec(), "level {l}");
+        for (what, device, host) in [
+            (
+                "diagonal",
+                &level.diagonal_units,
+                op.diagonal_units().to_vec(),
+            ),
+            (
+                "ghost coefficient",
+                &level.ghost,
+                if l == 0 {
+                    Vec::new()
+                } else {
+                    cpu.ghost_coefficients(l)
+                },
+            ),
+        ] {
+            assert_eq!(device.len(), host.len(), "level {l}: {what}s");
+            if let Some(i) = (0..host.len()).find(|&i| !close(device[i], host[i])) {
+                panic!(
+                    "level {l}, {what} {i}: device {}, CPU {}",
+                    device[i], host[i]
+                );
+            }
+        }
+    }
+    let last = cpu.levels() - 1;
+    let (labels, groups) = cpu.level_operator(last).null_space();
+    if last > 0 {
+        match &built[last].labels {
+            Some(device) => {
+                let host: Vec<u32> = if groups.is_empty() {
+                    vec![u32::MAX; device.len()]
+                } else {
+                    labels.to_vec()
+                };
+                assert_eq!(device, &host, "the coarsest level's null space");
+            }
+            None => assert!(groups.is_empty(), "the device labelled no null space"),
+        }
+    }
+    groups.len()
+}
+
 /// What the GPU does not take goes back to the CPU; bad input is refused as on the CPU.
 #[test]
 fn the_cpu_keeps_what_the_gpu_does_not_take() {

@@ -94,9 +94,9 @@ impl<const D: usize> BuiltPreconditioner<D> {
             PreconditionerKind::IncompletePoisson => {
                 BuiltPreconditioner::IncompletePoisson(IncompletePoisson::new(op))
             }
-            PreconditionerKind::Multigrid => BuiltPreconditioner::Multigrid(Box::new(
-                MultigridPreconditioner::shared(op.clone(), mg)?,
-            )),
+            PreconditionerKind::Multigrid => {
+                BuiltPreconditioner::Multigrid(Box::new(MultigridPreconditioner::deferred(mg)?))
+            }
         })
     }
 }
@@ -142,6 +142,10 @@ pub struct PoissonSolver<const D: usize> {
     operator_id: u64,
     kind: PreconditionerKind,
     precond: BuiltPreconditioner<D>,
+    /// Whether `precond` belongs to `op`. A multigrid hierarchy is built when a solve on this CPU first needs
+    /// it ([`prepare`](Self::prepare)): a device that builds its own (the GPU backend) spares the CPU the
+    /// work.
+    prepared: bool,
     mg: MultigridParams,
     /// Stopping rule of every solve.
     pub params: PcgParams,
@@ -178,6 +182,7 @@ impl<const D: usize> PoissonSolver<D> {
         let n = op.layout().len();
         Ok(PoissonSolver {
             operator_id: next_operator_id(),
+            prepared: kind != PreconditionerKind::Multigrid,
             mg,
             op,
             kind,
@@ -203,8 +208,9 @@ impl<const D: usize> PoissonSolver<D> {
     }
 
     /// Replaces the problem's cell flags (a new step of a simulation), rebuilding the operator and the
-    /// preconditioner but keeping the work vectors and, for multigrid, the vectors of every level whose size
-    /// is unchanged.
+    /// preconditioner (a multigrid hierarchy when a solve on this CPU first needs it,
+    /// [`prepare`](Self::prepare)) but keeping the work vectors and, for multigrid, the vectors of every
+    /// level whose size is unchanged.
     ///
     /// # Errors
     /// [`SolveError::BadInput`] when there is no fluid cell; the solver is then unchanged.
@@ -223,7 +229,8 @@ impl<const D: usize> PoissonSolver<D> {
     pub fn set_operator(&mut self, op: PoissonOperator<D>) -> Result<(), SolveError> {
         let op = Arc::new(op);
         match &mut self.precond {
-            BuiltPreconditioner::Multigrid(m) => m.set_shared_operator(op.clone()),
+            // Rebuilt at the next CPU solve, in the memory of this one.
+            BuiltPreconditioner::Multigrid(_) => self.prepared = false,
             _ => self.precond = BuiltPreconditioner::new(&op, self.kind, self.mg)?,
         }
         let n = op.layout().len();
@@ -250,10 +257,33 @@ impl<const D: usize> PoissonSolver<D> {
         self.operator_id
     }
 
-    /// The multigrid hierarchy of the preconditioner, when it is [`PreconditionerKind::Multigrid`].
-    pub fn multigrid(&self) -> Option<&Multigrid<D, f32>> {
+    /// Builds the preconditioner for the current operator now, if it is not yet: a multigrid hierarchy is
+    /// otherwise built by the first solve on this CPU that needs it (a benchmark times it apart this way).
+    pub fn prepare(&mut self) {
+        if !self.prepared {
+            if let BuiltPreconditioner::Multigrid(m) = &mut self.precond {
+                m.set_shared_operator(self.op.clone());
+            }
+            self.prepared = true;
+        }
+    }
+
+    /// The multigrid hierarchy of the preconditioner, when it is [`PreconditionerKind::Multigrid`], built
+    /// first if it is not ([`prepare`](Self::prepare)).
+    pub fn multigrid(&mut self) -> Option<&Multigrid<D, f32>> {
+        self.prepare();
         match &self.precond {
             BuiltPreconditioner::Multigrid(m) => Some(m.multigrid()),
+            _ => None,
+        }
+    }
+
+    /// The parameters of the multigrid V-cycle, when the preconditioner is [`PreconditionerKind::Multigrid`]:
+    /// with equal pre- and post-smoothing and full weighting, as the preconditioner runs it (a device that
+    /// builds the hierarchy itself coarsens and cycles by them).
+    pub fn multigrid_params(&self) -> Option<MultigridParams> {
+        match &self.precond {
+            BuiltPreconditioner::Multigrid(m) => Some(*m.params()),
             _ => None,
         }
     }
@@ -263,6 +293,7 @@ impl<const D: usize> PoissonSolver<D> {
     /// # Errors
     /// As [`pcg`].
     pub fn solve(&mut self, b: &[f64], x: &mut [f64]) -> Result<Info, SolveError> {
+        self.prepare();
         pcg(
             &*self.op,
             &mut self.precond,
@@ -315,14 +346,17 @@ impl<const D: usize> PoissonSolver<D> {
         };
         let info = match on_device {
             Ok(Some(info)) => Ok(info),
-            Ok(None) => pcg(
-                &*self.op,
-                &mut self.precond,
-                &b,
-                &mut x,
-                &self.params,
-                &mut self.scratch,
-            ),
+            Ok(None) => {
+                self.prepare();
+                pcg(
+                    &*self.op,
+                    &mut self.precond,
+                    &b,
+                    &mut x,
+                    &self.params,
+                    &mut self.scratch,
+                )
+            }
             Err(e) => Err(e),
         };
         std::mem::swap(&mut self.b, &mut b);
@@ -333,13 +367,14 @@ impl<const D: usize> PoissonSolver<D> {
     }
 }
 
-// The seam through which a solve runs elsewhere than on this CPU (the GPU backend): the solver keeps building
-// the operator and the preconditioner's hierarchy, the device runs the iterations.
+// The seam through which a solve runs elsewhere than on this CPU (the GPU backend): the solver builds the
+// operator, the device the preconditioner's hierarchy and runs the iterations.
 
 /// A device that runs the preconditioned conjugate gradients of a [`PoissonSolver`]: the same operator, the
-/// same preconditioner (built by the solver: its multigrid hierarchy is
-/// [`PoissonSolver::multigrid`]), the same stopping rule ([`PoissonSolver::params`]) and the same [`Info`],
-/// so that a simulation reads one record whichever runs it.
+/// same preconditioner (a multigrid hierarchy coarsened by the rules of
+/// [`Multigrid`](super::multigrid::Multigrid), with [`PoissonSolver::multigrid_params`]), the same stopping
+/// rule ([`PoissonSolver::params`]) and the same [`Info`], so that a simulation reads one record whichever
+/// runs it. The solver builds its own hierarchy only for a solve that the device declines.
 pub trait PoissonDevice<const D: usize>: Send {
     /// Solves `A x = b` for `solver`'s problem on padded vectors ([`PoissonSolver::solve`]), from the guess
     /// in `x`: `Ok(None)` when this device does not take this problem (a preconditioner it does not offer, a

@@ -79,17 +79,10 @@ impl<const D: usize, T: Real> Multigrid<D, T> {
                 },
             }
         };
+        let coarse_levels = params.level_dims(op.layout().dims).len() - 1;
         let mut levels = vec![level(op, 0)];
-        loop {
+        for _ in 0..coarse_levels {
             let fine = &levels.last().expect("the finest level").op;
-            if fine
-                .layout()
-                .dims
-                .iter()
-                .all(|&d| d <= params.coarsest_size)
-            {
-                break;
-            }
             let fine_rows = fine.layout().rows();
             let Some(op) = coarsen(fine) else { break };
             let half = fine_rows * op.layout().row_len();

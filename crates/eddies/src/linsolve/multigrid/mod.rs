@@ -105,6 +105,22 @@ impl Default for MultigridParams {
     }
 }
 
+impl MultigridParams {
+    /// Cells per axis of the levels of a hierarchy whose finest level has `finest` cells, finest first: each
+    /// halves the one above it (rounding up) until no axis has more than
+    /// [`coarsest_size`](Self::coarsest_size). A hierarchy stops earlier where a level would hold no unknown.
+    pub fn level_dims<const D: usize>(&self, finest: [usize; D]) -> Vec<[usize; D]> {
+        let mut dims = vec![finest];
+        while let Some(&d) = dims
+            .last()
+            .filter(|d| d.iter().any(|&n| n > self.coarsest_size))
+        {
+            dims.push(d.map(|n| n.div_ceil(2)));
+        }
+        dims
+    }
+}
+
 /// A geometric multigrid solver (see the module documentation): standalone via [`solve`](Self::solve) and
 /// [`solve_vector`](Self::solve_vector), or as the preconditioner of MGPCG.
 ///
@@ -410,6 +426,14 @@ impl<const D: usize> MultigridPreconditioner<D> {
         op: Arc<PoissonOperator<D>>,
         params: MultigridParams,
     ) -> Result<Self, SolveError> {
+        let mut m = Self::deferred(params)?;
+        m.set_shared_operator(op);
+        Ok(m)
+    }
+
+    /// A preconditioner with no hierarchy yet: [`set_shared_operator`](Self::set_shared_operator) builds
+    /// it, and nothing else may use it before.
+    pub(crate) fn deferred(params: MultigridParams) -> Result<Self, SolveError> {
         let sweeps = params.pre_sweeps.max(params.post_sweeps);
         let params = MultigridParams {
             restriction: Restriction::FullWeighting,
@@ -417,9 +441,18 @@ impl<const D: usize> MultigridPreconditioner<D> {
             post_sweeps: sweeps,
             ..params
         };
+        check_params(&params)?;
         Ok(MultigridPreconditioner {
-            mg: Multigrid::build(op, params)?,
+            mg: Multigrid {
+                levels: Vec::new(),
+                params,
+            },
         })
+    }
+
+    /// The parameters of its cycle (see [`new`](Self::new)).
+    pub fn params(&self) -> &MultigridParams {
+        self.mg.params()
     }
 
     /// The hierarchy.
