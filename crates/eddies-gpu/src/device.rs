@@ -323,10 +323,17 @@ impl Gpu {
 
     /// Refuses a storage binding larger than the adapter allows, naming what it is for.
     pub fn check_binding(&self, what: &str, bytes: u64) -> Result<(), GpuError> {
-        let max = self
-            .limits
-            .max_storage_buffer_binding_size
-            .min(self.limits.max_buffer_size);
+        self.check_size(
+            what,
+            bytes,
+            self.limits
+                .max_storage_buffer_binding_size
+                .min(self.limits.max_buffer_size),
+        )
+    }
+
+    /// Refuses `bytes` above `max`, naming what they are for.
+    fn check_size(&self, what: &str, bytes: u64, max: u64) -> Result<(), GpuError> {
         if bytes > max {
             return Err(GpuError::Limit(format!(
                 "{what} needs a GPU buffer of {bytes} bytes; {} allows at most {max}: choose a smaller grid",
@@ -908,13 +915,14 @@ impl Scratch {
     /// buffer are lost), and its generation.
     ///
     /// # Errors
-    /// [`GpuError::Limit`] beyond the adapter's binding size, [`GpuError::OutOfMemory`].
+    /// [`GpuError::Limit`] beyond the adapter's buffer size (its users bind ranges of it, each checked
+    /// against the binding size by its user), [`GpuError::OutOfMemory`].
     pub fn get(&self, gpu: &Gpu, what: &str, bytes: u64) -> Result<(wgpu::Buffer, u64), GpuError> {
         let mut inner = self.0.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(b) = inner.0.as_ref().filter(|b| b.size() >= bytes) {
             return Ok((b.clone(), inner.1));
         }
-        gpu.check_binding(what, bytes)?;
+        gpu.check_size(what, bytes, gpu.limits().max_buffer_size)?;
         // This holder lets the old buffer go first (its other users drop theirs as they take the new one).
         inner.0 = None;
         let buffer = gpu.allocating(what, || gpu.buffer("scratch", bytes))?;

@@ -31,7 +31,7 @@ use bytemuck::{Pod, Zeroable};
 use eddies::flip::{Advection, Particles, Transfer, TransferDevice};
 use eddies::grid::{Grid, MacGrid};
 
-use crate::device::{fold_groups, Gpu, GpuError, Launch, Scratch};
+use crate::device::{fold_groups, Bindable, BufferRange, Gpu, GpuError, Launch, Scratch};
 
 const COMMON: &str = include_str!("common.wgsl");
 const KEYS: &str = include_str!("keys.wgsl");
@@ -157,9 +157,8 @@ struct Buffers {
     keys: wgpu::Buffer,
     rank: wgpu::Buffer,
     sorted: wgpu::Buffer,
-    /// The prefix sums: the scratch buffer as the last transfer took it, of which they need `scan_bytes`.
-    scan: wgpu::Buffer,
-    scan_bytes: u64,
+    /// The prefix sums: their range of the scratch buffer as the last transfer took it.
+    scan: BufferRange,
 }
 
 impl Buffers {
@@ -295,8 +294,11 @@ impl GpuTransfer {
             rank: gpu.buffer("particle ranks", particles * 4),
             sorted: gpu.buffer("sorted particles", particles * 4),
             // Taken from the scratch buffer at each transfer.
-            scan: gpu.buffer("half-cell starts", 4),
-            scan_bytes: scan_entries * 4,
+            scan: BufferRange {
+                buffer: gpu.buffer("half-cell starts", 4),
+                offset: 0,
+                size: scan_entries * 4,
+            },
             moves: gpu.uniform::<MoveUniform>("particle move"),
             fields: gpu.buffer("face fields", faces * 12),
         })?;
@@ -368,13 +370,13 @@ impl GpuTransfer {
         name: &str,
         source: &str,
         consts: &str,
-        buffers: &[&wgpu::Buffer],
+        buffers: &[&dyn Bindable],
         groups: u64,
     ) -> Result<Launch, GpuError> {
         let key = format!("flip {name} {D}d {consts}");
         let pipeline = self.gpu.pipeline(&key, &prelude(D, consts), source)?;
         self.gpu
-            .launch(name, pipeline, buffers, fold_groups(groups, self.per_axis))
+            .launch_args(name, pipeline, buffers, fold_groups(groups, self.per_axis))
     }
 
     /// Runs `launches` in one compute pass, after clearing the first `clear` bytes of the prefix sums, and
@@ -383,7 +385,7 @@ impl GpuTransfer {
         let b = self.buffers.as_ref().expect("buffers ensured");
         let prepare = |encoder: &mut wgpu::CommandEncoder| {
             if clear > 0 {
-                encoder.clear_buffer(&b.scan, 0, Some(clear));
+                encoder.clear_buffer(&b.scan.buffer, b.scan.offset, Some(clear));
             }
         };
         self.gpu

@@ -31,9 +31,9 @@ impl GpuTransfer {
         let gpu = self.gpu.clone();
         let b = self.buffers.as_mut().expect("buffers ensured");
         // The solves may have grown the shared scratch buffer since the last transfer.
-        b.scan = self
+        b.scan.buffer = self
             .scratch
-            .get(&gpu, "the sort's prefix sums", b.scan_bytes)?
+            .get(&gpu, "the sort's prefix sums", b.scan.size)?
             .0;
         let levels = scan_levels(bins + 1);
         while b.levels.len() < levels.len() {

@@ -273,6 +273,8 @@ struct Hierarchy {
     /// reallocated apart from these).
     build: Vec<Launch>,
     build_key: (u32, Vec<u64>),
+    /// The launch that labels the null space of a level (the coarsest in use), recorded with `build`.
+    label: Option<(usize, Launch)>,
     /// The dimension the buffers were laid out for.
     dim: usize,
     /// `array<Level>`, one per level.
@@ -661,6 +663,7 @@ impl GpuPoisson {
                 used: cells.len(),
                 build: Vec::new(),
                 build_key: (0, Vec::new()),
+                label: None,
                 dim: D,
                 cells,
             }
@@ -723,6 +726,7 @@ impl GpuPoisson {
             let h = self.hierarchy.as_mut().expect("made before");
             h.build = build;
             h.build_key = build_key;
+            h.label = None;
         }
         let h = self.hierarchy.as_ref().expect("made before");
         self.submit(&[&h.build]);
@@ -741,16 +745,22 @@ impl GpuPoisson {
                 gpu.allocating("the multigrid levels", || gpu.buffer("mg null space", need))?;
             let h = self.hierarchy.as_mut().expect("made before");
             h.labels = labels;
-            // Recorded with the old buffer.
-            h.build.clear();
+            // Recorded with the old buffer (the build's launches are re-recorded at the next new operator,
+            // as the buffers' sizes have changed).
+            h.label = None;
         }
         let h = self.hierarchy.as_ref().expect("made before");
         if singular {
             if used == 1 {
                 self.gpu.write(&h.labels, labels);
             } else {
-                let label = self.build_step::<D>(3, used - 1, outside, WG)?;
-                self.submit(&[std::slice::from_ref(&label)]);
+                if h.label.as_ref().is_none_or(|(l, _)| *l != used - 1) {
+                    let launch = self.build_step::<D>(3, used - 1, outside, WG)?;
+                    self.hierarchy.as_mut().expect("made before").label = Some((used - 1, launch));
+                }
+                let h = self.hierarchy.as_ref().expect("made before");
+                let (_, launch) = h.label.as_ref().expect("recorded above");
+                self.submit(&[std::slice::from_ref(launch)]);
             }
         }
         let h = self.hierarchy.as_mut().expect("made before");
