@@ -14,6 +14,7 @@ mod device;
 pub mod flip;
 pub mod pressure;
 pub mod reint;
+mod sort;
 pub mod vpm;
 
 pub use device::{

@@ -73,6 +73,18 @@ pub fn cases() -> Vec<BenchCase> {
                 Ok(rows)
             },
         },
+        // The Poisson technique's cloud-in-cell splat, on the CPU and on the GPU: 10⁵ vortons on 64³ and 10⁶
+        // on 128³ (quick: the first)
+        BenchCase {
+            name: "vpm-gpu-splat",
+            run: |q| {
+                splat(if q {
+                    &[(100_000, 64)]
+                } else {
+                    &[(100_000, 64), (1_000_000, 128)]
+                })
+            },
+        },
         // hot-plume with 10⁶ vortons on a 128³ grid, its Poisson technique's vector solve on the GPU
         BenchCase {
             name: "vpm-gpu-poisson-million",
@@ -217,6 +229,59 @@ fn max_vortons_at_30(limit: usize) -> Result<Vec<BenchRow>, BenchError> {
         threads: rayon::current_num_threads(),
         device,
     });
+    Ok(rows)
+}
+
+/// The cloud-in-cell splat of `n` vortons ([`cloud`]: a unit cube) onto the grid of `res` points a side
+/// fitted to them, by the CPU (`FittedGrid::splat`) and by the GPU (`GpuSplat`, the stencils on the host,
+/// upload, sort, gather and read-back): median of three after one, each.
+fn splat(sizes: &[(usize, usize)]) -> Result<Vec<BenchRow>, BenchError> {
+    use eddies::vpm::mollify::FittedGrid;
+    let gpu = setup::gpu()?;
+    let device = gpu.adapter().name.clone();
+    let mut on_gpu = eddies_gpu::vpm::GpuSplat::new(gpu.clone());
+    let mut rows = Vec::new();
+    for &(n, res) in sizes {
+        let mut rng = SplitMix64::new(3);
+        let mut v =
+            |lo: f64, hi: f64| DVec3::new(rng.range(lo, hi), rng.range(lo, hi), rng.range(lo, hi));
+        let position: Vec<DVec3> = (0..n).map(|_| v(0.0, 1.0)).collect();
+        let strength: Vec<DVec3> = (0..n).map(|_| v(-1e-4, 1e-4)).collect();
+        let grid = FittedGrid::fit(position.iter(), [res; 3], 0.05);
+        let inv = 1.0 / grid.spacing.powi(3);
+        let mut out = Vec::new();
+        let mut time = |f: &mut dyn FnMut(&mut Vec<DVec3>) -> Result<(), BenchError>| {
+            let mut samples = Vec::new();
+            for k in 0..4 {
+                let t = Instant::now();
+                f(&mut out)?;
+                if k > 0 {
+                    samples.push(t.elapsed().as_secs_f64() * 1e3);
+                }
+            }
+            Ok::<f64, BenchError>(median(&mut samples))
+        };
+        let cpu = time(&mut |out| {
+            grid.splat(&position, |i| strength[i] * inv, out);
+            Ok(())
+        })?;
+        let on = time(&mut |out| Ok(on_gpu.splat(&grid, &position, &strength, out)?))?;
+        let size = format!("{n} vortons on {res}^3");
+        for (metric, device, value) in [
+            ("cpu-splat", super::case::CPU.to_string(), cpu),
+            ("gpu-splat", device.clone(), on),
+        ] {
+            rows.push(BenchRow {
+                bench: "vpm-gpu-splat".into(),
+                size: size.clone(),
+                metric: metric.into(),
+                value,
+                unit: "ms".into(),
+                threads: rayon::current_num_threads(),
+                device,
+            });
+        }
+    }
     Ok(rows)
 }
 

@@ -135,6 +135,7 @@ pub fn build(scene: &Scene) -> Result<Built, SetupError> {
                 sim.set_direct_device(eddies_gpu::vpm::GpuDirect::shared(gpu.clone()));
                 sim.set_exchange_device(eddies_gpu::vpm::GpuExchange::shared(gpu.clone()));
                 if scene.vpm.params.velocity == eddies::vpm::VelocityMethod::Poisson {
+                    sim.set_splat_device(eddies_gpu::vpm::GpuSplat::shared(gpu.clone()));
                     sim.set_poisson_device(eddies::vpm::poisson::SharedPoissonDevice(Arc::new(
                         std::sync::Mutex::new(GpuPoisson::new(gpu)?),
                     )));

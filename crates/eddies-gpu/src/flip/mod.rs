@@ -3,10 +3,9 @@
 //! [`TransferDevice`].
 //!
 //! * **Counting sort by half cell, on the device.** Each particle's half cell and its rank in it (an integer
-//!   atomic count, `keys.wgsl`); exclusive prefix sums of the counts, block by block in levels of 1024
-//!   (`scan.wgsl`); each particle into its half cell's range (`place.wgsl`); each half cell's particles back
-//!   in index order (`order.wgsl`), so that the sorted list depends on the particles alone and not on the
-//!   order in which threads took their ranks.
+//!   atomic count, `keys.wgsl`), then the device's [`CountingSort`]: prefix sums of the counts, each particle
+//!   into its half cell's range, each half cell's particles back in index order, so that the sorted list
+//!   depends on the particles alone and not on the order in which threads took their ranks.
 //! * **Gathered transfer, no float atomics.** One thread per face sums, over the particles of the 4ᴰ half
 //!   cells within one cell of it, the tent weights and weighted velocities (`p2g.wgsl`): the CPU's sums
 //!   (`[Σ w, Σ w u]` per face, the affine term with APIC) in a fixed order of the device's own, so a run
@@ -32,12 +31,10 @@ use eddies::flip::{Advection, Particles, Transfer, TransferDevice};
 use eddies::grid::{Grid, MacGrid};
 
 use crate::device::{fold_groups, Bindable, BufferRange, Gpu, GpuError, Launch, Scratch};
+use crate::sort::{CountingSort, WG};
 
 const COMMON: &str = include_str!("common.wgsl");
 const KEYS: &str = include_str!("keys.wgsl");
-const SCAN: &str = include_str!("scan.wgsl");
-const PLACE: &str = include_str!("place.wgsl");
-const ORDER: &str = include_str!("order.wgsl");
 const P2G: &str = include_str!("p2g.wgsl");
 /// The particle pass, followed by the obstacles' distance functions it calls.
 const G2P: &str = concat!(include_str!("g2p.wgsl"), "\n", include_str!("shapes.wgsl"));
@@ -46,22 +43,12 @@ mod g2p;
 mod p2g;
 mod shapes;
 
-/// Threads per workgroup.
-const WG: u64 = 256;
-/// Entries per workgroup of the prefix sums (`BLOCK` of `scan.wgsl`).
-const BLOCK: u64 = 4 * WG;
-/// The variants of `scan.wgsl`: each block's total into the next level, or each block's prefix sums.
-const SCAN_REDUCE: &str = "const OP: u32 = 0u;";
-const SCAN_BLOCKS: &str = "const OP: u32 = 1u;";
-/// `NONE` of `scan.wgsl`: the top level has no parent.
-const NONE: u32 = u32::MAX;
-
 /// The prelude of a kernel for dimension `dim`, with its own constants.
 fn prelude(dim: usize, consts: &str) -> String {
     format!("const D: u32 = {dim}u;\nconst WG: u32 = {WG}u;\n{consts}\n{COMMON}")
 }
 
-/// `Params` of `common.wgsl`.
+/// `Params` of `common.wgsl`; its first 16 bytes are the sort's header ([`crate::sort::SortHeader`]).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
 struct ParamsUniform {
@@ -74,16 +61,6 @@ struct ParamsUniform {
     inv_h: f32,
     h: f32,
     pad1: [u32; 2],
-}
-
-/// `Level` of `scan.wgsl`.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
-struct LevelUniform {
-    n: u32,
-    at: u32,
-    parent: u32,
-    pad: u32,
 }
 
 /// `Face` of `p2g.wgsl`.
@@ -111,19 +88,6 @@ struct MoveUniform {
     pad: [u32; 3],
 }
 
-/// The levels of the prefix sums over `n` entries: each level's entries and first slot in the scan buffer,
-/// the finest first, until a level fits one workgroup.
-fn scan_levels(n: u64) -> Vec<(u64, u64)> {
-    let mut levels = vec![(n, 0)];
-    let mut at = n;
-    while levels.last().expect("one level").0 > BLOCK {
-        let next = levels.last().expect("one level").0.div_ceil(BLOCK);
-        levels.push((next, at));
-        at += next;
-    }
-    levels
-}
-
 /// What the particle passes since the last [`GpuTransfer::take_times`] took.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct TransferTimes {
@@ -145,7 +109,6 @@ struct Buffers {
     faces: u64,
     apic: bool,
     params: wgpu::Buffer,
-    levels: Vec<wgpu::Buffer>,
     faces_uniform: Vec<wgpu::Buffer>,
     moves: wgpu::Buffer,
     /// `[u, u − u_old, displacement]` per face for the grid-to-particle pass; the particle-to-grid
@@ -196,6 +159,7 @@ pub struct GpuTransfer {
     times: TransferTimes,
     /// Where the sort's prefix sums live: the transfer's own, or shared with the pressure solve.
     scratch: Scratch,
+    sort: CountingSort,
 }
 
 impl GpuTransfer {
@@ -211,6 +175,7 @@ impl GpuTransfer {
             per_axis,
             times: TransferTimes::default(),
             scratch: Scratch::new(),
+            sort: CountingSort::default(),
         }
     }
 
@@ -264,7 +229,7 @@ impl GpuTransfer {
             .map_or(0, |b| b.particles)
             .max(n + n / 5)
             .max(1);
-        let scan_entries: u64 = scan_levels(bins + 1).iter().map(|l| l.0).sum();
+        let scan_entries = CountingSort::entries(bins);
         let per_particle = dim as u64 * particles * 4;
         let affine = if apic { dim as u64 * per_particle } else { 4 };
         for (what, bytes) in [
@@ -283,7 +248,6 @@ impl GpuTransfer {
             faces,
             apic,
             params: gpu.uniform::<ParamsUniform>("transfer params"),
-            levels: Vec::new(),
             faces_uniform: (0..dim)
                 .map(|_| gpu.uniform::<FaceUniform>("transfer face"))
                 .collect(),
@@ -478,13 +442,9 @@ mod tests {
     /// Every kernel's variants parse and validate without a GPU, in 2D and 3D.
     #[test]
     fn the_kernels_compile_without_a_gpu() {
-        let scan = [SCAN_REDUCE, SCAN_BLOCKS];
         let apic = ["const APIC: bool = false;", "const APIC: bool = true;"];
-        let kernels: [(&str, &str, &[&str]); 6] = [
+        let kernels: [(&str, &str, &[&str]); 3] = [
             ("keys", KEYS, &[""]),
-            ("scan", SCAN, &scan),
-            ("place", PLACE, &[""]),
-            ("order", ORDER, &[""]),
             ("p2g", P2G, &apic),
             ("g2p", G2P, &[""]),
         ];
@@ -502,24 +462,8 @@ mod tests {
     #[test]
     fn uniforms_match_the_shaders() {
         assert_eq!(std::mem::size_of::<ParamsUniform>(), 80);
-        assert_eq!(std::mem::size_of::<LevelUniform>(), 16);
         assert_eq!(std::mem::size_of::<FaceUniform>(), 32);
         assert_eq!(std::mem::size_of::<MoveUniform>(), 96);
         assert_eq!(std::mem::size_of::<shapes::Instr>(), 112);
-    }
-
-    /// The prefix sums' levels shrink by a block each until one workgroup holds the top.
-    #[test]
-    fn scan_levels_cover_every_entry() {
-        assert_eq!(scan_levels(10), vec![(10, 0)]);
-        assert_eq!(scan_levels(1024), vec![(1024, 0)]);
-        assert_eq!(scan_levels(1025), vec![(1025, 0), (2, 1025)]);
-        let big = scan_levels(134_217_729);
-        assert_eq!(big.len(), 3);
-        assert!(big.last().unwrap().0 <= BLOCK);
-        for w in big.windows(2) {
-            assert_eq!(w[1].0, w[0].0.div_ceil(BLOCK));
-            assert_eq!(w[1].1, w[0].1 + w[0].0);
-        }
     }
 }

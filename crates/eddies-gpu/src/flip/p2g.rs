@@ -1,16 +1,14 @@
-//! Stage "particles_to_grid" on the device: the counting sort by half cell (`keys`, `scan`, `place`,
-//! `order`) and the gathered transfer (`p2g.wgsl`).
+//! Stage "particles_to_grid" on the device: the counting sort by half cell (`keys.wgsl` and the device's
+//! [`CountingSort`](crate::sort::CountingSort)) and the gathered transfer (`p2g.wgsl`).
 
 use std::time::Instant;
 
 use eddies::flip::{Particles, Transfer};
 use eddies::grid::{Grid, MacGrid};
 
-use super::{
-    scan_levels, FaceUniform, GpuTransfer, LevelUniform, BLOCK, KEYS, NONE, ORDER, P2G, PLACE,
-    SCAN, SCAN_BLOCKS, SCAN_REDUCE, WG,
-};
+use super::{FaceUniform, GpuTransfer, KEYS, P2G, WG};
 use crate::device::{copy_bytes, GpuError};
+use crate::sort::SortBuffers;
 
 impl GpuTransfer {
     /// The transfer (see [`TransferDevice::particles_to_grid`](eddies::flip::TransferDevice::particles_to_grid)), its failures as the device reports them.
@@ -35,22 +33,6 @@ impl GpuTransfer {
             .scratch
             .get(&gpu, "the sort's prefix sums", b.scan.size)?
             .0;
-        let levels = scan_levels(bins + 1);
-        while b.levels.len() < levels.len() {
-            b.levels.push(gpu.uniform::<LevelUniform>("scan level"));
-        }
-        for (l, &(entries, at)) in levels.iter().enumerate() {
-            let parent = levels.get(l + 1).map_or(NONE, |p| p.1 as u32);
-            gpu.write(
-                &b.levels[l],
-                &[LevelUniform {
-                    n: entries as u32,
-                    at: at as u32,
-                    parent,
-                    pad: 0,
-                }],
-            );
-        }
         let mut base = 0;
         for k in 0..D {
             let mut dims = [1; 4];
@@ -80,40 +62,14 @@ impl GpuTransfer {
             &[&b.params, &b.pos, &b.keys, &b.rank, &b.scan],
             particle_groups,
         )?];
-        for (level, uniform) in levels[..levels.len() - 1].iter().zip(&b.levels) {
-            let groups = level.0.div_ceil(BLOCK);
-            launches.push(self.launch::<D>(
-                "scan",
-                SCAN,
-                SCAN_REDUCE,
-                &[uniform, &b.scan],
-                groups,
-            )?);
-        }
-        for l in (0..levels.len()).rev() {
-            let groups = levels[l].0.div_ceil(BLOCK);
-            launches.push(self.launch::<D>(
-                "scan",
-                SCAN,
-                SCAN_BLOCKS,
-                &[&b.levels[l], &b.scan],
-                groups,
-            )?);
-        }
-        launches.push(self.launch::<D>(
-            "place",
-            PLACE,
-            "",
-            &[&b.params, &b.keys, &b.rank, &b.scan, &b.sorted],
-            particle_groups,
-        )?);
-        launches.push(self.launch::<D>(
-            "order",
-            ORDER,
-            "",
-            &[&b.params, &b.scan, &b.sorted],
-            bins.div_ceil(WG),
-        )?);
+        let sort = SortBuffers {
+            header: &b.params,
+            keys: &b.keys,
+            rank: &b.rank,
+            scan: &b.scan,
+            sorted: &b.sorted,
+        };
+        launches.extend(self.sort.launches(&gpu, self.per_axis, &sort, n, bins)?);
         let apic_const = format!("const APIC: bool = {apic};");
         for (uniform, faces) in b.faces_uniform.iter().zip(face_counts) {
             launches.push(self.launch::<D>(

@@ -6,11 +6,16 @@
 //! memory and each target adds them in index order, so the sums have one fixed order and a run repeats bit
 //! for bit on one device. The CPU sums the same terms in sixteen lanes, so the two agree to f32 rounding,
 //! not bit for bit.
+//!
+//! [`GpuSplat`] shares the vortons' vorticity out to the Poisson technique's grid by cloud-in-cell, a gather
+//! over the device's counting sort; [`GpuExchange`] takes the particle strength exchange's substeps.
 
 use std::sync::{Arc, Mutex};
 
 mod pse;
+mod splat;
 pub use pse::GpuExchange;
+pub use splat::{GpuSplat, SplatTimes};
 
 use eddies::vpm::biot_savart::{DirectDevice, Sources, FOUR_PI_INV};
 use eddies::vpm::velocity::SharedDevice;

@@ -8,7 +8,7 @@ use crate::rng::SplitMix64;
 use crate::vpm::biot_savart::{self, Sources};
 use crate::vpm::buoyancy::Buoyancy;
 use crate::vpm::mollify::FittedGrid;
-use crate::vpm::poisson::{PoissonVelocity, SharedPoissonDevice};
+use crate::vpm::poisson::{PoissonVelocity, SharedPoissonDevice, SharedSplatDevice};
 use crate::vpm::velocity::{Query, VelocitySolver};
 use crate::vpm::{
     Ball, Decimation, PoissonParams, PotentialBoundary, Ring, Splat, VelocityMethod, VpmParams,
@@ -209,17 +209,18 @@ pub fn ring_velocity_error(boundary: PotentialBoundary, decimate: Decimation, n:
 
 /// [`ring_velocity_error`] with any Poisson settings.
 pub fn ring_velocity_error_with(poisson: PoissonParams, n: usize) -> f64 {
-    let (grid_u, direct) = ring_velocity_on(poisson, n, None);
+    let (grid_u, direct) = ring_velocity_on(poisson, n, None, None);
     crate::vpm::tree::rms_relative_error(&grid_u, &direct)
 }
 
 /// The Poisson technique's grid velocity of the test ring on an `n`-point grid, its vector Poisson solve on
-/// `device` when one is given, and the direct Biot–Savart velocity, at the points of
-/// [`ring_velocity_error`].
+/// `device` and its splat on `splat` where they are given, and the direct Biot–Savart velocity, at the
+/// points of [`ring_velocity_error`].
 pub fn ring_velocity_on(
     poisson: PoissonParams,
     n: usize,
     device: Option<SharedPoissonDevice>,
+    splat: Option<SharedSplatDevice>,
 ) -> (Vec<DVec3>, Vec<DVec3>) {
     let ring = test_ring();
     let mut sim = VpmSim::new(VpmParams::default()).expect("valid parameters");
@@ -235,6 +236,7 @@ pub fn ring_velocity_on(
     };
     let mut solver = VelocitySolver::default();
     solver.poisson.device = device;
+    solver.poisson.splat_device = splat;
     solver.solve(
         &params,
         &Query {

@@ -168,6 +168,13 @@ impl VpmSim {
         self.solver.poisson.device = Some(device);
     }
 
+    /// Hands the Poisson technique's cloud-in-cell splat (`velocity = "poisson"`, `splat = "cic"`) to
+    /// `device` (the GPU backend) instead of [`mollify::FittedGrid::splat`]; a device failure ends the step
+    /// with [`SimError::Device`].
+    pub fn set_splat_device(&mut self, device: poisson::SharedSplatDevice) {
+        self.solver.poisson.splat_device = Some(device);
+    }
+
     /// Hands the particle strength exchanges of diffusion and heat to `device` (the GPU backend); a device
     /// failure ends the step with [`SimError::Device`].
     pub fn set_exchange_device(&mut self, device: diffusion::SharedExchangeDevice) {

@@ -102,6 +102,33 @@ impl std::fmt::Debug for SharedPoissonDevice {
     }
 }
 
+/// A device that splats the vortons' vorticity onto the grid by cloud-in-cell in place of
+/// [`FittedGrid::splat`] (the GPU backend's `eddies_gpu::vpm::GpuSplat`): the same weights, each grid point's
+/// sum in a fixed order of the device's own.
+pub trait SplatDevice: Send {
+    /// Vorticity (1/s) at every point of `grid` into `out` (x fastest): each `strength[i]` (m³/s) at
+    /// `position[i]` shared out by cloud-in-cell ([`FittedGrid::cic`]) and divided by the cell volume.
+    /// `Ok(false)` leaves the splat to the CPU (a device that cannot take it); the error says how the device
+    /// failed.
+    fn splat(
+        &mut self,
+        grid: &FittedGrid,
+        position: &[DVec3],
+        strength: &[DVec3],
+        out: &mut Vec<DVec3>,
+    ) -> Result<bool, String>;
+}
+
+/// A [`SplatDevice`] shared by the simulation's copies.
+#[derive(Clone)]
+pub struct SharedSplatDevice(pub Arc<Mutex<dyn SplatDevice>>);
+
+impl std::fmt::Debug for SharedSplatDevice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SharedSplatDevice")
+    }
+}
+
 /// The Poisson technique's buffers, reused across steps.
 #[derive(Clone, Debug, Default)]
 pub struct PoissonVelocity {
@@ -110,6 +137,8 @@ pub struct PoissonVelocity {
     /// Where the vector Poisson solve runs instead of [`BoxMultigrid`]: a device (the GPU), each component by
     /// MGPCG on the box ([`device_solve`]).
     pub device: Option<SharedPoissonDevice>,
+    /// Where the cloud-in-cell splat runs instead of [`FittedGrid::splat`]: a device (the GPU).
+    pub splat_device: Option<SharedSplatDevice>,
     /// The box's operator and MGPCG hierarchy for the device, and its padded vectors.
     device_solver: Option<PoissonSolver<3>>,
     device_b: Vec<f64>,
@@ -219,8 +248,19 @@ impl PoissonVelocity {
         } = blobs;
         match params.splat {
             Splat::Cic => {
-                let inv = 1.0 / (grid.spacing * grid.spacing * grid.spacing);
-                grid.splat(position, |i| strength[i] * inv, &mut self.vorticity);
+                let on_device = match &self.splat_device {
+                    Some(device) => device
+                        .0
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .splat(grid, position, strength, &mut self.vorticity)
+                        .map_err(SolveError::Device)?,
+                    None => false,
+                };
+                if !on_device {
+                    let inv = 1.0 / (grid.spacing * grid.spacing * grid.spacing);
+                    grid.splat(position, |i| strength[i] * inv, &mut self.vorticity);
+                }
             }
             Splat::Gaussian => {
                 self.blobs

@@ -53,8 +53,8 @@ fn the_device_path_solves_as_the_box_multigrid_does() {
         ..Default::default()
     };
     let device = SharedPoissonDevice(std::sync::Arc::new(std::sync::Mutex::new(Declines)));
-    let (box_mg, direct) = ring_velocity_on(params, 32, None);
-    let (by_pcg, _) = ring_velocity_on(params, 32, Some(device));
+    let (box_mg, direct) = ring_velocity_on(params, 32, None, None);
+    let (by_pcg, _) = ring_velocity_on(params, 32, Some(device), None);
     let difference = eddies::vpm::tree::rms_relative_error(&by_pcg, &box_mg);
     let error = eddies::vpm::tree::rms_relative_error(&by_pcg, &direct);
     let box_error = eddies::vpm::tree::rms_relative_error(&box_mg, &direct);

@@ -1,6 +1,6 @@
-// Stage 2 of the counting sort: each particle into its slot, its half cell's first slot plus its rank.
+// Stage 2 of the counting sort: each item into its slot, its bin's first slot plus its rank.
 
-@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(0) var<uniform> p: Sort;
 @group(0) @binding(1) var<storage, read> keys: array<u32>;
 @group(0) @binding(2) var<storage, read> rank: array<u32>;
 @group(0) @binding(3) var<storage, read> start: array<u32>;

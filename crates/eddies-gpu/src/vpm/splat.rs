@@ -1,0 +1,322 @@
+//! The Poisson technique's cloud-in-cell splat on the GPU: the vortons' vorticity onto the fitted grid, as
+//! [`eddies::vpm::mollify::FittedGrid::splat`] shares it out, without float atomics.
+//!
+//! The host takes each vorton's stencil with the CPU's own [`FittedGrid::cic`] (in f64: the lowest of its
+//! eight grid points, which is its key, and the fractions along each axis, rounded to f32) and uploads them
+//! with the strengths. On the device the vortons are sorted by that cell (`splat_count.wgsl` and the
+//! device's [`CountingSort`]), and each grid point gathers from the vortons of the eight cells whose
+//! stencils reach it (`splat_gather.wgsl`): corner by corner, each cell's vortons in index order, so that
+//! a splat repeats bit for bit and the grid's total is the vortons' to f32 rounding. The vorticity comes
+//! back to the host for the boundary values and the vector solve.
+
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use bytemuck::{Pod, Zeroable};
+use eddies::vpm::mollify::FittedGrid;
+use eddies::vpm::poisson::{SharedSplatDevice, SplatDevice};
+use glam::DVec3;
+use rayon::prelude::*;
+
+use super::sized;
+use crate::device::{copy_bytes, fold_groups, Bindable, Gpu, GpuError};
+use crate::sort::{self, CountingSort, SortBuffers, WG};
+
+/// The kernels' WGSL, after the sort's prelude.
+pub(crate) const COUNT: &str = include_str!("splat_count.wgsl");
+pub(crate) const GATHER: &str = include_str!("splat_gather.wgsl");
+
+/// `Splat` of the kernels.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
+struct SplatUniform {
+    n: u32,
+    bins: u32,
+    pad0: [u32; 2],
+    dims: [u32; 4],
+    inv_volume: f32,
+    pad1: [u32; 3],
+}
+
+/// What the splats since the last [`GpuSplat::take_times`] took (ms).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct SplatTimes {
+    /// Splats that ran on the device.
+    pub splats: usize,
+    /// The stencils on the host and their upload.
+    pub upload_ms: f64,
+    /// The kernels and the read-back of the vorticity.
+    pub device_ms: f64,
+}
+
+/// The splat on the GPU; its buffers grow to the largest grid and vorton count and are reused.
+pub struct GpuSplat {
+    gpu: Arc<Gpu>,
+    params: wgpu::Buffer,
+    /// Vortons (stencil and strength), keys, ranks, sorted vortons, prefix sums, vorticity.
+    buffers: [Option<wgpu::Buffer>; 6],
+    packed: Vec<[f32; 4]>,
+    sort: CountingSort,
+    times: SplatTimes,
+}
+
+impl GpuSplat {
+    /// The splat on `gpu`.
+    pub fn new(gpu: Arc<Gpu>) -> Self {
+        let params = gpu.uniform::<SplatUniform>("splat params");
+        Self {
+            gpu,
+            params,
+            buffers: Default::default(),
+            packed: Vec::new(),
+            sort: CountingSort::default(),
+            times: SplatTimes::default(),
+        }
+    }
+
+    /// As the simulation holds it.
+    pub fn shared(gpu: Arc<Gpu>) -> SharedSplatDevice {
+        SharedSplatDevice(Arc::new(Mutex::new(Self::new(gpu))))
+    }
+
+    /// Device memory held (bytes).
+    pub fn bytes(&self) -> u64 {
+        self.buffers
+            .iter()
+            .flatten()
+            .map(wgpu::Buffer::size)
+            .sum::<u64>()
+            + self.params.size()
+    }
+
+    /// What the splats since the last call took, and a fresh count.
+    pub fn take_times(&mut self) -> SplatTimes {
+        std::mem::take(&mut self.times)
+    }
+
+    /// Vorticity (1/s) at the points of `grid` into `out` (x fastest): each `strength[i]` (m³/s) at
+    /// `position[i]` shared out by cloud-in-cell and divided by the cell volume.
+    ///
+    /// # Errors
+    /// [`GpuError::Limit`] for more vortons or grid points than its 32-bit indices count or a buffer
+    /// beyond the adapter's binding size; the device's own failures.
+    pub fn splat(
+        &mut self,
+        grid: &FittedGrid,
+        position: &[DVec3],
+        strength: &[DVec3],
+        out: &mut Vec<DVec3>,
+    ) -> Result<(), GpuError> {
+        assert_eq!(position.len(), strength.len(), "a strength per vorton");
+        let start = Instant::now();
+        let n = position.len() as u64;
+        let points = grid.len() as u64;
+        out.clear();
+        out.resize(grid.len(), DVec3::ZERO);
+        if points + 1 >= u32::MAX as u64 || n >= u32::MAX as u64 {
+            return Err(GpuError::Limit(format!(
+                "{n} vortons on {points} grid points: too many for the splat's 32-bit indices"
+            )));
+        }
+        if n == 0 {
+            return Ok(());
+        }
+        let [nx, ny, _] = grid.dims;
+        self.packed.resize(2 * position.len(), [0.0; 4]);
+        self.packed
+            .par_chunks_mut(2)
+            .zip(position.par_iter().zip(strength))
+            .with_min_len(1024)
+            .for_each(|(v, (&p, a))| {
+                let (c, f) = grid.cic(p);
+                let key = (c[0] + nx * (c[1] + ny * c[2])) as u32;
+                v[0] = [f[0] as f32, f[1] as f32, f[2] as f32, f32::from_bits(key)];
+                v[1] = [a.x as f32, a.y as f32, a.z as f32, 0.0];
+            });
+        let gpu = self.gpu.clone();
+        let entries = CountingSort::entries(points);
+        let sizes = [32 * n, 4 * n, 4 * n, 4 * n, 4 * entries, 12 * points];
+        const LABELS: [&str; 6] = [
+            "splat vortons",
+            "splat keys",
+            "splat ranks",
+            "splat sorted vortons",
+            "splat prefix sums",
+            "splat vorticity",
+        ];
+        for (label, &bytes) in LABELS.iter().zip(&sizes) {
+            gpu.check_binding(label, bytes)?;
+        }
+        let slots = &mut self.buffers;
+        let b: Vec<wgpu::Buffer> = gpu.allocating("the splat's vortons", || {
+            slots
+                .iter_mut()
+                .zip(LABELS.iter().zip(&sizes))
+                .map(|(slot, (label, &bytes))| sized(&gpu, slot, label, bytes))
+                .collect()
+        })?;
+        let mut dims = [1u32; 4];
+        for (d, &g) in dims.iter_mut().zip(&grid.dims) {
+            *d = g as u32;
+        }
+        gpu.write(
+            &self.params,
+            &[SplatUniform {
+                n: n as u32,
+                bins: points as u32,
+                dims,
+                inv_volume: (1.0 / grid.spacing.powi(3)) as f32,
+                ..Default::default()
+            }],
+        );
+        gpu.write(&b[0], &self.packed);
+        let uploaded = Instant::now();
+
+        let per_axis = gpu.limits().max_compute_workgroups_per_dimension;
+        let launch = |name: &str, source: &str, args: &[&dyn Bindable], groups: u64| {
+            let key = format!("vpm splat {name}");
+            let pipeline = gpu.pipeline(&key, &sort::prelude(""), source)?;
+            gpu.launch_args(&key, pipeline, args, fold_groups(groups, per_axis))
+        };
+        let mut launches = vec![launch(
+            "count",
+            COUNT,
+            &[&self.params, &b[0], &b[1], &b[2], &b[4]],
+            n.div_ceil(WG),
+        )?];
+        let buffers = SortBuffers {
+            header: &self.params,
+            keys: &b[1],
+            rank: &b[2],
+            scan: &b[4],
+            sorted: &b[3],
+        };
+        launches.extend(self.sort.launches(&gpu, per_axis, &buffers, n, points)?);
+        launches.push(launch(
+            "gather",
+            GATHER,
+            &[&self.params, &b[0], &b[4], &b[3], &b[5]],
+            points.div_ceil(WG),
+        )?);
+        let clear = |encoder: &mut wgpu::CommandEncoder| {
+            encoder.clear_buffer(&b[4], 0, Some((points + 1) * 4));
+        };
+        gpu.submit_launches("vpm splat", clear, &launches);
+        gpu.read_into(&[(&b[5], 0, 12 * points)], |_, bytes| {
+            let mut values = vec![0.0f32; 3 * points as usize];
+            copy_bytes(bytemuck::cast_slice_mut(&mut values), bytes);
+            out.par_iter_mut()
+                .zip(values.par_chunks_exact(3))
+                .with_min_len(4096)
+                .for_each(|(o, w)| *o = DVec3::new(w[0] as f64, w[1] as f64, w[2] as f64));
+        })?;
+        let ms = |a: Instant, b: Instant| (b - a).as_secs_f64() * 1e3;
+        self.times.splats += 1;
+        self.times.upload_ms += ms(start, uploaded);
+        self.times.device_ms += ms(uploaded, Instant::now());
+        Ok(())
+    }
+}
+
+impl SplatDevice for GpuSplat {
+    fn splat(
+        &mut self,
+        grid: &FittedGrid,
+        position: &[DVec3],
+        strength: &[DVec3],
+        out: &mut Vec<DVec3>,
+    ) -> Result<bool, String> {
+        match GpuSplat::splat(self, grid, position, strength, out) {
+            Ok(()) => Ok(true),
+            // Beyond the device's indices or bindings: the CPU splats.
+            Err(GpuError::Limit(_)) => Ok(false),
+            Err(e) => Err(e.to_string()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::device::{device_or_skip, validate_wgsl};
+
+    /// The device's counting sort leaves each cell's vortons in index order, as a stable sort by cell on the
+    /// host does: with cells of a few vortons and of about two thousand (a tube through a coarse grid), and
+    /// vortons beyond the grid clamped onto its faces.
+    #[test]
+    fn the_sort_lists_each_cells_vortons_in_index_order() {
+        let Some(gpu) = device_or_skip() else {
+            return;
+        };
+        let mut splat = GpuSplat::new(Arc::new(gpu));
+        let n = 12_000;
+        let position: Vec<DVec3> = (0..n)
+            .map(|i| {
+                let t = (i as f64 * 0.618_033_988_7).fract();
+                let u = (i as f64 * 0.414_213_562_4).fract();
+                let w = (i as f64 * 0.732_050_807_6).fract();
+                if i % 3 == 0 {
+                    DVec3::new(1.2 * t - 0.1, 0.5 + 0.01 * u, 0.5 + 0.01 * w)
+                } else {
+                    DVec3::new(t, u, w)
+                }
+            })
+            .collect();
+        let strength = vec![DVec3::ONE; n];
+        for res in [24, 5] {
+            let grid = FittedGrid {
+                dims: [res, res, res],
+                origin: [0.0; 3],
+                spacing: 1.0 / res as f64,
+            };
+            let mut out = Vec::new();
+            splat.splat(&grid, &position, &strength, &mut out).unwrap();
+            let points = grid.len() as u64;
+            let b = &splat.buffers;
+            let gpu = &splat.gpu;
+            let (sorted, start) = (b[3].as_ref().unwrap(), b[4].as_ref().unwrap());
+            let bytes = gpu
+                .read(&[(sorted, 0, 4 * n as u64), (start, 0, 4 * (points + 1))])
+                .unwrap();
+            let sorted: Vec<u32> = bytemuck::pod_collect_to_vec(&bytes[0]);
+            let start: Vec<u32> = bytemuck::pod_collect_to_vec(&bytes[1]);
+            // The host's stable sort by the same keys.
+            let [nx, ny, _] = grid.dims;
+            let mut expected: Vec<(usize, u32)> = position
+                .iter()
+                .enumerate()
+                .map(|(i, &p)| {
+                    let (c, _) = grid.cic(p);
+                    (c[0] + nx * (c[1] + ny * c[2]), i as u32)
+                })
+                .collect();
+            expected.sort_by_key(|&(key, _)| key);
+            let largest = start.windows(2).map(|w| w[1] - w[0]).max().unwrap();
+            assert!(
+                res == 24 || largest > 1000,
+                "{res}: the coarse grid has a cell of {largest}"
+            );
+            assert_eq!(
+                start[points as usize], n as u32,
+                "{res}: every vorton placed"
+            );
+            for (slot, &(key, i)) in expected.iter().enumerate() {
+                assert_eq!(sorted[slot], i, "{res}: slot {slot}");
+                assert!(
+                    (start[key] as usize..start[key + 1] as usize).contains(&slot),
+                    "{res}: slot {slot} outside cell {key}"
+                );
+            }
+        }
+    }
+
+    /// Both kernels parse and validate without a GPU.
+    #[test]
+    fn the_kernels_compile_without_a_gpu() {
+        for (name, source) in [("count", COUNT), ("gather", GATHER)] {
+            let code = format!("{}\n{source}", sort::prelude(""));
+            validate_wgsl(&code).unwrap_or_else(|e| panic!("{name}: {e}"));
+        }
+        assert_eq!(std::mem::size_of::<SplatUniform>(), 48);
+    }
+}
