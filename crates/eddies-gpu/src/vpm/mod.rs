@@ -112,6 +112,28 @@ fn sized(gpu: &Gpu, slot: &mut Option<wgpu::Buffer>, label: &str, bytes: u64) ->
     }
 }
 
+/// The buffers of `slots`, each grown where it holds fewer than its entry of `sizes` (bytes; `labels` name
+/// them), after checking every size against the adapter's binding limit; `what` names them all when the
+/// device runs out of memory.
+fn sized_all(
+    gpu: &Gpu,
+    what: &str,
+    slots: &mut [Option<wgpu::Buffer>],
+    labels: &[&str],
+    sizes: &[u64],
+) -> Result<Vec<wgpu::Buffer>, GpuError> {
+    for (label, &bytes) in labels.iter().zip(sizes) {
+        gpu.check_binding(label, bytes)?;
+    }
+    gpu.allocating(what, || {
+        slots
+            .iter_mut()
+            .zip(labels.iter().zip(sizes))
+            .map(|(slot, (label, &bytes))| sized(gpu, slot, label, bytes))
+            .collect()
+    })
+}
+
 impl DirectSum {
     /// The kernel's buffers on `gpu` (the pipelines are built at the first evaluation and cached by `gpu`).
     pub fn new(gpu: &Gpu) -> Self {

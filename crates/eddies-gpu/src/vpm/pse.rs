@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 
 use eddies::vpm::diffusion::{Exchange, ExchangeDevice, SharedExchangeDevice};
 
-use super::sized;
+use super::sized_all;
 use crate::device::{copy_bytes, fold_groups, Gpu, GpuError};
 
 /// The kernel's WGSL, after the prelude.
@@ -103,17 +103,13 @@ impl GpuExchange {
             "pse content",
             "pse content after",
         ];
-        for (label, &bytes) in LABELS.iter().zip(&sizes) {
-            gpu.check_binding(label, bytes)?;
-        }
-        let slots = &mut self.buffers;
-        let b: Vec<wgpu::Buffer> = gpu.allocating("the exchange's vortons", || {
-            slots
-                .iter_mut()
-                .zip(LABELS.iter().zip(&sizes))
-                .map(|(slot, (label, &bytes))| sized(&gpu, slot, label, bytes))
-                .collect()
-        })?;
+        let b = sized_all(
+            &gpu,
+            "the exchange's vortons",
+            &mut self.buffers,
+            &LABELS,
+            &sizes,
+        )?;
         gpu.write(
             &self.params,
             &[[

@@ -18,13 +18,30 @@ use eddies::vpm::poisson::{SharedSplatDevice, SplatDevice};
 use glam::DVec3;
 use rayon::prelude::*;
 
-use super::sized;
+use super::sized_all;
 use crate::device::{copy_bytes, fold_groups, Bindable, Gpu, GpuError};
 use crate::sort::{self, CountingSort, SortBuffers, WG};
 
-/// The kernels' WGSL, after the sort's prelude.
+/// The kernels' WGSL, after [`prelude`].
 pub(crate) const COUNT: &str = include_str!("splat_count.wgsl");
 pub(crate) const GATHER: &str = include_str!("splat_gather.wgsl");
+
+/// The kernels' uniform ([`SplatUniform`]), its first four numbers the sort's header.
+const SPLAT: &str = "
+struct Splat {
+    // Vortons, and grid points (the sort's bins).
+    n: u32, bins: u32, pad0: u32, pad1: u32,
+    // Grid points per axis.
+    dims: vec4<u32>,
+    // 1 / cell volume (1/m³).
+    inv_volume: f32, pad2: u32, pad3: u32, pad4: u32,
+}
+";
+
+/// The prelude of the kernels: the sort's (`Sort`, `thread_index`), and `Splat`.
+fn prelude() -> String {
+    format!("{}\n{SPLAT}", sort::prelude(""))
+}
 
 /// `Splat` of the kernels.
 #[repr(C)]
@@ -144,17 +161,13 @@ impl GpuSplat {
             "splat prefix sums",
             "splat vorticity",
         ];
-        for (label, &bytes) in LABELS.iter().zip(&sizes) {
-            gpu.check_binding(label, bytes)?;
-        }
-        let slots = &mut self.buffers;
-        let b: Vec<wgpu::Buffer> = gpu.allocating("the splat's vortons", || {
-            slots
-                .iter_mut()
-                .zip(LABELS.iter().zip(&sizes))
-                .map(|(slot, (label, &bytes))| sized(&gpu, slot, label, bytes))
-                .collect()
-        })?;
+        let b = sized_all(
+            &gpu,
+            "the splat's vortons",
+            &mut self.buffers,
+            &LABELS,
+            &sizes,
+        )?;
         let mut dims = [1u32; 4];
         for (d, &g) in dims.iter_mut().zip(&grid.dims) {
             *d = g as u32;
@@ -175,7 +188,7 @@ impl GpuSplat {
         let per_axis = gpu.limits().max_compute_workgroups_per_dimension;
         let launch = |name: &str, source: &str, args: &[&dyn Bindable], groups: u64| {
             let key = format!("vpm splat {name}");
-            let pipeline = gpu.pipeline(&key, &sort::prelude(""), source)?;
+            let pipeline = gpu.pipeline(&key, &prelude(), source)?;
             gpu.launch_args(&key, pipeline, args, fold_groups(groups, per_axis))
         };
         let mut launches = vec![launch(
@@ -314,7 +327,7 @@ mod tests {
     #[test]
     fn the_kernels_compile_without_a_gpu() {
         for (name, source) in [("count", COUNT), ("gather", GATHER)] {
-            let code = format!("{}\n{source}", sort::prelude(""));
+            let code = format!("{}\n{source}", prelude());
             validate_wgsl(&code).unwrap_or_else(|e| panic!("{name}: {e}"));
         }
         assert_eq!(std::mem::size_of::<SplatUniform>(), 48);

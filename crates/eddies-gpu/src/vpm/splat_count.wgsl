@@ -1,15 +1,7 @@
 // The splat's stage 1 (`splat.rs`): each vorton's key, the grid index of the lowest corner of its
 // cloud-in-cell stencil (the host's `FittedGrid::cic`), and its rank among the vortons of that cell, counted
-// by an integer atomic for the device's counting sort. The prelude is the sort's (`Sort`, `thread_index`).
-
-struct Splat {
-    // Vortons, and grid points (the sort's bins).
-    n: u32, bins: u32, pad0: u32, pad1: u32,
-    // Grid points per axis.
-    dims: vec4<u32>,
-    // 1 / cell volume (1/m³).
-    inv_volume: f32, pad2: u32, pad3: u32, pad4: u32,
-}
+// by an integer atomic for the device's counting sort. The prelude is the sort's (`Sort`, `thread_index`) and
+// the uniform `Splat` (`splat.rs`).
 
 @group(0) @binding(0) var<uniform> p: Splat;
 // Per vorton: [the stencil's fractions along x, y, z; the key's bits], [strength (m³/s); 0].

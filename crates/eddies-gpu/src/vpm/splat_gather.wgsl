@@ -1,13 +1,8 @@
 // The splat's last stage (`splat.rs`): the vorticity at each grid point, gathered from the vortons of the
 // eight cells whose stencils reach it, corner by corner in a fixed order and each cell's vortons in index
 // order (the device's counting sort), with the cloud-in-cell weights of `FittedGrid::splat`. Every sum has
-// one order, so a splat repeats bit for bit; no float atomics. The prelude is the sort's.
-
-struct Splat {
-    n: u32, bins: u32, pad0: u32, pad1: u32,
-    dims: vec4<u32>,
-    inv_volume: f32, pad2: u32, pad3: u32, pad4: u32,
-}
+// one order, so a splat repeats bit for bit; no float atomics. The prelude is the sort's and the
+// uniform `Splat` (`splat.rs`).
 
 @group(0) @binding(0) var<uniform> p: Splat;
 @group(0) @binding(1) var<storage, read> vorton: array<vec4<f32>>;
