@@ -548,7 +548,10 @@ fn describe(
                 Method::Vpm
                     if scene.vpm.params.velocity == eddies::vpm::VelocityMethod::Poisson =>
                 {
-                    "vector Poisson solve".into()
+                    match scene.vpm.params.poisson.splat {
+                        eddies::vpm::Splat::Cic => "splat and vector Poisson solve".into(),
+                        eddies::vpm::Splat::Gaussian => "vector Poisson solve".into(),
+                    }
                 }
                 Method::Vpm => "direct sums".into(),
             }
