@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex};
 mod pse;
 mod splat;
 pub use pse::GpuExchange;
-pub use splat::{GpuSplat, SplatTimes};
+pub use splat::GpuSplat;
 
 use eddies::vpm::biot_savart::{DirectDevice, Sources, FOUR_PI_INV};
 use eddies::vpm::velocity::SharedDevice;

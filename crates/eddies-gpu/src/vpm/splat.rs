@@ -10,7 +10,6 @@
 //! back to the host for the boundary values and the vector solve.
 
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
 
 use bytemuck::{Pod, Zeroable};
 use eddies::vpm::mollify::FittedGrid;
@@ -20,7 +19,7 @@ use rayon::prelude::*;
 
 use super::sized_all;
 use crate::device::{copy_bytes, fold_groups, Bindable, Gpu, GpuError};
-use crate::sort::{self, CountingSort, SortBuffers, WG};
+use crate::sort::{self, CountingSort, SortBuffers, SortHeader, WG};
 
 /// The kernels' WGSL, after [`prelude`].
 pub(crate) const COUNT: &str = include_str!("splat_count.wgsl");
@@ -47,23 +46,11 @@ fn prelude() -> String {
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
 struct SplatUniform {
-    n: u32,
-    bins: u32,
-    pad0: [u32; 2],
+    /// Vortons, and grid points (the sort's bins).
+    sort: SortHeader,
     dims: [u32; 4],
     inv_volume: f32,
     pad1: [u32; 3],
-}
-
-/// What the splats since the last [`GpuSplat::take_times`] took (ms).
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct SplatTimes {
-    /// Splats that ran on the device.
-    pub splats: usize,
-    /// The stencils on the host and their upload.
-    pub upload_ms: f64,
-    /// The kernels and the read-back of the vorticity.
-    pub device_ms: f64,
 }
 
 /// The splat on the GPU; its buffers grow to the largest grid and vorton count and are reused.
@@ -73,8 +60,9 @@ pub struct GpuSplat {
     /// Vortons (stencil and strength), keys, ranks, sorted vortons, prefix sums, vorticity.
     buffers: [Option<wgpu::Buffer>; 6],
     packed: Vec<[f32; 4]>,
+    /// The vorticity as read back (f32), reused.
+    values: Vec<f32>,
     sort: CountingSort,
-    times: SplatTimes,
 }
 
 impl GpuSplat {
@@ -86,8 +74,8 @@ impl GpuSplat {
             params,
             buffers: Default::default(),
             packed: Vec::new(),
+            values: Vec::new(),
             sort: CountingSort::default(),
-            times: SplatTimes::default(),
         }
     }
 
@@ -106,11 +94,6 @@ impl GpuSplat {
             + self.params.size()
     }
 
-    /// What the splats since the last call took, and a fresh count.
-    pub fn take_times(&mut self) -> SplatTimes {
-        std::mem::take(&mut self.times)
-    }
-
     /// Vorticity (1/s) at the points of `grid` into `out` (x fastest): each `strength[i]` (m³/s) at
     /// `position[i]` shared out by cloud-in-cell and divided by the cell volume.
     ///
@@ -125,17 +108,16 @@ impl GpuSplat {
         out: &mut Vec<DVec3>,
     ) -> Result<(), GpuError> {
         assert_eq!(position.len(), strength.len(), "a strength per vorton");
-        let start = Instant::now();
         let n = position.len() as u64;
         let points = grid.len() as u64;
-        out.clear();
-        out.resize(grid.len(), DVec3::ZERO);
         if points + 1 >= u32::MAX as u64 || n >= u32::MAX as u64 {
             return Err(GpuError::Limit(format!(
                 "{n} vortons on {points} grid points: too many for the splat's 32-bit indices"
             )));
         }
         if n == 0 {
+            out.clear();
+            out.resize(grid.len(), DVec3::ZERO);
             return Ok(());
         }
         let [nx, ny, _] = grid.dims;
@@ -175,15 +157,17 @@ impl GpuSplat {
         gpu.write(
             &self.params,
             &[SplatUniform {
-                n: n as u32,
-                bins: points as u32,
+                sort: SortHeader {
+                    n: n as u32,
+                    bins: points as u32,
+                    pad: [0; 2],
+                },
                 dims,
                 inv_volume: (1.0 / grid.spacing.powi(3)) as f32,
                 ..Default::default()
             }],
         );
         gpu.write(&b[0], &self.packed);
-        let uploaded = Instant::now();
 
         let per_axis = gpu.limits().max_compute_workgroups_per_dimension;
         let launch = |name: &str, source: &str, args: &[&dyn Bindable], groups: u64| {
@@ -215,18 +199,17 @@ impl GpuSplat {
             encoder.clear_buffer(&b[4], 0, Some((points + 1) * 4));
         };
         gpu.submit_launches("vpm splat", clear, &launches);
+        let values = &mut self.values;
+        values.resize(3 * points as usize, 0.0);
         gpu.read_into(&[(&b[5], 0, 12 * points)], |_, bytes| {
-            let mut values = vec![0.0f32; 3 * points as usize];
-            copy_bytes(bytemuck::cast_slice_mut(&mut values), bytes);
-            out.par_iter_mut()
-                .zip(values.par_chunks_exact(3))
-                .with_min_len(4096)
-                .for_each(|(o, w)| *o = DVec3::new(w[0] as f64, w[1] as f64, w[2] as f64));
+            copy_bytes(bytemuck::cast_slice_mut(values), bytes)
         })?;
-        let ms = |a: Instant, b: Instant| (b - a).as_secs_f64() * 1e3;
-        self.times.splats += 1;
-        self.times.upload_ms += ms(start, uploaded);
-        self.times.device_ms += ms(uploaded, Instant::now());
+        out.clear();
+        out.par_extend(
+            values
+                .par_chunks_exact(3)
+                .map(|w| DVec3::new(w[0] as f64, w[1] as f64, w[2] as f64)),
+        );
         Ok(())
     }
 }
