@@ -772,20 +772,8 @@ pub(crate) struct Launch {
 }
 
 impl Gpu {
-    /// A launch of `pipeline` (`name` in error reports) with `buffers` at bindings 0, 1, … over `groups`
-    /// workgroups.
-    pub(crate) fn launch(
-        &self,
-        name: &str,
-        pipeline: Arc<wgpu::ComputePipeline>,
-        buffers: &[&wgpu::Buffer],
-        groups: [u32; 3],
-    ) -> Result<Launch, GpuError> {
-        let args: Vec<&dyn Bindable> = buffers.iter().map(|&b| b as &dyn Bindable).collect();
-        self.launch_args(name, pipeline, &args, groups)
-    }
-
-    /// As [`launch`](Self::launch), with whole buffers or ranges of one.
+    /// A launch of `pipeline` (`name` in error reports) with `args` (whole buffers or ranges of one) at
+    /// bindings 0, 1, … over `groups` workgroups.
     pub(crate) fn launch_args(
         &self,
         name: &str,

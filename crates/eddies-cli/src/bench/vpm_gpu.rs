@@ -85,6 +85,18 @@ pub fn cases() -> Vec<BenchCase> {
                 })
             },
         },
+        // A step's particle strength exchanges (heat, then vorticity), on the CPU and on the GPU: 10⁵ and 10⁶
+        // vortons (quick: the first)
+        BenchCase {
+            name: "vpm-gpu-exchange",
+            run: |q| exchange(if q { &[100_000] } else { &[100_000, 1_000_000] }),
+        },
+        // The Poisson technique's vector solve on the GPU, split into the host's share and the device's: 64³
+        // and 128³ (quick: the first)
+        BenchCase {
+            name: "vpm-gpu-vector-solve",
+            run: |q| vector_solve(if q { &[64] } else { &[64, 128] }),
+        },
         // hot-plume with 10⁶ vortons on a 128³ grid, its Poisson technique's vector solve on the GPU
         BenchCase {
             name: "vpm-gpu-poisson-million",
@@ -277,6 +289,198 @@ fn splat(sizes: &[(usize, usize)]) -> Result<Vec<BenchRow>, BenchError> {
                 metric: metric.into(),
                 value,
                 unit: "ms".into(),
+                threads: rayon::current_num_threads(),
+                device,
+            });
+        }
+    }
+    Ok(rows)
+}
+
+/// A step's particle strength exchanges as `VpmSim` takes them: heat, then vorticity, one binning for both
+/// (`Pse::diffuse_heat_kept`, `Pse::diffuse_kept`), one substep each. `n` vortons jittered about the
+/// points of a cubic lattice of spacing h with core radii h, as a block of a scene: about 27 vortons a bin
+/// and some 250 in each one's reach. On the CPU and on the GPU (`GpuExchange`: keys on the host; upload,
+/// sort, substeps and read-back on the device): median of three after one, each. And the binning's host
+/// work alone (`Pse::bin_now`): the keys, which is all a device needs, and the keys with the CPU's sorted
+/// neighbour list.
+fn exchange(sizes: &[usize]) -> Result<Vec<BenchRow>, BenchError> {
+    use eddies::vpm::diffusion::Pse;
+    use eddies::vpm::Vortons;
+    let gpu = setup::gpu()?;
+    let device = gpu.adapter().name.clone();
+    let mut rows = Vec::new();
+    for &n in sizes {
+        let side = (n as f64).cbrt().round() as usize;
+        let h = 1.0 / side as f64;
+        let mut rng = SplitMix64::new(5);
+        let mut start = Vortons::default();
+        for k in 0..side * side * side {
+            let c = [k % side, (k / side) % side, k / (side * side)];
+            let p = DVec3::from_array(c.map(|c| (c as f64 + rng.range(0.25, 0.75)) * h));
+            let w = DVec3::new(
+                rng.range(-1.0, 1.0),
+                rng.range(-1.0, 1.0),
+                rng.range(-1.0, 1.0),
+            );
+            start.push(p, w, h, h * h * h);
+        }
+        for t in &mut start.temperature {
+            *t = rng.range(-1.0, 1.0);
+        }
+        // One substep: 8 ν dt / σ² = 1.
+        let (dt, nu) = (0.01, h * h / 8.0 / 0.01);
+        let time = |pse: &mut Pse| {
+            let mut samples = Vec::new();
+            for k in 0..4 {
+                let mut v = start.clone();
+                let t = Instant::now();
+                pse.forget_bins();
+                pse.diffuse_heat_kept(&mut v, nu, dt);
+                pse.diffuse_kept(&mut v, nu, dt);
+                if k > 0 {
+                    samples.push(t.elapsed().as_secs_f64() * 1e3);
+                }
+            }
+            median(&mut samples)
+        };
+        let cpu = time(&mut Pse::default());
+        let host = |sorted: bool| {
+            let mut pse = Pse::default();
+            let mut samples = Vec::new();
+            for k in 0..4 {
+                let t = Instant::now();
+                pse.bin_now(&start, sorted);
+                if k > 0 {
+                    samples.push(t.elapsed().as_secs_f64() * 1e3);
+                }
+            }
+            median(&mut samples)
+        };
+        let (keys, sorted) = (host(false), host(true));
+        let mut on_gpu = Pse::default();
+        on_gpu.device = Some(eddies_gpu::vpm::GpuExchange::shared(gpu.clone()));
+        let on = time(&mut on_gpu);
+        if let Some(e) = on_gpu.device_error {
+            return Err(BenchError::Sim(eddies::sim::SimError::Device {
+                step: 0,
+                detail: e,
+            }));
+        }
+        let size = format!("{} vortons", start.len());
+        for (metric, device, value) in [
+            ("cpu-exchanges", super::case::CPU.to_string(), cpu),
+            ("gpu-exchanges", device.clone(), on),
+            ("host-keys", super::case::CPU.to_string(), keys),
+            ("host-keys-sorted", super::case::CPU.to_string(), sorted),
+        ] {
+            rows.push(BenchRow {
+                bench: "vpm-gpu-exchange".into(),
+                size: size.clone(),
+                metric: metric.into(),
+                value,
+                unit: "ms".into(),
+                threads: rayon::current_num_threads(),
+                device,
+            });
+        }
+    }
+    Ok(rows)
+}
+
+/// The Poisson technique's vector solve with the GPU's MGPCG (`GpuPoisson`) for a ring of 4000 vortons on
+/// an `n³` grid, as a step's first Runge–Kutta stage takes it: the ring's strengths grown between solves,
+/// by a hundredth more each time, so that the initial guess extrapolated from the last two solutions misses
+/// as in a run whose flow changes (the grid is fitted to the vortons, so moving the ring would change
+/// nothing). Median of five solves
+/// after three: the whole stage (`PoissonTimings::poisson`), the device's share (`GpuPoisson`'s transfers,
+/// hierarchy build and iterations), the host's (the rest: the right-hand side with the boundary values,
+/// the padded vectors, the solution copied back), and the iterations of the slowest component.
+fn vector_solve(sizes: &[usize]) -> Result<Vec<BenchRow>, BenchError> {
+    use eddies::vpm::poisson::SharedPoissonDevice;
+    use eddies::vpm::velocity::{Query, VelocitySolver};
+    use eddies::vpm::{Ring, VelocityMethod, VpmParams, VpmSim};
+    use eddies_gpu::pressure::GpuPoisson;
+    use std::sync::{Arc, Mutex};
+    let gpu = setup::gpu()?;
+    let device = gpu.adapter().name.clone();
+    let on_gpu = Arc::new(Mutex::new(GpuPoisson::new(gpu.clone())?));
+    let ring = Ring {
+        radius: 0.5,
+        core_radius: 0.08,
+        vortons: 4000,
+        ..Default::default()
+    };
+    let mut sim = VpmSim::new(VpmParams::default())?;
+    sim.add_ring(&ring);
+    let v = sim.vortons();
+    let strength: Vec<DVec3> = (0..v.len()).map(|i| v.strength(i)).collect();
+    let mut rows = Vec::new();
+    for &n in sizes {
+        let params = VpmParams {
+            velocity: VelocityMethod::Poisson,
+            grid_resolution: [n; 3],
+            ..Default::default()
+        };
+        let mut solver = VelocitySolver::default();
+        solver.poisson.device = Some(SharedPoissonDevice(on_gpu.clone()));
+        let mut samples: [Vec<f64>; 4] = Default::default();
+        for k in 0..8 {
+            let grown: Vec<DVec3> = strength
+                .iter()
+                .map(|&a| a * (1.0 + 0.005 * (k * k) as f64))
+                .collect();
+            solver.solve(
+                &params,
+                &Query {
+                    position: &v.position,
+                    strength: &grown,
+                    radius: &v.radius,
+                    tracers: &[],
+                    gradient: false,
+                    stage: Some(0),
+                },
+            );
+            if let Some(detail) = solver.device_error.take() {
+                return Err(BenchError::Sim(eddies::sim::SimError::Device {
+                    step: 0,
+                    detail,
+                }));
+            }
+            if let Some(e) = solver.error.take() {
+                return Err(BenchError::Solve(e));
+            }
+            let stage = solver.poisson.take_timings();
+            let t = on_gpu
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .take_times();
+            let on_device = t.upload_ms + t.build_ms + t.iterate_ms + t.download_ms;
+            if k >= 3 {
+                for (s, x) in samples.iter_mut().zip([
+                    stage.poisson,
+                    on_device,
+                    stage.poisson - on_device,
+                    solver.poisson.info.cycles as f64,
+                ]) {
+                    s.push(x);
+                }
+            }
+        }
+        let size = format!("{n}^3");
+        let [whole, on_device, host, cycles] = samples.map(|mut s| median(&mut s));
+        for (metric, device, value, unit) in [
+            ("vector-solve", device.clone(), whole, "ms"),
+            ("device-share", device.clone(), on_device, "ms"),
+            ("host-share", super::case::CPU.to_string(), host, "ms"),
+            ("iterations", device.clone(), cycles, "iterations"),
+        ] {
+            rows.push(BenchRow {
+                bench: "vpm-gpu-vector-solve".into(),
+                size: size.clone(),
+                metric: metric.into(),
+                value,
+                unit: unit.into(),
                 threads: rayon::current_num_threads(),
                 device,
             });

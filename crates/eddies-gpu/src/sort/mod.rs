@@ -3,7 +3,8 @@
 //! particles' splat gather from it.
 //!
 //! The caller's own kernel comes first: it writes each item's key and its rank among its bin's items,
-//! counted by an integer atomic into the first `bins` entries of the prefix-sum buffer (cleared before).
+//! counted by an integer atomic into the first `bins` entries of the prefix-sum buffer (cleared before); or
+//! the caller writes the keys alone and [`CountingSort::launches_for_keys`] counts them (`count.wgsl`).
 //! [`CountingSort::launches`] then records the rest:
 //! * exclusive prefix sums of the counts, block by block in levels of [`BLOCK`] (`scan.wgsl`): integer sums,
 //!   so the result is one whatever the order;
@@ -23,6 +24,7 @@ use crate::device::{fold_groups, Bindable, Gpu, GpuError, Launch};
 const SCAN: &str = include_str!("scan.wgsl");
 const PLACE: &str = include_str!("place.wgsl");
 const ORDER: &str = include_str!("order.wgsl");
+const COUNT: &str = include_str!("count.wgsl");
 
 /// Threads per workgroup.
 pub(crate) const WG: u64 = 256;
@@ -106,6 +108,28 @@ impl CountingSort {
     /// levels.
     pub fn entries(bins: u64) -> u64 {
         scan_levels(bins + 1).iter().map(|l| l.0).sum()
+    }
+
+    /// The launches that count the keys already in `b.keys` (the first `bins` entries of `b.scan` cleared
+    /// before), then sort the `n` items as [`launches`](Self::launches) does.
+    pub fn launches_for_keys(
+        &mut self,
+        gpu: &Gpu,
+        per_axis: u32,
+        b: &SortBuffers,
+        n: u64,
+        bins: u64,
+    ) -> Result<Vec<Launch>, GpuError> {
+        let pipeline = gpu.pipeline("sort count", &prelude(""), COUNT)?;
+        let count = gpu.launch_args(
+            "sort count",
+            pipeline,
+            &[b.header, b.keys, b.rank, b.scan],
+            fold_groups(n.div_ceil(WG), per_axis),
+        )?;
+        let mut launches = vec![count];
+        launches.extend(self.launches(gpu, per_axis, b, n, bins)?);
+        Ok(launches)
     }
 
     /// The launches that sort `n` items into `bins` bins after the caller's kernel has counted them (see
@@ -196,6 +220,7 @@ mod tests {
             ("scan", SCAN, SCAN_BLOCKS),
             ("place", PLACE, ""),
             ("order", ORDER, ""),
+            ("count", COUNT, ""),
         ] {
             let code = format!("{}\n{source}", prelude(consts));
             validate_wgsl(&code).unwrap_or_else(|e| panic!("{name} {consts}: {e}"));

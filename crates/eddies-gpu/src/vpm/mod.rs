@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex};
 
 mod pse;
 mod splat;
-pub use pse::GpuExchange;
+pub use pse::{max_exchange_bins, GpuExchange};
 pub use splat::GpuSplat;
 
 use eddies::vpm::biot_savart::{DirectDevice, Sources, FOUR_PI_INV};

@@ -1,14 +1,21 @@
 //! Particle strength exchange on the GPU (`pse.wgsl`): the diffusion of vorticity and of heat among
-//! vortons, [`eddies::vpm::diffusion`]'s exchange with each vorton gathering from its 27 bins. The CPU bins
-//! the vortons (its sort, as for its own exchange); the device takes every substep, the contents staying on
-//! it between them, in f64 sums with f32 pair weights.
+//! vortons, [`eddies::vpm::diffusion`]'s exchange with each vorton gathering from its 27 bins.
+//!
+//! The CPU gives each vorton its bin's key (its own binning, computed once a step); the device sorts the
+//! vortons by bin with its counting sort (each bin's vortons in index order, the order of the CPU's sorted
+//! list) and keeps the sorted vortons for every exchange of that binning: a step's exchanges of heat and of
+//! vorticity upload and sort the vortons once. Each exchange takes every substep on the device, the
+//! contents staying on it between them, in f64 sums with f32 pair weights.
 
 use std::sync::{Arc, Mutex};
 
+use bytemuck::{Pod, Zeroable};
 use eddies::vpm::diffusion::{Exchange, ExchangeDevice, SharedExchangeDevice};
+use rayon::prelude::*;
 
 use super::sized_all;
-use crate::device::{copy_bytes, fold_groups, Gpu, GpuError};
+use crate::device::{copy_bytes, fold_groups, Bindable, Gpu, GpuError, Launch};
+use crate::sort::{CountingSort, SortBuffers, SortHeader};
 
 /// The kernel's WGSL, after the prelude.
 pub(crate) const SOURCE: &str = include_str!("pse.wgsl");
@@ -16,9 +23,37 @@ pub(crate) const SOURCE: &str = include_str!("pse.wgsl");
 /// Invocations per workgroup.
 const WG: u32 = 128;
 
+/// Numbers per vorton of the uploaded vortons: position, σ², volume.
+const STRIDE: usize = 5;
+
+/// The kernels' uniform, its first four numbers the sort's header (`Params` of `pse.wgsl`).
+const PARAMS: &str = "
+struct Params {
+    // Vortons, and bins (the sort's).
+    n: u32, bins: u32, pad0: u32, pad1: u32,
+    // Bins per axis.
+    dims: vec4<u32>,
+}
+";
+
 /// The prelude of the kernel for `width` numbers per vorton.
 pub(crate) fn prelude(width: usize) -> String {
-    format!("const WG: u32 = {WG}u;\nconst WIDTH: u32 = {width}u;\n")
+    format!("const WG: u32 = {WG}u;\nconst WIDTH: u32 = {width}u;\nconst STRIDE: u32 = {STRIDE}u;\n{PARAMS}")
+}
+
+/// `Params` of `pse.wgsl`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
+struct PseUniform {
+    sort: SortHeader,
+    dims: [u32; 4],
+}
+
+/// The most bins the device sorts for `n` vortons: the prefix sums run over every bin, so bins far more
+/// numerous than vortons (a few vortons strewn over a wide space, each bin a few core radii across) would
+/// cost more than the exchange; the CPU bins those by its comparison sort.
+pub fn max_exchange_bins(n: usize) -> u64 {
+    (16 * n as u64).max(1 << 20)
 }
 
 /// The exchanges of `eddies::vpm::VpmSim::set_exchange_device` on the GPU; its buffers grow to the largest
@@ -26,27 +61,29 @@ pub(crate) fn prelude(width: usize) -> String {
 pub struct GpuExchange {
     gpu: Arc<Gpu>,
     params: wgpu::Buffer,
-    buffers: [Option<wgpu::Buffer>; 7],
-    /// Host copies of the sorted keys, the sorted vortons, each vorton's key and its position, σ² and
-    /// volume, reused.
+    /// Keys, ranks, prefix sums, sorted vortons, vortons, coefficient, and the content before and after a
+    /// substep.
+    buffers: [Option<wgpu::Buffer>; 8],
+    /// The binning whose vortons the device holds, sorted ([`Exchange::binning`]).
+    binned: Option<u64>,
+    /// Host copies of the keys and the vortons (position, σ², volume), reused.
     keys: Vec<u32>,
-    order: Vec<u32>,
-    own: Vec<u32>,
     vortons: Vec<f64>,
+    sort: CountingSort,
 }
 
 impl GpuExchange {
     /// The device for a simulation, on `gpu`.
     pub fn new(gpu: Arc<Gpu>) -> Self {
-        let params = gpu.uniform::<[u32; 4]>("pse params");
+        let params = gpu.uniform::<PseUniform>("pse params");
         Self {
             gpu,
             params,
             buffers: Default::default(),
+            binned: None,
             keys: Vec::new(),
-            order: Vec::new(),
-            own: Vec::new(),
             vortons: Vec::new(),
+            sort: CountingSort::default(),
         }
     }
 
@@ -55,49 +92,51 @@ impl GpuExchange {
         SharedExchangeDevice(Arc::new(Mutex::new(Self::new(gpu))))
     }
 
+    /// Device memory held (bytes).
+    pub fn bytes(&self) -> u64 {
+        self.buffers
+            .iter()
+            .flatten()
+            .map(wgpu::Buffer::size)
+            .sum::<u64>()
+            + self.params.size()
+    }
+
     /// The exchange's substeps on the device, or `Ok(false)` where it cannot take them: no double precision,
-    /// or more bins or vortons than its 32-bit indices count.
+    /// more vortons than its 32-bit indices count, or more bins than [`max_exchange_bins`].
     pub fn run(&mut self, pass: &Exchange<'_>, content: &mut [f64]) -> Result<bool, GpuError> {
         let n = pass.position.len();
+        assert_eq!(pass.keys.len(), n, "a key per vorton");
+        assert_eq!(content.len(), pass.width * n, "the content of every vorton");
         let bins = pass.dims.iter().try_fold(1u64, |a, &d| a.checked_mul(d));
-        if !self.gpu.has_f64()
-            || bins.is_none_or(|b| b >= u32::MAX as u64)
-            || n >= u32::MAX as usize
-        {
+        let Some(bins) = bins.filter(|&b| b <= max_exchange_bins(n)) else {
+            return Ok(false);
+        };
+        if !self.gpu.has_f64() || n >= u32::MAX as usize {
             return Ok(false);
         }
         if n == 0 || pass.steps == 0 {
             return Ok(true);
         }
         let width = pass.width;
-        self.keys.clear();
-        self.keys.extend(pass.sorted.iter().map(|&(k, _)| k as u32));
-        self.order.clear();
-        self.order.extend(pass.sorted.iter().map(|&(_, i)| i));
-        self.own.resize(n, 0);
-        for &(k, i) in pass.sorted {
-            self.own[i as usize] = k as u32;
-        }
-        self.vortons.clear();
-        self.vortons.extend((0..n).flat_map(|i| {
-            let (p, r) = (pass.position[i], pass.radius[i]);
-            [p.x, p.y, p.z, r * r, pass.volume[i]]
-        }));
         let gpu = self.gpu.clone();
         let content_bytes = 8 * (width * n) as u64;
+        let (n64, entries) = (n as u64, CountingSort::entries(bins));
         let sizes = [
-            4 * n as u64,
-            4 * n as u64,
-            4 * n as u64,
-            40 * n as u64,
+            4 * n64,
+            4 * n64,
+            4 * entries,
+            4 * n64,
+            8 * STRIDE as u64 * n64,
             8,
             content_bytes,
             content_bytes,
         ];
-        const LABELS: [&str; 7] = [
+        const LABELS: [&str; 8] = [
             "pse keys",
-            "pse order",
-            "pse own",
+            "pse ranks",
+            "pse prefix sums",
+            "pse sorted vortons",
             "pse vortons",
             "pse coefficient",
             "pse content",
@@ -110,48 +149,93 @@ impl GpuExchange {
             &LABELS,
             &sizes,
         )?;
-        gpu.write(
-            &self.params,
-            &[[
-                n as u32,
-                pass.dims[0] as u32,
-                pass.dims[1] as u32,
-                pass.dims[2] as u32,
-            ]],
-        );
-        gpu.write(&b[0], &self.keys);
-        gpu.write(&b[1], &self.order);
-        gpu.write(&b[2], &self.own);
-        gpu.write(&b[3], &self.vortons);
-        gpu.write(&b[4], &[pass.coef]);
-        gpu.write(&b[5], content);
+        let per_axis = gpu.limits().max_compute_workgroups_per_dimension;
+        let fresh = self.binned != Some(pass.binning);
+        // Forgotten until the device has them: a failure below leaves nothing to reuse.
+        self.binned = None;
+        let mut launches: Vec<Launch> = Vec::new();
+        if fresh {
+            let mut dims = [1u32; 4];
+            for (d, &g) in dims.iter_mut().zip(&pass.dims) {
+                *d = g as u32;
+            }
+            gpu.write(
+                &self.params,
+                &[PseUniform {
+                    sort: SortHeader {
+                        n: n as u32,
+                        bins: bins as u32,
+                        pad: [0; 2],
+                    },
+                    dims,
+                }],
+            );
+            self.keys.clear();
+            self.keys
+                .par_extend(pass.keys.par_iter().map(|&k| k as u32));
+            self.vortons.resize(STRIDE * n, 0.0);
+            self.vortons
+                .par_chunks_mut(STRIDE)
+                .enumerate()
+                .with_min_len(1024)
+                .for_each(|(i, v)| {
+                    let (p, r) = (pass.position[i], pass.radius[i]);
+                    v.copy_from_slice(&[p.x, p.y, p.z, r * r, pass.volume[i]]);
+                });
+            gpu.write(&b[0], &self.keys);
+            gpu.write(&b[4], &self.vortons);
+            let buffers = SortBuffers {
+                header: &self.params,
+                keys: &b[0],
+                rank: &b[1],
+                scan: &b[2],
+                sorted: &b[3],
+            };
+            launches = self
+                .sort
+                .launches_for_keys(&gpu, per_axis, &buffers, n64, bins)?;
+        }
+        gpu.write(&b[5], &[pass.coef]);
+        gpu.write(&b[6], content);
         let key = format!("vpm pse {width}");
         let pipeline = gpu.pipeline(&key, &prelude(width), SOURCE)?;
-        let groups = fold_groups(
-            (n as u64).div_ceil(WG as u64),
-            gpu.limits().max_compute_workgroups_per_dimension,
-        );
+        let groups = fold_groups(n64.div_ceil(WG as u64), per_axis);
         // Substep s reads content s % 2 and writes the other.
-        let launches = (0..pass.steps.min(2))
+        let substeps = (0..pass.steps.min(2))
             .map(|s| {
-                let (from, to) = (&b[5 + s % 2], &b[5 + (s + 1) % 2]);
-                let buffers = [&self.params, &b[0], &b[1], &b[2], &b[3], &b[4], from, to];
-                gpu.launch(&key, pipeline.clone(), &buffers, groups)
+                let (from, to) = (&b[6 + s % 2], &b[6 + (s + 1) % 2]);
+                let args: [&dyn Bindable; 8] =
+                    [&self.params, &b[0], &b[2], &b[3], &b[4], &b[5], from, to];
+                gpu.launch_args(&key, pipeline.clone(), &args, groups)
             })
             .collect::<Result<Vec<_>, _>>()?;
-        gpu.submit_launches("vpm pse", |_| {}, (0..pass.steps).map(|s| &launches[s % 2]));
+        let clear = |encoder: &mut wgpu::CommandEncoder| {
+            if fresh {
+                encoder.clear_buffer(&b[2], 0, Some((bins + 1) * 4));
+            }
+        };
+        let all = launches
+            .iter()
+            .chain((0..pass.steps).map(|s| &substeps[s % 2]));
+        gpu.submit_launches("vpm pse", clear, all);
         gpu.finish()?;
-        let last = &b[5 + pass.steps % 2];
+        let last = &b[6 + pass.steps % 2];
         gpu.read_into(&[(last, 0, content_bytes)], |_, bytes| {
             copy_bytes(bytemuck::cast_slice_mut(content), bytes)
         })?;
+        self.binned = Some(pass.binning);
         Ok(true)
     }
 }
 
 impl ExchangeDevice for GpuExchange {
     fn exchange(&mut self, pass: &Exchange<'_>, content: &mut [f64]) -> Result<bool, String> {
-        self.run(pass, content).map_err(|e| e.to_string())
+        match self.run(pass, content) {
+            Ok(taken) => Ok(taken),
+            // Beyond the adapter's bindings: the CPU exchanges.
+            Err(GpuError::Limit(_)) => Ok(false),
+            Err(e) => Err(e.to_string()),
+        }
     }
 }
 
@@ -167,5 +251,11 @@ mod tests {
             let code = format!("{}\n{SOURCE}", prelude(width));
             validate_wgsl(&code).unwrap_or_else(|e| panic!("width {width}: {e}"));
         }
+    }
+
+    /// The uniform has the size the shader gives it, the sort's header first.
+    #[test]
+    fn the_uniform_matches_the_shader() {
+        assert_eq!(std::mem::size_of::<PseUniform>(), 32);
     }
 }

@@ -2,26 +2,21 @@
 // explicit substep, `qᵢ + coef/ε² Σⱼ (Vᵢ qⱼ − Vⱼ qᵢ) η_ε(|xᵢ − xⱼ|)` with `η_ε(r) = 4/(π^{3/2} ε³) exp(−r²/ε²)`,
 // `ε² = (σᵢ² + σⱼ²)/2`, cut off at r = 3ε.
 //
-// One invocation per vorton gathers from the vortons of its 27 bins (the CPU's binning: bins sorted by key,
-// each bin's vortons in index order), so every sum has one fixed order and a run repeats bit for bit. The
-// separation is taken in f64 (in f32, a position's rounding, 3e-8 m over a 0.3 m block, moved the weights
-// near the cut-off by 2e-5) and rounded to f32 for the weight, which is f32; the separations of i from j and
-// of j from i are exact negatives, so the pair's two terms are too, and the total content is conserved to
-// the rounding of the f64 sums. The prelude defines WG and WIDTH (3: strength; 1: heat).
-
-struct Params {
-    n: u32,
-    dims_x: u32,
-    dims_y: u32,
-    dims_z: u32,
-}
+// One invocation per vorton gathers from the vortons of its 27 bins: the bins in key order, each bin's
+// vortons in index order (the device's counting sort of the CPU's keys, the order of the CPU's own sorted
+// list), so every sum has one fixed order and a run repeats bit for bit. The separation is taken in f64 (in
+// f32, a position's rounding, 3e-8 m over a 0.3 m block, moved the weights near the cut-off by 2e-5) and
+// rounded to f32 for the weight, which is f32; the separations of i from j and of j from i are exact
+// negatives, so the pair's two terms are too, and the total content is conserved to the rounding of the f64
+// sums. The prelude defines WG, WIDTH (3: strength; 1: heat), STRIDE and the uniform `Params` (`pse.rs`).
 
 @group(0) @binding(0) var<uniform> params: Params;
-// Per sorted entry: its bin's key, and its vorton.
-@group(0) @binding(1) var<storage, read> keys: array<u32>;
-@group(0) @binding(2) var<storage, read> order: array<u32>;
 // Per vorton: its bin's key.
-@group(0) @binding(3) var<storage, read> own: array<u32>;
+@group(0) @binding(1) var<storage, read> own: array<u32>;
+// Per bin b: its first entry in `sorted`; entry b + 1 is one past its last.
+@group(0) @binding(2) var<storage, read> start: array<u32>;
+// The vortons sorted by bin.
+@group(0) @binding(3) var<storage, read> sorted: array<u32>;
 // Per vorton: position (m), σ² (m²) and volume (m³).
 @group(0) @binding(4) var<storage, read> vorton: array<f64>;
 // [diffusivity × substep] (m²).
@@ -30,28 +25,10 @@ struct Params {
 @group(0) @binding(6) var<storage, read> q_in: array<f64>;
 @group(0) @binding(7) var<storage, read_write> q_out: array<f64>;
 
-// Numbers per vorton in `vorton`.
-const STRIDE: u32 = 5u;
-
 // 4/π^{3/2}
 const NORM: f32 = 0.71834849;
 // The cut-off radius squared, in units of ε².
 const CUTOFF2: f32 = 9.0;
-
-// The first sorted entry whose key is at least `key`.
-fn first_at(key: u32) -> u32 {
-    var lo = 0u;
-    var hi = params.n;
-    while (lo < hi) {
-        let mid = lo + (hi - lo) / 2u;
-        if (keys[mid] < key) {
-            lo = mid + 1u;
-        } else {
-            hi = mid;
-        }
-    }
-    return lo;
-}
 
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
@@ -60,12 +37,12 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     if (i >= params.n) {
         return;
     }
-    let dims = vec3<i32>(i32(params.dims_x), i32(params.dims_y), i32(params.dims_z));
+    let dims = vec3<i32>(params.dims.xyz);
     let key = own[i];
     let cell = vec3<i32>(
-        i32(key % params.dims_x),
-        i32((key / params.dims_x) % params.dims_y),
-        i32(key / (params.dims_x * params.dims_y)),
+        i32(key % params.dims.x),
+        i32((key / params.dims.x) % params.dims.y),
+        i32(key / (params.dims.x * params.dims.y)),
     );
     let pi = vec3<f64>(vorton[STRIDE * i], vorton[STRIDE * i + 1u], vorton[STRIDE * i + 2u]);
     let si2 = f32(vorton[STRIDE * i + 3u]);
@@ -83,9 +60,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
                 if (any(nc < vec3<i32>(0)) || any(nc >= dims)) {
                     continue;
                 }
-                let k = (u32(nc.z) * params.dims_y + u32(nc.y)) * params.dims_x + u32(nc.x);
-                for (var s = first_at(k); s < params.n && keys[s] == k; s++) {
-                    let j = order[s];
+                let k = (u32(nc.z) * params.dims.y + u32(nc.y)) * params.dims.x + u32(nc.x);
+                for (var s = start[k]; s < start[k + 1u]; s++) {
+                    let j = sorted[s];
                     if (j == i) {
                         continue;
                     }

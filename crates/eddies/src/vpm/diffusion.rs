@@ -20,6 +20,7 @@ use glam::{DVec3, I64Vec3, U64Vec3};
 use multiversion::multiversion;
 use rayon::prelude::*;
 use std::ops::{Add, Mul, Sub};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// Vortons per parallel chunk.
@@ -49,18 +50,18 @@ impl NeighbourBins {
     }
 }
 
-/// One exchange handed to an [`ExchangeDevice`]: the vortons as the neighbour search binned them, and the
-/// explicit substeps to take.
+/// One exchange handed to an [`ExchangeDevice`]: the vortons with their bins, and the explicit substeps to
+/// take.
 #[derive(Clone, Copy, Debug)]
 pub struct Exchange<'a> {
-    /// (bin key, vorton), sorted by key, then vorton. A bin's key is `(z · dims[1] + y) · dims[0] + x`.
-    pub sorted: &'a [(u64, u32)],
-    /// The bins' lower corner (m).
-    pub lo: DVec3,
-    /// The bins' edge (m): [`CUTOFF`] times the largest core radius.
-    pub bin_size: f64,
-    /// Bins along each axis.
+    /// Each vorton's bin: `(z · dims[1] + y) · dims[0] + x` of the cube that holds it.
+    pub keys: &'a [u64],
+    /// Bins along each axis: cubes of edge [`CUTOFF`] times the largest core radius, from the vortons' lower
+    /// corner.
     pub dims: [u64; 3],
+    /// The binning's identity: exchanges of one binning see the same vortons (positions, radii, volumes)
+    /// and keys, so a device may keep what it made of them; no two binnings share one, in any simulation.
+    pub binning: u64,
     /// The vortons' positions (m), core radii (m) and volumes (m³).
     pub position: &'a [DVec3],
     pub radius: &'a [f64],
@@ -75,7 +76,8 @@ pub struct Exchange<'a> {
 
 /// A device that takes the exchange's substeps in place of the CPU's loops (the GPU backend's
 /// `eddies_gpu::vpm::GpuExchange`): the same pair terms, each vorton gathering from its 27 bins in a fixed
-/// order, so the pair terms stay antisymmetric and the total is conserved to rounding.
+/// order (the bins in key order, each bin's vortons in index order, as on the CPU), so the pair terms stay
+/// antisymmetric and the total is conserved to rounding.
 pub trait ExchangeDevice: Send {
     /// `pass.steps` exchanges of `content` (`pass.width` numbers per vorton, `width · i + c`), in place.
     /// `Ok(false)` leaves the pass to the CPU (a device that cannot take it); the error says how the
@@ -96,7 +98,11 @@ impl std::fmt::Debug for SharedExchangeDevice {
 /// Buffers of the PSE stage, reused across steps.
 #[derive(Clone, Debug, Default)]
 pub struct Pse {
-    /// (bin key, vorton) sorted.
+    /// The bins of the last binning, if they are still the vortons'.
+    binned: Option<Binning>,
+    /// Each vorton's bin key.
+    keys: Vec<u64>,
+    /// (bin key, vorton) sorted: the CPU's neighbour lists, made from `keys` when the CPU exchanges.
     bins: Vec<(u64, u32)>,
     strength: Vec<DVec3>,
     next: Vec<DVec3>,
@@ -108,10 +114,25 @@ pub struct Pse {
     pub device_error: Option<String>,
 }
 
+/// The bins of the vortons as [`Pse`] last binned them.
+#[derive(Clone, Copy, Debug)]
+struct Binning {
+    bins: NeighbourBins,
+    /// [`Exchange::binning`].
+    id: u64,
+    /// Whether `Pse::bins` holds the sorted list.
+    sorted: bool,
+}
+
+/// The next [`Exchange::binning`]: one counter for every [`Pse`], so that simulations sharing a device
+/// never pass it the same one for different vortons.
+static NEXT_BINNING: AtomicU64 = AtomicU64::new(0);
+
 impl Pse {
     /// Bytes held.
     pub fn bytes(&self) -> usize {
-        self.bins.capacity() * 16
+        self.keys.capacity() * 8
+            + self.bins.capacity() * 16
             + (self.strength.capacity() + self.next.capacity()) * 24
             + (self.content.capacity() + self.next_content.capacity()) * 8
     }
@@ -126,25 +147,75 @@ impl Pse {
         ((8.0 * nu * dt / (s_min * s_min)).ceil() as usize).max(1)
     }
 
-    /// Sorts the vortons into bins for the neighbour search.
-    fn bin(&mut self, v: &Vortons) -> NeighbourBins {
-        let s_max = v.radius.iter().copied().fold(0.0f64, f64::max);
-        let (lo, hi) = v.position.iter().fold(
-            (DVec3::splat(f64::INFINITY), DVec3::splat(f64::NEG_INFINITY)),
-            |(lo, hi), &p| (lo.min(p), hi.max(p)),
-        );
+    /// Forgets the bins of the last exchange: the vortons have moved or changed, and the next exchange of
+    /// [`diffuse_kept`](Self::diffuse_kept) or [`diffuse_heat_kept`](Self::diffuse_heat_kept) bins them
+    /// anew.
+    pub fn forget_bins(&mut self) {
+        self.binned = None;
+    }
+
+    /// Bins the vortons `v` anew, for the kept exchanges that follow, with the CPU exchange's sorted
+    /// neighbour list when `sorted` (a device needs the keys alone): the stage's host work on its own, for
+    /// timing it.
+    pub fn bin_now(&mut self, v: &Vortons, sorted: bool) {
+        self.forget_bins();
+        self.bin(v);
+        if sorted {
+            self.sort();
+        }
+    }
+
+    /// The bins of the vortons `v`: those kept from the last exchange, or new ones.
+    fn bin(&mut self, v: &Vortons) -> Binning {
+        if let Some(b) = self.binned {
+            if self.keys.len() == v.len() {
+                return b;
+            }
+        }
+        // Extremes are one whatever the order in which the threads meet them.
+        let s_max = v.radius.par_iter().copied().reduce(|| 0.0f64, f64::max);
+        let (lo, hi) = v
+            .position
+            .par_iter()
+            .fold(
+                || (DVec3::splat(f64::INFINITY), DVec3::splat(f64::NEG_INFINITY)),
+                |(lo, hi), &p| (lo.min(p), hi.max(p)),
+            )
+            .reduce(
+                || (DVec3::splat(f64::INFINITY), DVec3::splat(f64::NEG_INFINITY)),
+                |(a, b), (c, d)| (a.min(c), b.max(d)),
+            );
         let size = CUTOFF * s_max;
         let dims = ((hi - lo) / size).floor().as_u64vec3() + U64Vec3::ONE;
         let bins = NeighbourBins { lo, size, dims };
-        self.bins.clear();
-        self.bins.par_extend(
-            (0..v.len())
-                .into_par_iter()
-                .map(|i| (bins.key(bins.cell(v.position[i])), i as u32)),
-        );
-        // (key, vorton) pairs are distinct: the sorted order is one, whatever the threads.
-        self.bins.par_sort_unstable();
-        bins
+        self.keys.clear();
+        self.keys
+            .par_extend(v.position.par_iter().map(|&p| bins.key(bins.cell(p))));
+        let b = Binning {
+            bins,
+            id: NEXT_BINNING.fetch_add(1, Ordering::Relaxed),
+            sorted: false,
+        };
+        self.binned = Some(b);
+        b
+    }
+
+    /// The sorted (bin key, vorton) list of the CPU's exchange, made once per binning.
+    fn sort(&mut self) -> NeighbourBins {
+        let b = self.binned.as_mut().expect("binned before the exchange");
+        if !b.sorted {
+            self.bins.clear();
+            self.bins.par_extend(
+                self.keys
+                    .par_iter()
+                    .enumerate()
+                    .map(|(i, &k)| (k, i as u32)),
+            );
+            // (key, vorton) pairs are distinct: the sorted order is one, whatever the threads.
+            self.bins.par_sort_unstable();
+            b.sorted = true;
+        }
+        b.bins
     }
 
     /// `steps` exchanges of `content` (`width` numbers per vorton) with coefficient `coef` on the device, if
@@ -152,7 +223,7 @@ impl Pse {
     fn on_device(
         &mut self,
         v: &Vortons,
-        bins: NeighbourBins,
+        binning: Binning,
         width: usize,
         coef: f64,
         steps: usize,
@@ -162,10 +233,9 @@ impl Pse {
             return false;
         };
         let pass = Exchange {
-            sorted: &self.bins,
-            lo: bins.lo,
-            bin_size: bins.size,
-            dims: bins.dims.to_array(),
+            keys: &self.keys,
+            dims: binning.bins.dims.to_array(),
+            binning: binning.id,
             position: &v.position,
             radius: &v.radius,
             volume: &v.volume,
@@ -186,10 +256,18 @@ impl Pse {
     /// Diffuses the vortons' vorticity over `dt` seconds with kinematic viscosity `nu` (m²/s): the exchange
     /// of strength α = ω V.
     pub fn diffuse(&mut self, v: &mut Vortons, nu: f64, dt: f64) {
+        self.forget_bins();
+        self.diffuse_kept(v, nu, dt);
+    }
+
+    /// As [`diffuse`](Self::diffuse), with the bins of the last exchange if it was of the same vortons (in
+    /// the same places, with the same radii and volumes) and none was forgotten since
+    /// ([`forget_bins`](Self::forget_bins)): a step's exchanges of heat and vorticity bin once.
+    pub fn diffuse_kept(&mut self, v: &mut Vortons, nu: f64, dt: f64) {
         if v.is_empty() || nu <= 0.0 {
             return;
         }
-        let bins = self.bin(v);
+        let binning = self.bin(v);
         let steps = Self::substeps(v, nu, dt);
         let h = dt / steps as f64;
         if self.device.is_some() {
@@ -198,7 +276,7 @@ impl Pse {
             let mut content = std::mem::take(&mut self.content);
             content.clear();
             content.extend((0..v.len()).flat_map(|i| v.strength(i).to_array()));
-            let taken = self.on_device(v, bins, 3, nu * h, steps, &mut content);
+            let taken = self.on_device(v, binning, 3, nu * h, steps, &mut content);
             if taken && self.device_error.is_none() {
                 for (i, a) in content.chunks_exact(3).enumerate() {
                     v.vorticity[i] = DVec3::from_slice(a) / v.volume[i];
@@ -209,6 +287,7 @@ impl Pse {
                 return;
             }
         }
+        let bins = self.sort();
         let (mut strength, mut next) = (
             std::mem::take(&mut self.strength),
             std::mem::take(&mut self.next),
@@ -227,17 +306,23 @@ impl Pse {
     /// Diffuses the vortons' temperature over `dt` seconds with thermal diffusivity `kappa` (m²/s): the
     /// exchange of heat content T V (the same operator as vorticity; total heat is conserved).
     pub fn diffuse_heat(&mut self, v: &mut Vortons, kappa: f64, dt: f64) {
+        self.forget_bins();
+        self.diffuse_heat_kept(v, kappa, dt);
+    }
+
+    /// As [`diffuse_heat`](Self::diffuse_heat), with the bins kept as in [`diffuse_kept`](Self::diffuse_kept).
+    pub fn diffuse_heat_kept(&mut self, v: &mut Vortons, kappa: f64, dt: f64) {
         if v.is_empty() || kappa <= 0.0 {
             return;
         }
-        let bins = self.bin(v);
+        let binning = self.bin(v);
         let steps = Self::substeps(v, kappa, dt);
         let h = dt / steps as f64;
         if self.device.is_some() {
             let mut content = std::mem::take(&mut self.content);
             content.clear();
             content.extend((0..v.len()).map(|i| v.temperature[i] * v.volume[i]));
-            let taken = self.on_device(v, bins, 1, kappa * h, steps, &mut content);
+            let taken = self.on_device(v, binning, 1, kappa * h, steps, &mut content);
             if taken && self.device_error.is_none() {
                 for (i, q) in content.iter().enumerate() {
                     v.temperature[i] = q / v.volume[i];
@@ -248,6 +333,7 @@ impl Pse {
                 return;
             }
         }
+        let bins = self.sort();
         let (mut content, mut next) = (
             std::mem::take(&mut self.content),
             std::mem::take(&mut self.next_content),

@@ -418,7 +418,7 @@ impl VpmSim {
             s.apply(&mut self.vortons, &mut self.tracers, time, dt);
         }
         self.pse
-            .diffuse_heat(&mut self.vortons, self.params.buoyancy.heat_diffusivity, dt);
+            .diffuse_heat_kept(&mut self.vortons, self.params.buoyancy.heat_diffusivity, dt);
     }
 
     /// Advection of vortons and tracers and stretching of vorticity over `dt` by the configured Runge–Kutta
@@ -761,13 +761,16 @@ impl Simulation for VpmSim {
         if self.buoyancy.apply(&mut self.vortons, &self.params, dt) {
             timer.add("baroclinic", t.elapsed().as_secs_f64() * 1e3);
         }
+        // The exchanges of heat and of vorticity see the same vortons (heat sources change temperatures
+        // only): they share one binning, made by the first of them.
+        self.pse.forget_bins();
         if !self.heat_sources.is_empty() || self.params.buoyancy.heat_diffusivity > 0.0 {
             timer.time("heat", || self.heat(self.time, dt));
         }
         if self.params.viscosity > 0.0 {
             timer.time("diffuse", || {
                 self.pse
-                    .diffuse(&mut self.vortons, self.params.viscosity, dt)
+                    .diffuse_kept(&mut self.vortons, self.params.viscosity, dt)
             });
         }
         if let Some(detail) = self.pse.device_error.take() {

@@ -641,29 +641,42 @@ fn device_solve(
         let (fbc, fxc) = (&fb[c * n..(c + 1) * n], &fx[c * n..(c + 1) * n]);
         layout.pad_from(|i| fxc[i], xc);
         layout.pad_from(|i| fbc[i], bc);
-        let mut sum = 0.0;
-        for i in 0..len {
-            if kinds[i] != CellKind::Unknown {
-                continue;
-            }
-            let mut v = bc[i];
-            for s in layout.strides {
-                for j in [i - s, i + s] {
-                    if kinds[j] == CellKind::Dirichlet {
-                        v += xc[j];
+        // Each chunk's sum of squares, added in chunk order: the same bits for any number of threads.
+        let strides = layout.strides;
+        let sums: Vec<f64> = bc
+            .par_chunks_mut(CHUNK)
+            .enumerate()
+            .map(|(k, chunk)| {
+                let mut sum = 0.0;
+                for (o, b) in chunk.iter_mut().enumerate() {
+                    let i = k * CHUNK + o;
+                    if kinds[i] != CellKind::Unknown {
+                        *b = 0.0;
+                        continue;
                     }
+                    let mut v = *b;
+                    for s in strides {
+                        for j in [i - s, i + s] {
+                            if kinds[j] == CellKind::Dirichlet {
+                                v += xc[j];
+                            }
+                        }
+                    }
+                    *b = v;
+                    sum += v * v;
                 }
-            }
-            bc[i] = v;
-            sum += v * v;
-        }
-        for i in 0..len {
-            if kinds[i] != CellKind::Unknown {
-                bc[i] = 0.0;
-                xc[i] = 0.0;
-            }
-        }
-        references[c] = sum.sqrt();
+                sum
+            })
+            .collect();
+        xc.par_iter_mut()
+            .zip(kinds)
+            .with_min_len(CHUNK)
+            .for_each(|(x, &k)| {
+                if k != CellKind::Unknown {
+                    *x = 0.0;
+                }
+            });
+        references[c] = sums.iter().sum::<f64>().sqrt();
     }
     let reference = references.iter().map(|r| r * r).sum::<f64>().sqrt();
     if !reference.is_finite() {
@@ -694,19 +707,21 @@ fn device_solve(
         iterations = iterations.max(info.iterations);
         squares += (info.residual * references[c]).powi(2);
     }
-    // The interior back into the solver's solution; its boundary values stay.
+    // The interior back into the solver's solution, plane by plane in parallel; its boundary values stay.
     let (_, fx) = mg.fields_mut();
     let [nx, ny, nz] = dims;
     for c in 0..3 {
         let xc = &x[c * len..(c + 1) * len];
         let out = &mut fx[c * n..(c + 1) * n];
-        for k in 1..nz - 1 {
-            for j in 1..ny - 1 {
-                let row = (k * ny + j) * nx;
-                let start = layout.index([1, j, k]);
-                out[row + 1..row + nx - 1].copy_from_slice(&xc[start..start + nx - 2]);
-            }
-        }
+        out.par_chunks_mut(nx * ny)
+            .enumerate()
+            .filter(|(k, _)| (1..nz - 1).contains(k))
+            .for_each(|(k, plane)| {
+                for j in 1..ny - 1 {
+                    let start = layout.index([1, j, k]);
+                    plane[j * nx + 1..(j + 1) * nx - 1].copy_from_slice(&xc[start..start + nx - 2]);
+                }
+            });
     }
     let residual = if reference > 0.0 {
         squares.sqrt() / reference
