@@ -279,20 +279,14 @@ fn splat(sizes: &[(usize, usize)]) -> Result<Vec<BenchRow>, BenchError> {
         })?;
         let on = time(&mut |out| Ok(on_gpu.splat(&grid, &position, &strength, out)?))?;
         let size = format!("{n} vortons on {res}^3");
-        for (metric, device, value) in [
-            ("cpu-splat", super::case::CPU.to_string(), cpu),
-            ("gpu-splat", device.clone(), on),
-        ] {
-            rows.push(BenchRow {
-                bench: "vpm-gpu-splat".into(),
-                size: size.clone(),
-                metric: metric.into(),
-                value,
-                unit: "ms".into(),
-                threads: rayon::current_num_threads(),
-                device,
-            });
-        }
+        rows.extend(timed_rows(
+            "vpm-gpu-splat",
+            &size,
+            [
+                ("cpu-splat", super::case::CPU.to_string(), cpu, "ms"),
+                ("gpu-splat", device.clone(), on, "ms"),
+            ],
+        ));
     }
     Ok(rows)
 }
@@ -368,22 +362,17 @@ fn exchange(sizes: &[usize]) -> Result<Vec<BenchRow>, BenchError> {
             }));
         }
         let size = format!("{} vortons", start.len());
-        for (metric, device, value) in [
-            ("cpu-exchanges", super::case::CPU.to_string(), cpu),
-            ("gpu-exchanges", device.clone(), on),
-            ("host-keys", super::case::CPU.to_string(), keys),
-            ("host-keys-sorted", super::case::CPU.to_string(), sorted),
-        ] {
-            rows.push(BenchRow {
-                bench: "vpm-gpu-exchange".into(),
-                size: size.clone(),
-                metric: metric.into(),
-                value,
-                unit: "ms".into(),
-                threads: rayon::current_num_threads(),
-                device,
-            });
-        }
+        let cpu_name = || super::case::CPU.to_string();
+        rows.extend(timed_rows(
+            "vpm-gpu-exchange",
+            &size,
+            [
+                ("cpu-exchanges", cpu_name(), cpu, "ms"),
+                ("gpu-exchanges", device.clone(), on, "ms"),
+                ("host-keys", cpu_name(), keys, "ms"),
+                ("host-keys-sorted", cpu_name(), sorted, "ms"),
+            ],
+        ));
     }
     Ok(rows)
 }
@@ -469,24 +458,39 @@ fn vector_solve(sizes: &[usize]) -> Result<Vec<BenchRow>, BenchError> {
         }
         let size = format!("{n}^3");
         let [whole, on_device, host, cycles] = samples.map(|mut s| median(&mut s));
-        for (metric, device, value, unit) in [
-            ("vector-solve", device.clone(), whole, "ms"),
-            ("device-share", device.clone(), on_device, "ms"),
-            ("host-share", super::case::CPU.to_string(), host, "ms"),
-            ("iterations", device.clone(), cycles, "iterations"),
-        ] {
-            rows.push(BenchRow {
-                bench: "vpm-gpu-vector-solve".into(),
-                size: size.clone(),
-                metric: metric.into(),
-                value,
-                unit: unit.into(),
-                threads: rayon::current_num_threads(),
-                device,
-            });
-        }
+        rows.extend(timed_rows(
+            "vpm-gpu-vector-solve",
+            &size,
+            [
+                ("vector-solve", device.clone(), whole, "ms"),
+                ("device-share", device.clone(), on_device, "ms"),
+                ("host-share", super::case::CPU.to_string(), host, "ms"),
+                ("iterations", device.clone(), cycles, "iterations"),
+            ],
+        ));
     }
     Ok(rows)
+}
+
+/// The rows of one size of `bench`: each `(metric, device, value, unit)`, measured on this process's
+/// threads.
+fn timed_rows<const N: usize>(
+    bench: &str,
+    size: &str,
+    values: [(&str, String, f64, &str); N],
+) -> Vec<BenchRow> {
+    values
+        .into_iter()
+        .map(|(metric, device, value, unit)| BenchRow {
+            bench: bench.into(),
+            size: size.into(),
+            metric: metric.into(),
+            value,
+            unit: unit.into(),
+            threads: rayon::current_num_threads(),
+            device,
+        })
+        .collect()
 }
 
 /// `n` vortons in a unit cube, strengths of either sign, core radii 1–3 % of the cube.

@@ -63,6 +63,17 @@ pub(crate) struct SortHeader {
     pub pad: [u32; 2],
 }
 
+impl SortHeader {
+    /// The header of `n` items in `bins` bins (each below 2³², which the callers check).
+    pub fn new(n: u64, bins: u64) -> Self {
+        Self {
+            n: n as u32,
+            bins: bins as u32,
+            pad: [0; 2],
+        }
+    }
+}
+
 /// `Level` of `scan.wgsl`.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
@@ -120,13 +131,8 @@ impl CountingSort {
         n: u64,
         bins: u64,
     ) -> Result<Vec<Launch>, GpuError> {
-        let pipeline = gpu.pipeline("sort count", &prelude(""), COUNT)?;
-        let count = gpu.launch_args(
-            "sort count",
-            pipeline,
-            &[b.header, b.keys, b.rank, b.scan],
-            fold_groups(n.div_ceil(WG), per_axis),
-        )?;
+        let args: [&dyn Bindable; 4] = [b.header, b.keys, b.rank, b.scan];
+        let count = launch(gpu, per_axis, ("count", COUNT, ""), &args, n.div_ceil(WG))?;
         let mut launches = vec![count];
         launches.extend(self.launches(gpu, per_axis, b, n, bins)?);
         Ok(launches)
@@ -159,9 +165,7 @@ impl CountingSort {
             );
         }
         let launch = |name: &str, source: &str, consts: &str, args: &[&dyn Bindable], groups| {
-            let key = format!("sort {name} {consts}");
-            let pipeline = gpu.pipeline(&key, &prelude(consts), source)?;
-            gpu.launch_args(name, pipeline, args, fold_groups(groups, per_axis))
+            launch(gpu, per_axis, (name, source, consts), args, groups)
         };
         let mut launches = Vec::new();
         for (level, uniform) in levels[..levels.len() - 1].iter().zip(&self.levels) {
@@ -205,6 +209,20 @@ impl CountingSort {
         place(&mut launches)?;
         Ok(launches)
     }
+}
+
+/// A launch of the sort's kernel `(name, source, consts)` over `groups` workgroups, folded into two
+/// dimensions beyond `per_axis`.
+fn launch(
+    gpu: &Gpu,
+    per_axis: u32,
+    (name, source, consts): (&str, &str, &str),
+    args: &[&dyn Bindable],
+    groups: u64,
+) -> Result<Launch, GpuError> {
+    let key = format!("sort {name} {consts}");
+    let pipeline = gpu.pipeline(&key, &prelude(consts), source)?;
+    gpu.launch_args(name, pipeline, args, fold_groups(groups, per_axis))
 }
 
 #[cfg(test)]

@@ -99,6 +99,25 @@ pub struct DirectSum {
     gradient: Option<wgpu::Buffer>,
 }
 
+/// Bytes of device memory of `buffers` and `params`.
+fn held(buffers: &[Option<wgpu::Buffer>], params: &wgpu::Buffer) -> u64 {
+    buffers
+        .iter()
+        .flatten()
+        .map(wgpu::Buffer::size)
+        .sum::<u64>()
+        + params.size()
+}
+
+/// Points or bins per axis as a uniform's `vec4<u32>`, 1 beyond the three.
+fn dims4(dims: impl IntoIterator<Item = u64>) -> [u32; 4] {
+    let mut out = [1u32; 4];
+    for (d, g) in out.iter_mut().zip(dims) {
+        *d = g as u32;
+    }
+    out
+}
+
 /// `buffer` if it holds `bytes`, else a new one of that size.
 fn sized(gpu: &Gpu, slot: &mut Option<wgpu::Buffer>, label: &str, bytes: u64) -> wgpu::Buffer {
     let bytes = bytes.max(16);

@@ -13,7 +13,7 @@ use bytemuck::{Pod, Zeroable};
 use eddies::vpm::diffusion::{Exchange, ExchangeDevice, SharedExchangeDevice};
 use rayon::prelude::*;
 
-use super::sized_all;
+use super::{dims4, held, sized_all};
 use crate::device::{copy_bytes, fold_groups, Bindable, Gpu, GpuError, Launch};
 use crate::sort::{CountingSort, SortBuffers, SortHeader};
 
@@ -94,12 +94,7 @@ impl GpuExchange {
 
     /// Device memory held (bytes).
     pub fn bytes(&self) -> u64 {
-        self.buffers
-            .iter()
-            .flatten()
-            .map(wgpu::Buffer::size)
-            .sum::<u64>()
-            + self.params.size()
+        held(&self.buffers, &self.params)
     }
 
     /// The exchange's substeps on the device, or `Ok(false)` where it cannot take them: no double precision,
@@ -155,19 +150,11 @@ impl GpuExchange {
         self.binned = None;
         let mut launches: Vec<Launch> = Vec::new();
         if fresh {
-            let mut dims = [1u32; 4];
-            for (d, &g) in dims.iter_mut().zip(&pass.dims) {
-                *d = g as u32;
-            }
             gpu.write(
                 &self.params,
                 &[PseUniform {
-                    sort: SortHeader {
-                        n: n as u32,
-                        bins: bins as u32,
-                        pad: [0; 2],
-                    },
-                    dims,
+                    sort: SortHeader::new(n64, bins),
+                    dims: dims4(pass.dims),
                 }],
             );
             self.keys.clear();

@@ -17,7 +17,7 @@ use eddies::vpm::poisson::{SharedSplatDevice, SplatDevice};
 use glam::DVec3;
 use rayon::prelude::*;
 
-use super::sized_all;
+use super::{dims4, held, sized_all};
 use crate::device::{copy_bytes, fold_groups, Bindable, Gpu, GpuError};
 use crate::sort::{self, CountingSort, SortBuffers, SortHeader, WG};
 
@@ -86,12 +86,7 @@ impl GpuSplat {
 
     /// Device memory held (bytes).
     pub fn bytes(&self) -> u64 {
-        self.buffers
-            .iter()
-            .flatten()
-            .map(wgpu::Buffer::size)
-            .sum::<u64>()
-            + self.params.size()
+        held(&self.buffers, &self.params)
     }
 
     /// Vorticity (1/s) at the points of `grid` into `out` (x fastest): each `strength[i]` (m³/s) at
@@ -150,19 +145,11 @@ impl GpuSplat {
             &LABELS,
             &sizes,
         )?;
-        let mut dims = [1u32; 4];
-        for (d, &g) in dims.iter_mut().zip(&grid.dims) {
-            *d = g as u32;
-        }
         gpu.write(
             &self.params,
             &[SplatUniform {
-                sort: SortHeader {
-                    n: n as u32,
-                    bins: points as u32,
-                    pad: [0; 2],
-                },
-                dims,
+                sort: SortHeader::new(n, points),
+                dims: dims4(grid.dims.map(|d| d as u64)),
                 inv_volume: (1.0 / grid.spacing.powi(3)) as f32,
                 ..Default::default()
             }],
