@@ -545,15 +545,21 @@ fn describe(
             match scene.method {
                 Method::Reint => setup::format_bytes(sim.memory_bytes() as f64),
                 Method::Flip => "particle passes and pressure solves".into(),
-                Method::Vpm
-                    if scene.vpm.params.velocity == eddies::vpm::VelocityMethod::Poisson =>
-                {
-                    match scene.vpm.params.poisson.splat {
-                        eddies::vpm::Splat::Cic => "splat and vector Poisson solve".into(),
-                        eddies::vpm::Splat::Gaussian => "vector Poisson solve".into(),
-                    }
+                Method::Vpm => {
+                    use eddies::vpm::{Splat, VelocityMethod};
+                    let p = &scene.vpm.params;
+                    let velocity = match (p.velocity, p.poisson.splat) {
+                        (VelocityMethod::Poisson, Splat::Cic) => {
+                            "splat, vector Poisson solve, curl and sampling"
+                        }
+                        (VelocityMethod::Poisson, Splat::Gaussian) => {
+                            "vector Poisson solve, curl and sampling"
+                        }
+                        (VelocityMethod::DirectGrid, _) => "direct sums and sampling",
+                        _ => "direct sums",
+                    };
+                    format!("{velocity}; exchanges")
                 }
-                Method::Vpm => "direct sums".into(),
             }
         ),
         _ => String::new(),

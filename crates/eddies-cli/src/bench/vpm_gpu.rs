@@ -97,6 +97,30 @@ pub fn cases() -> Vec<BenchCase> {
             name: "vpm-gpu-vector-solve",
             run: |q| vector_solve(if q { &[64] } else { &[64, 128] }),
         },
+        // The Poisson technique's curl and the sampling at the vortons, with the gradient, on the CPU and on
+        // the GPU: 10⁵ vortons on 64³ and 10⁶ on 128³ (quick: the first)
+        BenchCase {
+            name: "vpm-gpu-sampling",
+            run: |q| {
+                sampling(if q {
+                    &[(100_000, 64)]
+                } else {
+                    &[(100_000, 64), (1_000_000, 128)]
+                })
+            },
+        },
+        // The baroclinic stage, on the CPU and with its grid work on the GPU: 10⁵ vortons on 64³ and 10⁶ on
+        // 128³ (quick: the first)
+        BenchCase {
+            name: "vpm-gpu-baroclinic",
+            run: |q| {
+                baroclinic(if q {
+                    &[(100_000, 64)]
+                } else {
+                    &[(100_000, 64), (1_000_000, 128)]
+                })
+            },
+        },
         // hot-plume with 10⁶ vortons on a 128³ grid, its Poisson technique's vector solve on the GPU
         BenchCase {
             name: "vpm-gpu-poisson-million",
@@ -207,16 +231,12 @@ fn max_vortons_at_30(limit: usize) -> Result<Vec<BenchRow>, BenchError> {
             vortons: n,
             ..Default::default()
         });
-        let mut samples = Vec::new();
-        for k in 0..4 {
+        let ms = warm_median(|| {
             let dt = eddies::Simulation::max_dt(&sim, 1.0);
             let t = Instant::now();
             eddies::Simulation::step(&mut sim, dt)?;
-            if k > 0 {
-                samples.push(t.elapsed().as_secs_f64() * 1e3);
-            }
-        }
-        let ms = median(&mut samples);
+            Ok(ms_since(t))
+        })?;
         rows.push(BenchRow {
             bench: "vpm-gpu-max-vortons-30".into(),
             size: format!("{n} vortons"),
@@ -262,22 +282,16 @@ fn splat(sizes: &[(usize, usize)]) -> Result<Vec<BenchRow>, BenchError> {
         let grid = FittedGrid::fit(position.iter(), [res; 3], 0.05);
         let inv = 1.0 / grid.spacing.powi(3);
         let mut out = Vec::new();
-        let mut time = |f: &mut dyn FnMut(&mut Vec<DVec3>) -> Result<(), BenchError>| {
-            let mut samples = Vec::new();
-            for k in 0..4 {
-                let t = Instant::now();
-                f(&mut out)?;
-                if k > 0 {
-                    samples.push(t.elapsed().as_secs_f64() * 1e3);
-                }
-            }
-            Ok::<f64, BenchError>(median(&mut samples))
-        };
-        let cpu = time(&mut |out| {
-            grid.splat(&position, |i| strength[i] * inv, out);
-            Ok(())
+        let cpu = warm_median(|| {
+            let t = Instant::now();
+            grid.splat(&position, |i| strength[i] * inv, &mut out);
+            Ok(ms_since(t))
         })?;
-        let on = time(&mut |out| Ok(on_gpu.splat(&grid, &position, &strength, out)?))?;
+        let on = warm_median(|| {
+            let t = Instant::now();
+            on_gpu.splat(&grid, &position, &strength, &mut out)?;
+            Ok(ms_since(t))
+        })?;
         let size = format!("{n} vortons on {res}^3");
         rows.extend(timed_rows(
             "vpm-gpu-splat",
@@ -325,42 +339,30 @@ fn exchange(sizes: &[usize]) -> Result<Vec<BenchRow>, BenchError> {
         // One substep: 8 ν dt / σ² = 1.
         let (dt, nu) = (0.01, h * h / 8.0 / 0.01);
         let time = |pse: &mut Pse| {
-            let mut samples = Vec::new();
-            for k in 0..4 {
+            warm_median(|| {
                 let mut v = start.clone();
                 let t = Instant::now();
                 pse.forget_bins();
                 pse.diffuse_heat_kept(&mut v, nu, dt);
                 pse.diffuse_kept(&mut v, nu, dt);
-                if k > 0 {
-                    samples.push(t.elapsed().as_secs_f64() * 1e3);
-                }
-            }
-            median(&mut samples)
+                let ms = ms_since(t);
+                device_failed(pse.device_error.take())?;
+                Ok(ms)
+            })
         };
-        let cpu = time(&mut Pse::default());
+        let cpu = time(&mut Pse::default())?;
         let host = |sorted: bool| {
             let mut pse = Pse::default();
-            let mut samples = Vec::new();
-            for k in 0..4 {
+            warm_median(|| {
                 let t = Instant::now();
                 pse.bin_now(&start, sorted);
-                if k > 0 {
-                    samples.push(t.elapsed().as_secs_f64() * 1e3);
-                }
-            }
-            median(&mut samples)
+                Ok(ms_since(t))
+            })
         };
-        let (keys, sorted) = (host(false), host(true));
+        let (keys, sorted) = (host(false)?, host(true)?);
         let mut on_gpu = Pse::default();
         on_gpu.device = Some(eddies_gpu::vpm::GpuExchange::shared(gpu.clone()));
-        let on = time(&mut on_gpu);
-        if let Some(e) = on_gpu.device_error {
-            return Err(BenchError::Sim(eddies::sim::SimError::Device {
-                step: 0,
-                detail: e,
-            }));
-        }
+        let on = time(&mut on_gpu)?;
         let size = format!("{} vortons", start.len());
         let cpu_name = || super::case::CPU.to_string();
         rows.extend(timed_rows(
@@ -430,12 +432,7 @@ fn vector_solve(sizes: &[usize]) -> Result<Vec<BenchRow>, BenchError> {
                     stage: Some(0),
                 },
             );
-            if let Some(detail) = solver.device_error.take() {
-                return Err(BenchError::Sim(eddies::sim::SimError::Device {
-                    step: 0,
-                    detail,
-                }));
-            }
+            device_failed(solver.device_error.take())?;
             if let Some(e) = solver.error.take() {
                 return Err(BenchError::Solve(e));
             }
@@ -470,6 +467,159 @@ fn vector_solve(sizes: &[usize]) -> Result<Vec<BenchRow>, BenchError> {
         ));
     }
     Ok(rows)
+}
+
+/// The Poisson technique's last stage for `n` vortons (a unit cube, as [`splat`]'s) on the grid of `res`
+/// points a side fitted to them, with the velocity gradient at every vorton: the curl, the gradient's
+/// differences and the trilinear sampling on the CPU, against `GpuSampling` (the stencils on the host, the
+/// potential's and their upload, both kernels, the read-back). Each is what a velocity evaluation takes
+/// beyond its splat, boundary values and vector solve (zero boundary values here, the CPU's box multigrid);
+/// median of three after one.
+fn sampling(sizes: &[(usize, usize)]) -> Result<Vec<BenchRow>, BenchError> {
+    use eddies::vpm::velocity::{Query, VelocitySolver};
+    use eddies::vpm::{PoissonParams, PotentialBoundary, VelocityMethod, VpmParams};
+    let gpu = setup::gpu()?;
+    let device = gpu.adapter().name.clone();
+    let on_gpu = eddies_gpu::vpm::GpuSampling::shared(gpu.clone());
+    let mut rows = Vec::new();
+    for &(n, res) in sizes {
+        let mut rng = SplitMix64::new(3);
+        let mut v =
+            |lo: f64, hi: f64| DVec3::new(rng.range(lo, hi), rng.range(lo, hi), rng.range(lo, hi));
+        let position: Vec<DVec3> = (0..n).map(|_| v(0.0, 1.0)).collect();
+        let strength: Vec<DVec3> = (0..n).map(|_| v(-1e-4, 1e-4)).collect();
+        let radius = vec![0.02; n];
+        let params = VpmParams {
+            velocity: VelocityMethod::Poisson,
+            grid_resolution: [res; 3],
+            poisson: PoissonParams {
+                boundary: PotentialBoundary::Zero,
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let query = Query {
+            position: &position,
+            strength: &strength,
+            radius: &radius,
+            tracers: &[],
+            gradient: true,
+            stage: None,
+        };
+        let time = |solver: &mut VelocitySolver| {
+            warm_median(|| {
+                solver.poisson.take_timings();
+                let t = Instant::now();
+                solver.solve(&params, &query);
+                let whole = ms_since(t);
+                device_failed(solver.device_error.take())?;
+                if let Some(e) = solver.error.take() {
+                    return Err(BenchError::Solve(e));
+                }
+                let p = solver.poisson.take_timings();
+                Ok(whole - (p.splat + p.boundary + p.poisson))
+            })
+        };
+        let cpu = time(&mut VelocitySolver::default())?;
+        let mut solver = VelocitySolver::default();
+        solver.grid_device = Some(on_gpu.clone());
+        let on = time(&mut solver)?;
+        let size = format!("{n} vortons on {res}^3");
+        rows.extend(timed_rows(
+            "vpm-gpu-sampling",
+            &size,
+            [
+                (
+                    "cpu-curl-and-sampling",
+                    super::case::CPU.to_string(),
+                    cpu,
+                    "ms",
+                ),
+                ("gpu-curl-and-sampling", device.clone(), on, "ms"),
+            ],
+        ));
+    }
+    Ok(rows)
+}
+
+/// The baroclinic stage (`Buoyancy::apply`) for `n` vortons in a unit cube with temperatures of either sign
+/// under gravity, on the grid of `res` points a side fitted to them: on the CPU, and with its grid work on
+/// the GPU (`GpuBaroclinic`: the stencils on the host, the splat, the gradient at the vortons and its
+/// read-back); median of three after one.
+fn baroclinic(sizes: &[(usize, usize)]) -> Result<Vec<BenchRow>, BenchError> {
+    use eddies::vpm::buoyancy::Buoyancy;
+    use eddies::vpm::{Vortons, VpmParams};
+    let gpu = setup::gpu()?;
+    let device = gpu.adapter().name.clone();
+    let on_gpu = eddies_gpu::vpm::GpuBaroclinic::shared(gpu.clone());
+    let mut rows = Vec::new();
+    for &(n, res) in sizes {
+        let mut rng = SplitMix64::new(3);
+        let mut v = Vortons::default();
+        for _ in 0..n {
+            let p = DVec3::new(
+                rng.range(0.0, 1.0),
+                rng.range(0.0, 1.0),
+                rng.range(0.0, 1.0),
+            );
+            v.push(p, DVec3::ZERO, 0.02, 1e-6);
+        }
+        for t in &mut v.temperature {
+            *t = rng.range(-10.0, 10.0);
+        }
+        // Gravity and thermal expansion as the defaults: −9.81 m/s² along y, 1/300 per kelvin.
+        let params = VpmParams {
+            grid_resolution: [res; 3],
+            ..Default::default()
+        };
+        let time = |stage: &mut Buoyancy| {
+            warm_median(|| {
+                let mut after = v.clone();
+                let t = Instant::now();
+                stage.apply(&mut after, &params, 0.01);
+                let ms = ms_since(t);
+                device_failed(stage.device_error.take())?;
+                Ok(ms)
+            })
+        };
+        let cpu = time(&mut Buoyancy::default())?;
+        let mut stage = Buoyancy::default();
+        stage.device = Some(on_gpu.clone());
+        let on = time(&mut stage)?;
+        let size = format!("{n} vortons on {res}^3");
+        rows.extend(timed_rows(
+            "vpm-gpu-baroclinic",
+            &size,
+            [
+                ("cpu-baroclinic", super::case::CPU.to_string(), cpu, "ms"),
+                ("gpu-baroclinic", device.clone(), on, "ms"),
+            ],
+        ));
+    }
+    Ok(rows)
+}
+
+/// The median of three samples taken after one that warms up (pipelines, buffers, caches).
+fn warm_median(mut sample: impl FnMut() -> Result<f64, BenchError>) -> Result<f64, BenchError> {
+    sample()?;
+    let mut samples = (0..3).map(|_| sample()).collect::<Result<Vec<_>, _>>()?;
+    Ok(median(&mut samples))
+}
+
+/// Milliseconds since `t`.
+fn ms_since(t: Instant) -> f64 {
+    t.elapsed().as_secs_f64() * 1e3
+}
+
+/// A device's failure, where one was kept, as the error a simulation's step gives.
+fn device_failed(detail: Option<String>) -> Result<(), BenchError> {
+    match detail {
+        Some(detail) => Err(BenchError::Sim(eddies::sim::SimError::Device {
+            step: 0,
+            detail,
+        })),
+        None => Ok(()),
+    }
 }
 
 /// The rows of one size of `bench`: each `(metric, device, value, unit)`, measured on this process's

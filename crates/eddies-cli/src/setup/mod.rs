@@ -134,6 +134,10 @@ pub fn build(scene: &Scene) -> Result<Built, SetupError> {
                 let gpu = self::gpu()?;
                 sim.set_direct_device(eddies_gpu::vpm::GpuDirect::shared(gpu.clone()));
                 sim.set_exchange_device(eddies_gpu::vpm::GpuExchange::shared(gpu.clone()));
+                sim.set_baroclinic_device(eddies_gpu::vpm::GpuBaroclinic::shared(gpu.clone()));
+                if scene.vpm.params.velocity.on_grid() {
+                    sim.set_grid_device(eddies_gpu::vpm::GpuSampling::shared(gpu.clone()));
+                }
                 if scene.vpm.params.velocity == eddies::vpm::VelocityMethod::Poisson {
                     sim.set_splat_device(eddies_gpu::vpm::GpuSplat::shared(gpu.clone()));
                     sim.set_poisson_device(eddies::vpm::poisson::SharedPoissonDevice(Arc::new(

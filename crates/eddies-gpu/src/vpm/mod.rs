@@ -8,13 +8,19 @@
 //! not bit for bit.
 //!
 //! [`GpuSplat`] shares the vortons' vorticity out to the Poisson technique's grid by cloud-in-cell, a gather
-//! over the device's counting sort; [`GpuExchange`] takes the particle strength exchange's substeps.
+//! over the device's counting sort; [`GpuSampling`] takes the curl of its vector potential and samples the
+//! grid's velocity at the vortons and tracers; [`GpuBaroclinic`] takes the baroclinic stage's density splat
+//! and gradient; [`GpuExchange`] takes the particle strength exchange's substeps.
 
 use std::sync::{Arc, Mutex};
 
+mod baroclinic;
 mod pse;
+mod sampling;
 mod splat;
+pub use baroclinic::GpuBaroclinic;
 pub use pse::{max_exchange_bins, GpuExchange};
+pub use sampling::GpuSampling;
 pub use splat::GpuSplat;
 
 use eddies::vpm::biot_savart::{DirectDevice, Sources, FOUR_PI_INV};

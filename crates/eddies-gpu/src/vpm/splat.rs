@@ -103,6 +103,38 @@ impl GpuSplat {
         out: &mut Vec<DVec3>,
     ) -> Result<(), GpuError> {
         assert_eq!(position.len(), strength.len(), "a strength per vorton");
+        let Some(kept) = self.splat_kept(grid, position, |i| strength[i])? else {
+            out.clear();
+            out.resize(grid.len(), DVec3::ZERO);
+            return Ok(());
+        };
+        let points = grid.len() as u64;
+        let values = &mut self.values;
+        values.resize(3 * points as usize, 0.0);
+        self.gpu
+            .read_into(&[(&kept.grid, 0, 12 * points)], |_, bytes| {
+                copy_bytes(bytemuck::cast_slice_mut(values), bytes)
+            })?;
+        out.clear();
+        out.par_extend(
+            values
+                .par_chunks_exact(3)
+                .map(|w| DVec3::new(w[0] as f64, w[1] as f64, w[2] as f64)),
+        );
+        Ok(())
+    }
+
+    /// The splat of [`splat`](Self::splat), `strength(i)` the strength of vorton `i`, submitted and kept on
+    /// the device for the kernels that follow; `None` without vortons.
+    ///
+    /// # Errors
+    /// As [`splat`](Self::splat).
+    pub(crate) fn splat_kept(
+        &mut self,
+        grid: &FittedGrid,
+        position: &[DVec3],
+        strength: impl Fn(usize) -> DVec3 + Sync,
+    ) -> Result<Option<Kept>, GpuError> {
         let n = position.len() as u64;
         let points = grid.len() as u64;
         if points + 1 >= u32::MAX as u64 || n >= u32::MAX as u64 {
@@ -111,19 +143,19 @@ impl GpuSplat {
             )));
         }
         if n == 0 {
-            out.clear();
-            out.resize(grid.len(), DVec3::ZERO);
-            return Ok(());
+            return Ok(None);
         }
         let [nx, ny, _] = grid.dims;
         self.packed.resize(2 * position.len(), [0.0; 4]);
         self.packed
             .par_chunks_mut(2)
-            .zip(position.par_iter().zip(strength))
+            .zip(position)
+            .enumerate()
             .with_min_len(1024)
-            .for_each(|(v, (&p, a))| {
+            .for_each(|(i, (v, &p))| {
                 let (c, f) = grid.cic(p);
                 let key = (c[0] + nx * (c[1] + ny * c[2])) as u32;
+                let a = strength(i);
                 v[0] = [f[0] as f32, f[1] as f32, f[2] as f32, f32::from_bits(key)];
                 v[1] = [a.x as f32, a.y as f32, a.z as f32, 0.0];
             });
@@ -186,19 +218,20 @@ impl GpuSplat {
             encoder.clear_buffer(&b[4], 0, Some((points + 1) * 4));
         };
         gpu.submit_launches("vpm splat", clear, &launches);
-        let values = &mut self.values;
-        values.resize(3 * points as usize, 0.0);
-        gpu.read_into(&[(&b[5], 0, 12 * points)], |_, bytes| {
-            copy_bytes(bytemuck::cast_slice_mut(values), bytes)
-        })?;
-        out.clear();
-        out.par_extend(
-            values
-                .par_chunks_exact(3)
-                .map(|w| DVec3::new(w[0] as f64, w[1] as f64, w[2] as f64)),
-        );
-        Ok(())
+        Ok(Some(Kept {
+            vortons: b[0].clone(),
+            grid: b[5].clone(),
+        }))
     }
+}
+
+/// What [`GpuSplat::splat_kept`] leaves on the device.
+pub(crate) struct Kept {
+    /// Two `vec4<f32>` per vorton: its stencil's fractions and, in `w`, the bits of its lowest grid point's
+    /// index; its strength.
+    pub vortons: wgpu::Buffer,
+    /// The splatted values, three f32 per grid point, x fastest.
+    pub grid: wgpu::Buffer,
 }
 
 impl SplatDevice for GpuSplat {

@@ -18,12 +18,43 @@
 //!
 //! The stage is skipped when gravity has no component across the vortons' extent (a flat layer normal to g
 //! has no horizontal density gradient to turn).
+//!
+//! Stages 2 to 4 may run on a device ([`DensityGradientDevice`], the GPU backend's
+//! `eddies_gpu::vpm::GpuBaroclinic`): the CPU gives it the masses and takes back ∇ρ at the vortons.
+
+use std::sync::{Arc, Mutex};
 
 use super::mollify::FittedGrid;
 use super::params::VpmParams;
 use super::state::Vortons;
 use crate::par;
 use glam::DVec3;
+
+/// A device that takes the baroclinic stage's grid work in place of the CPU (the GPU backend).
+pub trait DensityGradientDevice: Send {
+    /// The density gradient (kg/m⁴) at each of the points `position` into `out`: the masses `mass[i]` (kg)
+    /// at `position[i]` splatted onto `grid` by cloud-in-cell and divided by the cell volume, the gradient
+    /// taken by central differences (one-sided at the faces) and sampled trilinearly, as
+    /// [`Buoyancy::apply`] does. `Ok(false)` leaves the stage to the CPU (a device that cannot take it); the
+    /// error says how the device failed.
+    fn density_gradient(
+        &mut self,
+        grid: &FittedGrid,
+        position: &[DVec3],
+        mass: &[f64],
+        out: &mut [DVec3],
+    ) -> Result<bool, String>;
+}
+
+/// A [`DensityGradientDevice`] shared by the simulation's copies.
+#[derive(Clone)]
+pub struct SharedDensityGradientDevice(pub Arc<Mutex<dyn DensityGradientDevice>>);
+
+impl std::fmt::Debug for SharedDensityGradientDevice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SharedDensityGradientDevice")
+    }
+}
 
 /// Vortons per parallel chunk.
 const CHUNK: usize = 1024;
@@ -37,7 +68,15 @@ pub struct Buoyancy {
     pub density: Vec<f64>,
     /// Its gradient (kg/m⁴).
     pub gradient: Vec<[f64; 3]>,
+    /// Where stages 2 to 4 run: a device (the GPU), or the CPU without one. After a stage on the device,
+    /// [`density`](Self::density) and [`gradient`](Self::gradient) are empty.
+    pub device: Option<SharedDensityGradientDevice>,
+    /// How the device failed at the last stage, if it did (the stage then changed nothing).
+    pub device_error: Option<String>,
     deviation: Vec<f64>,
+    /// The masses and the gradient at the vortons, for the device.
+    mass: Vec<f64>,
+    at_vortons: Vec<DVec3>,
 }
 
 impl Default for Buoyancy {
@@ -50,7 +89,11 @@ impl Default for Buoyancy {
             },
             density: Vec::new(),
             gradient: Vec::new(),
+            device: None,
+            device_error: None,
             deviation: Vec::new(),
+            mass: Vec::new(),
+            at_vortons: Vec::new(),
         }
     }
 }
@@ -58,7 +101,8 @@ impl Default for Buoyancy {
 impl Buoyancy {
     /// Bytes held.
     pub fn bytes(&self) -> usize {
-        (self.density.capacity() + self.deviation.capacity()) * 8 + self.gradient.capacity() * 24
+        (self.density.capacity() + self.deviation.capacity() + self.mass.capacity()) * 8
+            + (self.gradient.capacity() + self.at_vortons.capacity()) * 24
     }
 
     /// Density deviation of each vorton (kg/m³): its own plus the Boussinesq expansion of its temperature.
@@ -73,17 +117,43 @@ impl Buoyancy {
     /// `params`), into [`density`](Self::density) (kg/m³). The grid's mass `Σ ρ h³` equals the vortons'
     /// `Σ ρ'ᵢ Vᵢ` up to rounding.
     pub fn splat_density(&mut self, v: &Vortons, params: &VpmParams) {
+        self.deviations_and_grid(v, params);
+        let h = self.grid.spacing;
+        let inv = 1.0 / (h * h * h);
+        let (dev, vol) = (&self.deviation, &v.volume);
+        self.grid
+            .splat(&v.position, |i| dev[i] * vol[i] * inv, &mut self.density);
+    }
+
+    /// The vortons' density deviations, and the grid fitted to them.
+    fn deviations_and_grid(&mut self, v: &Vortons, params: &VpmParams) {
         self.deviations(v, params);
         self.grid = FittedGrid::fit(
             v.position.iter(),
             params.grid_resolution,
             params.grid_margin,
         );
-        let h = self.grid.spacing;
-        let inv = 1.0 / (h * h * h);
-        let (dev, vol) = (&self.deviation, &v.volume);
-        self.grid
-            .splat(&v.position, |i| dev[i] * vol[i] * inv, &mut self.density);
+    }
+
+    /// Stages 1 to 4 on the device into `at_vortons`: whether it took them (a failure is kept in
+    /// `device_error`, and taken as done: the stage changes nothing).
+    fn gradient_on_device(&mut self, v: &Vortons, params: &VpmParams) -> bool {
+        let Some(device) = self.device.clone() else {
+            return false;
+        };
+        self.deviations_and_grid(v, params);
+        self.mass.clear();
+        self.mass
+            .extend(self.deviation.iter().zip(&v.volume).map(|(d, vol)| d * vol));
+        self.at_vortons.resize(v.len(), DVec3::ZERO);
+        let mut device = device.0.lock().unwrap_or_else(|p| p.into_inner());
+        match device.density_gradient(&self.grid, &v.position, &self.mass, &mut self.at_vortons) {
+            Ok(taken) => taken,
+            Err(e) => {
+                self.device_error = Some(e);
+                true
+            }
+        }
     }
 
     /// Total deviation mass on the grid (kg).
@@ -118,10 +188,27 @@ impl Buoyancy {
         if spread <= 1e-9 * (hi - lo).max_element() {
             return false;
         }
+        let scale = dt / params.ambient_density;
+        if self.gradient_on_device(v, params) {
+            if self.device_error.is_some() {
+                return false;
+            }
+            self.density.clear();
+            self.gradient.clear();
+            let grad = &self.at_vortons;
+            let w = par::SharedSlice::new(&mut v.vorticity);
+            par::for_each_chunk(grad.len(), CHUNK, |range| {
+                // SAFETY: chunks are disjoint.
+                let w = unsafe { w.slice_mut(range.clone()) };
+                for (w, i) in w.iter_mut().zip(range) {
+                    *w += grad[i].cross(g) * scale;
+                }
+            });
+            return true;
+        }
         self.splat_density(v, params);
         self.density_gradient();
         let grid = self.grid.grid_of(std::mem::take(&mut self.gradient));
-        let scale = dt / params.ambient_density;
         let positions = &v.position;
         let w = par::SharedSlice::new(&mut v.vorticity);
         par::for_each_chunk(positions.len(), CHUNK, |range| {

@@ -34,6 +34,7 @@ mod octree;
 mod params;
 pub mod poisson;
 mod resume;
+pub mod sampling;
 mod state;
 pub mod tree;
 pub mod velocity;
@@ -162,8 +163,9 @@ impl VpmSim {
 
     /// Hands the vector Poisson solve of the Poisson technique (`velocity = "poisson"`) to `device` (the GPU
     /// backend): each component by MGPCG on the box ([`poisson::SharedPoissonDevice`]) instead of the CPU's
-    /// box multigrid; the splat, the boundary integral and the curl stay here. A device failure ends the step
-    /// with [`SimError::Device`].
+    /// box multigrid; the boundary integral stays here, the splat and the curl go where
+    /// [`set_splat_device`](Self::set_splat_device) and [`set_grid_device`](Self::set_grid_device) send
+    /// them. A device failure ends the step with [`SimError::Device`].
     pub fn set_poisson_device(&mut self, device: poisson::SharedPoissonDevice) {
         self.solver.poisson.device = Some(device);
     }
@@ -173,6 +175,20 @@ impl VpmSim {
     /// with [`SimError::Device`].
     pub fn set_splat_device(&mut self, device: poisson::SharedSplatDevice) {
         self.solver.poisson.splat_device = Some(device);
+    }
+
+    /// Hands the grid techniques' last stage (`poisson`, `direct-grid`, `tree-grid`) to `device` (the GPU
+    /// backend): the velocity at the grid points (the Poisson technique's curl) sampled at the vortons with
+    /// its gradient and at the tracers ([`sampling::GridDevice`]); a device failure ends the step with
+    /// [`SimError::Device`].
+    pub fn set_grid_device(&mut self, device: sampling::SharedGridDevice) {
+        self.solver.grid_device = Some(device);
+    }
+
+    /// Hands the baroclinic stage's grid work (the density splat, its gradient, the gradient sampled at the
+    /// vortons) to `device` (the GPU backend); a device failure ends the step with [`SimError::Device`].
+    pub fn set_baroclinic_device(&mut self, device: buoyancy::SharedDensityGradientDevice) {
+        self.buoyancy.device = Some(device);
     }
 
     /// Hands the particle strength exchanges of diffusion and heat to `device` (the GPU backend); a device
@@ -760,6 +776,12 @@ impl Simulation for VpmSim {
         let t = Instant::now();
         if self.buoyancy.apply(&mut self.vortons, &self.params, dt) {
             timer.add("baroclinic", t.elapsed().as_secs_f64() * 1e3);
+        }
+        if let Some(detail) = self.buoyancy.device_error.take() {
+            return Err(SimError::Device {
+                step: self.steps + 1,
+                detail,
+            });
         }
         // The exchanges of heat and of vorticity see the same vortons (heat sources change temperatures
         // only): they share one binning, made by the first of them.

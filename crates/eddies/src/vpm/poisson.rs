@@ -17,7 +17,8 @@
 //! 3. **poisson**: the interior from the box multigrid of [`crate::linsolve`] ([`BoxMultigrid`]), the three
 //!    components in the same passes, the boundary layer as Dirichlet values that the up-sampling never
 //!    overwrites (part 20's `INTERIOR_ONLY`);
-//! 4. **curl**: `u = ∇ × A` by central differences (one-sided at the faces).
+//! 4. **curl**: `u = ∇ × A` by central differences (one-sided at the faces); on a device together with the
+//!    sampling at the vortons that follows ([`PoissonVelocity::sample_on`], [`super::sampling`]).
 //!
 //! With zero boundary values the boundary acts as a wall the flow cannot cross (`A × n = 0` there), which is
 //! part 20's Figure 1 bottom row; with the integral the domain is open and the grid solution approaches the
@@ -32,6 +33,7 @@
 use super::blob_splat::BlobSplat;
 use super::mollify::FittedGrid;
 use super::params::{Decimation, PoissonParams, Splat};
+use super::sampling::{GridField, Sampled, Samples, SharedGridDevice};
 use crate::checkpoint::{SavedState, StateArray};
 use crate::linsolve::vector::CHUNK;
 use crate::linsolve::{
@@ -87,7 +89,8 @@ pub struct PoissonTimings {
     pub boundary: f64,
     /// The vector Poisson solve.
     pub poisson: f64,
-    /// The curl.
+    /// The curl, and on a [`GridDevice`](super::sampling::GridDevice) the sampling at the vortons that
+    /// follows it.
     pub curl: f64,
 }
 
@@ -240,6 +243,23 @@ impl PoissonVelocity {
         integral: Option<&mut BoundaryIntegral>,
         u: &mut Vec<DVec3>,
     ) -> Result<(), SolveError> {
+        self.solve_potential(params, grid, blobs, integral)?;
+        self.curl_into(grid, u);
+        Ok(())
+    }
+
+    /// Stages 1 to 3 of [`solve`](Self::solve): the vector potential, kept for [`curl_into`](Self::curl_into),
+    /// [`sample_on`](Self::sample_on) and [`potential`](Self::potential).
+    ///
+    /// # Errors
+    /// As [`solve`](Self::solve).
+    pub fn solve_potential(
+        &mut self,
+        params: &PoissonParams,
+        grid: &FittedGrid,
+        blobs: Blobs,
+        integral: Option<&mut BoundaryIntegral>,
+    ) -> Result<(), SolveError> {
         let t = Instant::now();
         let Blobs {
             position,
@@ -268,7 +288,7 @@ impl PoissonVelocity {
             }
         }
         self.timings.splat += ms(t);
-        self.solve_vorticity(params, grid, integral, u)
+        self.potential_from_vorticity(params, grid, integral)
     }
 
     /// As [`solve`](Self::solve), from the vorticity already in [`vorticity`](Self::vorticity) (1/s, one
@@ -283,6 +303,18 @@ impl PoissonVelocity {
         integral: Option<&mut BoundaryIntegral>,
         u: &mut Vec<DVec3>,
     ) -> Result<(), SolveError> {
+        self.potential_from_vorticity(params, grid, integral)?;
+        self.curl_into(grid, u);
+        Ok(())
+    }
+
+    /// Stages 2 and 3 from the vorticity in [`vorticity`](Self::vorticity).
+    fn potential_from_vorticity(
+        &mut self,
+        params: &PoissonParams,
+        grid: &FittedGrid,
+        integral: Option<&mut BoundaryIntegral>,
+    ) -> Result<(), SolveError> {
         assert_eq!(
             self.vorticity.len(),
             grid.len(),
@@ -295,11 +327,43 @@ impl PoissonVelocity {
         let t = Instant::now();
         self.solve_interior(params, grid)?;
         self.timings.poisson += ms(t);
-
-        let t = Instant::now();
-        curl(grid, self.solution().expect("solved above"), u);
-        self.timings.curl += ms(t);
         Ok(())
+    }
+
+    /// Stage 4: the velocity `u = ∇ × A` of the last solve at every point of `grid` (the grid it was solved
+    /// on) into `u`, timed as the curl.
+    ///
+    /// # Panics
+    /// Before any solve.
+    pub fn curl_into(&mut self, grid: &FittedGrid, u: &mut Vec<DVec3>) {
+        let t = Instant::now();
+        curl(grid, self.solution().expect("a solve before the curl"), u);
+        self.timings.curl += ms(t);
+    }
+
+    /// Stage 4 and the sampling that follows it on `device`: the curl of the last solve's potential on
+    /// `grid` (the grid it was solved on), sampled at the points of `at` into `out` ([`GridDevice`]), timed
+    /// as the curl. `Ok(false)`: the device left both to the CPU.
+    ///
+    /// # Errors
+    /// How the device failed.
+    ///
+    /// # Panics
+    /// Before any solve.
+    pub fn sample_on(
+        &mut self,
+        device: &SharedGridDevice,
+        grid: &FittedGrid,
+        at: Samples,
+        out: Sampled,
+    ) -> Result<bool, String> {
+        let t = Instant::now();
+        let a = self.solution().expect("a solve before the curl");
+        let taken = device.sample(grid, GridField::Potential(a), at, out)?;
+        if taken {
+            self.timings.curl += ms(t);
+        }
+        Ok(taken)
     }
 
     /// Lists the boundary points of a grid of `dims` points with their decimation sources.
@@ -423,6 +487,16 @@ impl PoissonVelocity {
         (0..n)
             .map(|i| DVec3::new(a[i], a[n + i], a[2 * n + i]))
             .collect()
+    }
+
+    /// The velocity of the last solve at the points of `grid` (the grid it was solved on), the curl of its
+    /// potential (untimed: for outputs); empty before any.
+    pub fn velocity(&self, grid: &FittedGrid) -> Vec<DVec3> {
+        let mut u = Vec::new();
+        if let Some(a) = self.solution() {
+            curl(grid, a, &mut u);
+        }
+        u
     }
 
     /// The integral's values at the boundary points into `values` (the points listed again only when the

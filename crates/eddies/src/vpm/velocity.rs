@@ -1,12 +1,13 @@
 //! Velocity from vorticity (Gourlay parts 3, 12 and 20): the four integral techniques of [`VelocityMethod`] and
 //! the Poisson technique behind one call, with the grid fitted to the vortons and optional auto-mollification.
 
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use super::biot_savart::{self, DirectDevice, Sources};
 use super::mollify::{self, FittedGrid};
 use super::params::{PotentialBoundary, TreeMethod, TreeParams, VelocityMethod, VpmParams};
 use super::poisson::{Blobs, BoundaryIntegral, PoissonVelocity};
+use super::sampling::{GridField, Sampled, Samples, SharedGridDevice};
 use super::tree::Tree;
 use crate::grid::Grid;
 use crate::linsolve::SolveError;
@@ -46,8 +47,15 @@ impl std::fmt::Debug for SharedDevice {
 pub struct VelocitySolver {
     /// Where the direct sums run: a device (the GPU), or the CPU without one.
     pub device: Option<SharedDevice>,
-    /// How the device failed at the last evaluation, if it did.
+    /// How a device failed at the last evaluation, if one did.
     pub device_error: Option<String>,
+    /// Where the grid techniques' velocity is sampled at the vortons and tracers (with the Poisson
+    /// technique, after its curl): a device (the GPU), or the CPU without one.
+    pub grid_device: Option<SharedGridDevice>,
+    /// Whether the last evaluation's grid velocity was left in the Poisson technique's potential (its curl
+    /// taken on a device): [`grid_velocity`](Self::grid_velocity) takes the curl when asked, into `curled`.
+    curl_on_demand: bool,
+    curled: OnceLock<Vec<[f64; 3]>>,
     sources: Sources,
     /// The treecode.
     pub tree: Tree,
@@ -75,6 +83,9 @@ impl Default for VelocitySolver {
         Self {
             device: None,
             device_error: None,
+            grid_device: None,
+            curl_on_demand: false,
+            curled: OnceLock::new(),
             sources: Sources::default(),
             tree: Tree::default(),
             poisson: PoissonVelocity::default(),
@@ -106,13 +117,20 @@ impl VelocitySolver {
             + (self.targets.capacity() + self.target_u.capacity() + self.u.capacity()) * 24
             + self.u_tracers.capacity() * 24
             + self.jac.capacity() * 72
-            + self.grid_u.data.capacity() * 24
+            + (self.grid_u.data.capacity() + self.curled.get().map_or(0, Vec::capacity)) * 24
             + self.grid_j.data.capacity() * 72
     }
 
-    /// Velocity at the grid points of the last evaluation (m/s), for the techniques that work on the grid.
+    /// Velocity at the grid points of the last evaluation (m/s), for the techniques that work on the grid;
+    /// where a device took the Poisson technique's curl, taken here from the potential at the first call.
     pub fn grid_velocity(&self) -> &[[f64; 3]] {
-        &self.grid_u.data
+        if !self.curl_on_demand {
+            return &self.grid_u.data;
+        }
+        self.curled.get_or_init(|| {
+            let u = self.poisson.velocity(&self.grid);
+            u.iter().map(|v| v.to_array()).collect()
+        })
     }
 
     /// Evaluates velocity (and its gradient) at the vortons and tracers of `q` with the technique of `params`.
@@ -157,6 +175,8 @@ impl VelocitySolver {
             },
         }
         self.error = None;
+        self.curl_on_demand = false;
+        self.curled.take();
         if params.velocity.on_grid() {
             if params.velocity == VelocityMethod::Poisson {
                 let (tree, sources) = (&mut self.tree, &self.sources);
@@ -176,7 +196,7 @@ impl VelocitySolver {
                     PotentialBoundary::Zero => None,
                 };
                 self.poisson.set_stage(q.stage);
-                if let Err(e) = self.poisson.solve(
+                if let Err(e) = self.poisson.solve_potential(
                     &params.poisson,
                     &self.grid,
                     Blobs {
@@ -185,14 +205,32 @@ impl VelocitySolver {
                         radius: &self.radii,
                     },
                     integral,
-                    &mut self.target_u,
                 ) {
                     self.error = Some(e);
+                    return;
                 }
+                if let Some(device) = &self.grid_device {
+                    let (at, out) = samples(q, &mut self.u, &mut self.jac, &mut self.u_tracers);
+                    let sampled = self.poisson.sample_on(device, &self.grid, at, out);
+                    self.curl_on_demand = sampled == Ok(true);
+                    if self.done_on_device(sampled) {
+                        return;
+                    }
+                }
+                self.poisson.curl_into(&self.grid, &mut self.target_u);
             } else {
                 self.grid.points_into(&mut self.targets);
                 self.target_u.resize(self.targets.len(), DVec3::ZERO);
                 self.at_targets(params, false);
+                if let Some(device) = self.grid_device.clone() {
+                    self.grid_derivatives(None);
+                    let (at, out) = samples(q, &mut self.u, &mut self.jac, &mut self.u_tracers);
+                    let field = GridField::Velocity(&self.grid_u.data);
+                    let sampled = device.sample(&self.grid, field, at, out);
+                    if self.done_on_device(sampled) {
+                        return;
+                    }
+                }
             }
             self.grid_derivatives(q.gradient.then_some(q.position));
             let (gu, gj) = (&self.grid_u, &self.grid_j);
@@ -229,6 +267,15 @@ impl VelocitySolver {
                 self.u_tracers.copy_from_slice(&self.target_u);
             }
         }
+    }
+
+    /// Whether a grid device's sampling ended the evaluation: it took the stage, or it failed (kept in
+    /// `device_error`).
+    fn done_on_device(&mut self, sampled: Result<bool, String>) -> bool {
+        sampled.unwrap_or_else(|e| {
+            self.device_error = Some(e);
+            true
+        })
     }
 
     /// The vortons as f32 sources of the direct sums, relative to their mean position.
@@ -302,6 +349,23 @@ impl VelocitySolver {
             |d| std::array::from_fn(|q| d[q % 3][q / 3]),
         );
     }
+}
+
+/// The points of `q` that a [`GridDevice`](super::sampling::GridDevice) samples, and where it writes.
+fn samples<'a>(
+    q: &Query<'a>,
+    u: &'a mut [DVec3],
+    jac: &'a mut [[f64; 9]],
+    u_tracers: &'a mut [DVec3],
+) -> (Samples<'a>, Sampled<'a>) {
+    (
+        Samples {
+            vortons: q.position,
+            gradient: q.gradient,
+            tracers: q.tracers,
+        },
+        Sampled { u, jac, u_tracers },
+    )
 }
 
 /// Mean of the positions (m): the origin of the f32 source coordinates.

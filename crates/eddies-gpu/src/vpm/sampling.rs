@@ -1,0 +1,322 @@
+//! The grid techniques' last stage on the GPU ([`eddies::vpm::sampling`]): the Poisson technique's curl
+//! (`sample_curl.wgsl`) and the grid's velocity sampled at the vortons, with its gradient for stretching,
+//! and at the tracers (`sample_points.wgsl`).
+//!
+//! The host uploads the vector potential (or the grid's velocity, for the techniques that compute it
+//! there) in double precision, and each point's stencil as the splat does: the key of its lowest grid point
+//! and its fractions, taken with the CPU's own [`FittedGrid::cic`] in f64 and rounded to f32. The kernels
+//! compute the CPU's differences and trilinear blends in f64, each value by one thread, so a run repeats
+//! bit for bit; the velocities and gradients come back in f32. A device without double precision leaves
+//! the stage to the CPU.
+
+use std::sync::{Arc, Mutex};
+
+use bytemuck::{Pod, Zeroable};
+use eddies::vpm::mollify::FittedGrid;
+use eddies::vpm::sampling::{GridDevice, GridField, Sampled, Samples, SharedGridDevice};
+use glam::DVec3;
+use rayon::prelude::*;
+
+use super::{dims4, held, sized_all};
+use crate::device::{copy_bytes, fold_groups, Bindable, Gpu, GpuError};
+use crate::sort::{self, WG};
+
+/// The kernels' WGSL, after [`prelude`].
+pub(crate) const CURL: &str = include_str!("sample_curl.wgsl");
+pub(crate) const POINTS: &str = include_str!("sample_points.wgsl");
+
+/// The kernels' uniform ([`SamplingUniform`]) and the grid's helpers.
+const SAMPLING: &str = "
+struct Sampling {
+    // Grid points per axis; w: grid points.
+    dims: vec4<u32>,
+    // Distance between neighbours along each axis (1, nx, nx·ny).
+    strides: vec4<u32>,
+    // Points sampled, of which the first `gradient` with the velocity gradient.
+    points: u32, gradient: u32, pad0: u32, pad1: u32,
+    // The reciprocal of a difference's span: 1/h one-sided, 1/(2h) central.
+    inv_one: f64, inv_two: f64,
+}
+
+fn coordinates(g: u32) -> vec3<u32> {
+    return vec3<u32>(g % p.dims.x, (g / p.dims.x) % p.dims.y, g / (p.dims.x * p.dims.y));
+}
+
+// The two points around `here` along `axis`: its neighbours, or itself and its one neighbour at a face.
+fn span(here: vec3<u32>, axis: u32) -> vec2<u32> {
+    let c = here[axis];
+    return vec2<u32>(select(c - 1u, 0u, c == 0u), min(c + 1u, p.dims[axis] - 1u));
+}
+
+fn inverse_span(s: vec2<u32>) -> f64 {
+    return select(p.inv_two, p.inv_one, s.y - s.x == 1u);
+}
+";
+
+/// The prelude of the kernels that sample the grid (here and in `baroclinic.rs`): the sort's
+/// (`thread_index`), and `Sampling`.
+pub(crate) fn prelude() -> String {
+    format!("{}\n{SAMPLING}", sort::prelude(""))
+}
+
+/// `Sampling` of the kernels.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
+pub(crate) struct SamplingUniform {
+    dims: [u32; 4],
+    strides: [u32; 4],
+    points: u32,
+    gradient: u32,
+    pad: [u32; 2],
+    inv_one: f64,
+    inv_two: f64,
+}
+
+impl SamplingUniform {
+    /// `points` points sampled on `grid`, the first `gradient` of them with the gradient.
+    pub(crate) fn new(grid: &FittedGrid, points: u64, gradient: u64) -> Self {
+        let [nx, ny, _] = grid.dims;
+        let h = grid.spacing;
+        Self {
+            dims: dims4(
+                grid.dims
+                    .iter()
+                    .map(|&d| d as u64)
+                    .chain([grid.len() as u64]),
+            ),
+            strides: [1, nx as u32, (nx * ny) as u32, 0],
+            points: points as u32,
+            gradient: gradient as u32,
+            pad: [0; 2],
+            inv_one: 1.0 / h,
+            inv_two: 1.0 / (2.0 * h),
+        }
+    }
+}
+
+/// Refuses, as [`GpuError::Limit`], a device without double precision, a grid of fewer than two points along
+/// an axis (whose differences the CPU defines) and grids or point counts beyond 32-bit indices (`points`
+/// points, nine numbers each at most).
+pub(crate) fn check(gpu: &Gpu, grid: &FittedGrid, points: u64) -> Result<(), GpuError> {
+    if !gpu.has_f64() {
+        return Err(GpuError::Limit(
+            "the grid's differences and blends compute in double precision, which the adapter lacks"
+                .into(),
+        ));
+    }
+    if grid.dims.iter().any(|&d| d < 2) {
+        return Err(GpuError::Limit(format!(
+            "a grid of {:?} points has an axis without differences",
+            grid.dims
+        )));
+    }
+    let n = grid.len() as u64;
+    if 3 * n >= u32::MAX as u64 || 9 * points >= u32::MAX as u64 {
+        return Err(GpuError::Limit(format!(
+            "{points} points on {n} grid points: too many for 32-bit indices"
+        )));
+    }
+    Ok(())
+}
+
+/// The sampling on the GPU; its buffers grow to the largest grid and point count and are reused.
+pub struct GpuSampling {
+    gpu: Arc<Gpu>,
+    params: wgpu::Buffer,
+    /// Potential, grid velocity, stencils, velocity at the points, gradient at the vortons.
+    buffers: [Option<wgpu::Buffer>; 5],
+    stencils: Vec<[f32; 4]>,
+    /// The velocities and gradients as read back, reused.
+    velocity: Vec<f32>,
+    gradient: Vec<f32>,
+}
+
+impl GpuSampling {
+    /// The sampling on `gpu`.
+    pub fn new(gpu: Arc<Gpu>) -> Self {
+        let params = gpu.uniform::<SamplingUniform>("sampling params");
+        Self {
+            gpu,
+            params,
+            buffers: Default::default(),
+            stencils: Vec::new(),
+            velocity: Vec::new(),
+            gradient: Vec::new(),
+        }
+    }
+
+    /// As the simulation holds it.
+    pub fn shared(gpu: Arc<Gpu>) -> SharedGridDevice {
+        SharedGridDevice(Arc::new(Mutex::new(Self::new(gpu))))
+    }
+
+    /// Device memory held (bytes).
+    pub fn bytes(&self) -> u64 {
+        held(&self.buffers, &self.params)
+    }
+
+    /// The velocity of `field` on `grid` sampled at the points of `at` into `out`
+    /// ([`GridDevice::sample`]).
+    ///
+    /// # Errors
+    /// [`GpuError::Limit`] for a device without double precision, a grid of fewer than two points along an
+    /// axis (whose differences the CPU defines), more points than its 32-bit indices count or a buffer beyond
+    /// the adapter's binding size; the device's own failures.
+    pub fn sample(
+        &mut self,
+        grid: &FittedGrid,
+        field: GridField,
+        at: Samples,
+        out: Sampled,
+    ) -> Result<(), GpuError> {
+        let gpu = self.gpu.clone();
+        let n = grid.len() as u64;
+        let vortons = at.vortons.len() as u64;
+        let gradient = if at.gradient { vortons } else { 0 };
+        let m = vortons + at.tracers.len() as u64;
+        assert_eq!(out.u.len() as u64, vortons, "a velocity per vorton");
+        assert_eq!(
+            out.jac.len() as u64,
+            gradient,
+            "a gradient per vorton asked"
+        );
+        assert_eq!(
+            out.u_tracers.len(),
+            at.tracers.len(),
+            "a velocity per tracer"
+        );
+        check(&gpu, grid, m)?;
+        if m == 0 {
+            return Ok(());
+        }
+        let [nx, ny, _] = grid.dims;
+        self.stencils.resize(m as usize, [0.0; 4]);
+        self.stencils
+            .par_iter_mut()
+            .zip(at.vortons.par_iter().chain(at.tracers))
+            .with_min_len(1024)
+            .for_each(|(s, &p)| {
+                let (c, f) = grid.cic(p);
+                let key = (c[0] + nx * (c[1] + ny * c[2])) as u32;
+                *s = [f[0] as f32, f[1] as f32, f[2] as f32, f32::from_bits(key)];
+            });
+        let curl = matches!(field, GridField::Potential(_));
+        let sizes = [
+            if curl { 24 * n } else { 4 },
+            24 * n,
+            16 * m,
+            12 * m,
+            36 * gradient,
+        ];
+        const LABELS: [&str; 5] = [
+            "sampling potential",
+            "sampling grid velocity",
+            "sampling stencils",
+            "sampling velocity",
+            "sampling gradient",
+        ];
+        let b = sized_all(
+            &gpu,
+            "the sampling's grid",
+            &mut self.buffers,
+            &LABELS,
+            &sizes,
+        )?;
+        gpu.write(&self.params, &[SamplingUniform::new(grid, m, gradient)]);
+        match field {
+            GridField::Potential(a) => {
+                assert_eq!(a.len() as u64, 3 * n, "three components per grid point");
+                gpu.write(&b[0], a);
+            }
+            GridField::Velocity(u) => {
+                assert_eq!(u.len() as u64, n, "a velocity per grid point");
+                gpu.write(&b[1], u);
+            }
+        }
+        gpu.write(&b[2], &self.stencils);
+
+        let per_axis = gpu.limits().max_compute_workgroups_per_dimension;
+        let launch = |name: &str, source: &str, args: &[&dyn Bindable], groups: u64| {
+            let key = format!("vpm sampling {name}");
+            let pipeline = gpu.pipeline(&key, &prelude(), source)?;
+            gpu.launch_args(&key, pipeline, args, fold_groups(groups, per_axis))
+        };
+        let mut launches = Vec::new();
+        if curl {
+            launches.push(launch(
+                "curl",
+                CURL,
+                &[&self.params, &b[0], &b[1]],
+                n.div_ceil(WG),
+            )?);
+        }
+        launches.push(launch(
+            "points",
+            POINTS,
+            &[&self.params, &b[1], &b[2], &b[3], &b[4]],
+            m.div_ceil(WG),
+        )?);
+        gpu.submit_launches("vpm sampling", |_| {}, &launches);
+        let (velocity, jac) = (&mut self.velocity, &mut self.gradient);
+        velocity.resize(3 * m as usize, 0.0);
+        jac.resize(9 * gradient as usize, 0.0);
+        gpu.read_into(
+            &[(&b[3], 0, 12 * m), (&b[4], 0, 36 * gradient)],
+            |k, bytes| {
+                let to = if k == 0 { &mut *velocity } else { &mut *jac };
+                copy_bytes(bytemuck::cast_slice_mut(to), bytes)
+            },
+        )?;
+        let vector = |v: &[f32]| DVec3::new(v[0] as f64, v[1] as f64, v[2] as f64);
+        let (at_vortons, at_tracers) = velocity.split_at(3 * vortons as usize);
+        out.u
+            .par_iter_mut()
+            .zip(at_vortons.par_chunks_exact(3))
+            .with_min_len(1024)
+            .for_each(|(o, v)| *o = vector(v));
+        out.u_tracers
+            .par_iter_mut()
+            .zip(at_tracers.par_chunks_exact(3))
+            .with_min_len(1024)
+            .for_each(|(o, v)| *o = vector(v));
+        out.jac
+            .par_iter_mut()
+            .zip(jac.par_chunks_exact(9))
+            .with_min_len(1024)
+            .for_each(|(o, j)| *o = std::array::from_fn(|q| j[q] as f64));
+        Ok(())
+    }
+}
+
+impl GridDevice for GpuSampling {
+    fn sample(
+        &mut self,
+        grid: &FittedGrid,
+        field: GridField,
+        at: Samples,
+        out: Sampled,
+    ) -> Result<bool, String> {
+        match GpuSampling::sample(self, grid, field, at, out) {
+            Ok(()) => Ok(true),
+            // No double precision, or beyond the device's indices or bindings: the CPU samples.
+            Err(GpuError::Limit(_)) => Ok(false),
+            Err(e) => Err(e.to_string()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::device::validate_wgsl;
+
+    /// Both kernels parse and validate without a GPU, and the uniform has the layout WGSL gives `Sampling`.
+    #[test]
+    fn the_kernels_compile_without_a_gpu() {
+        for (name, source) in [("curl", CURL), ("points", POINTS)] {
+            let code = format!("{}\n{source}", prelude());
+            validate_wgsl(&code).unwrap_or_else(|e| panic!("{name}: {e}"));
+        }
+        assert_eq!(std::mem::size_of::<SamplingUniform>(), 64);
+    }
+}
