@@ -274,11 +274,7 @@ fn splat(sizes: &[(usize, usize)]) -> Result<Vec<BenchRow>, BenchError> {
     let mut on_gpu = eddies_gpu::vpm::GpuSplat::new(gpu.clone());
     let mut rows = Vec::new();
     for &(n, res) in sizes {
-        let mut rng = SplitMix64::new(3);
-        let mut v =
-            |lo: f64, hi: f64| DVec3::new(rng.range(lo, hi), rng.range(lo, hi), rng.range(lo, hi));
-        let position: Vec<DVec3> = (0..n).map(|_| v(0.0, 1.0)).collect();
-        let strength: Vec<DVec3> = (0..n).map(|_| v(-1e-4, 1e-4)).collect();
+        let (position, strength) = unit_cube(n);
         let grid = FittedGrid::fit(position.iter(), [res; 3], 0.05);
         let inv = 1.0 / grid.spacing.powi(3);
         let mut out = Vec::new();
@@ -292,14 +288,12 @@ fn splat(sizes: &[(usize, usize)]) -> Result<Vec<BenchRow>, BenchError> {
             on_gpu.splat(&grid, &position, &strength, &mut out)?;
             Ok(ms_since(t))
         })?;
-        let size = format!("{n} vortons on {res}^3");
-        rows.extend(timed_rows(
+        rows.extend(cpu_and_gpu(
             "vpm-gpu-splat",
-            &size,
-            [
-                ("cpu-splat", super::case::CPU.to_string(), cpu, "ms"),
-                ("gpu-splat", device.clone(), on, "ms"),
-            ],
+            "splat",
+            (n, res),
+            cpu,
+            (&device, on),
         ));
     }
     Ok(rows)
@@ -483,11 +477,7 @@ fn sampling(sizes: &[(usize, usize)]) -> Result<Vec<BenchRow>, BenchError> {
     let on_gpu = eddies_gpu::vpm::GpuSampling::shared(gpu.clone());
     let mut rows = Vec::new();
     for &(n, res) in sizes {
-        let mut rng = SplitMix64::new(3);
-        let mut v =
-            |lo: f64, hi: f64| DVec3::new(rng.range(lo, hi), rng.range(lo, hi), rng.range(lo, hi));
-        let position: Vec<DVec3> = (0..n).map(|_| v(0.0, 1.0)).collect();
-        let strength: Vec<DVec3> = (0..n).map(|_| v(-1e-4, 1e-4)).collect();
+        let (position, strength) = unit_cube(n);
         let radius = vec![0.02; n];
         let params = VpmParams {
             velocity: VelocityMethod::Poisson,
@@ -524,19 +514,12 @@ fn sampling(sizes: &[(usize, usize)]) -> Result<Vec<BenchRow>, BenchError> {
         let mut solver = VelocitySolver::default();
         solver.grid_device = Some(on_gpu.clone());
         let on = time(&mut solver)?;
-        let size = format!("{n} vortons on {res}^3");
-        rows.extend(timed_rows(
+        rows.extend(cpu_and_gpu(
             "vpm-gpu-sampling",
-            &size,
-            [
-                (
-                    "cpu-curl-and-sampling",
-                    super::case::CPU.to_string(),
-                    cpu,
-                    "ms",
-                ),
-                ("gpu-curl-and-sampling", device.clone(), on, "ms"),
-            ],
+            "curl-and-sampling",
+            (n, res),
+            cpu,
+            (&device, on),
         ));
     }
     Ok(rows)
@@ -586,17 +569,49 @@ fn baroclinic(sizes: &[(usize, usize)]) -> Result<Vec<BenchRow>, BenchError> {
         let mut stage = Buoyancy::default();
         stage.device = Some(on_gpu.clone());
         let on = time(&mut stage)?;
-        let size = format!("{n} vortons on {res}^3");
-        rows.extend(timed_rows(
+        rows.extend(cpu_and_gpu(
             "vpm-gpu-baroclinic",
-            &size,
-            [
-                ("cpu-baroclinic", super::case::CPU.to_string(), cpu, "ms"),
-                ("gpu-baroclinic", device.clone(), on, "ms"),
-            ],
+            "baroclinic",
+            (n, res),
+            cpu,
+            (&device, on),
         ));
     }
     Ok(rows)
+}
+
+/// `n` vortons in a unit cube: positions, and strengths of either sign (m³/s).
+fn unit_cube(n: usize) -> (Vec<DVec3>, Vec<DVec3>) {
+    let mut rng = SplitMix64::new(3);
+    let mut v =
+        |lo: f64, hi: f64| DVec3::new(rng.range(lo, hi), rng.range(lo, hi), rng.range(lo, hi));
+    let position = (0..n).map(|_| v(0.0, 1.0)).collect();
+    let strength = (0..n).map(|_| v(-1e-4, 1e-4)).collect();
+    (position, strength)
+}
+
+/// The two rows of a stage `what` timed for `vortons` vortons on a grid of `res` points a side: on the CPU
+/// (`cpu` ms) and on the GPU (`device` and its ms).
+fn cpu_and_gpu(
+    bench: &str,
+    what: &str,
+    (vortons, res): (usize, usize),
+    cpu: f64,
+    (device, on): (&str, f64),
+) -> Vec<BenchRow> {
+    timed_rows(
+        bench,
+        &format!("{vortons} vortons on {res}^3"),
+        [
+            (
+                &format!("cpu-{what}"),
+                super::case::CPU.to_string(),
+                cpu,
+                "ms",
+            ),
+            (&format!("gpu-{what}"), device.to_string(), on, "ms"),
+        ],
+    )
 }
 
 /// The median of three samples taken after one that warms up (pipelines, buffers, caches).

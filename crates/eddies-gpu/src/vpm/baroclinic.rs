@@ -16,7 +16,7 @@ use glam::DVec3;
 use rayon::prelude::*;
 
 use super::sampling::{self, SamplingUniform};
-use super::{held, sized_all, GpuSplat};
+use super::{held, sized_all, taken, GpuSplat};
 use crate::device::{copy_bytes, fold_groups, Gpu, GpuError};
 use crate::sort::WG;
 
@@ -122,12 +122,8 @@ impl DensityGradientDevice for GpuBaroclinic {
         mass: &[f64],
         out: &mut [DVec3],
     ) -> Result<bool, String> {
-        match GpuBaroclinic::density_gradient(self, grid, position, mass, out) {
-            Ok(()) => Ok(true),
-            // No double precision, or beyond the device's indices or bindings: the CPU takes the stage.
-            Err(GpuError::Limit(_)) => Ok(false),
-            Err(e) => Err(e.to_string()),
-        }
+        // No double precision, or beyond the device's indices or bindings: the CPU takes the stage.
+        taken(GpuBaroclinic::density_gradient(self, grid, position, mass, out).map(|()| true))
     }
 }
 

@@ -13,8 +13,9 @@
 // ∇ρ (kg/m⁴) at each vorton, three f32.
 @group(0) @binding(3) var<storage, read_write> out: array<f32>;
 
-fn density_at(g: u32) -> f64 {
-    return f64(density[3u * g]);
+// The density at grid point `g` (as the first of three numbers: the sampling's differences are of vectors).
+fn value(g: u32) -> vec3<f64> {
+    return vec3<f64>(f64(density[3u * g]), 0.0lf, 0.0lf);
 }
 
 @compute @workgroup_size(WG)
@@ -28,19 +29,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     let f = vec3<f64>(v.xyz);
     let base = coordinates(bitcast<u32>(v.w));
     var d = vec3<f64>(0.0lf);
-    for (var corner = 0u; corner < 8u; corner++) {
-        let b = vec3<u32>(corner & 1u, (corner >> 1u) & 1u, (corner >> 2u) & 1u);
-        var w = 1.0lf;
+    for (var k = 0u; k < 8u; k++) {
+        let c = corner(base, f, k);
         for (var a = 0u; a < 3u; a++) {
-            w *= select(1.0lf - f[a], f[a], b[a] == 1u);
-        }
-        let here = base + b;
-        let g = here.x + p.dims.x * (here.y + p.dims.y * here.z);
-        for (var a = 0u; a < 3u; a++) {
-            let s = span(here, a);
-            let lo = g - (here[a] - s.x) * p.strides[a];
-            let hi = g + (s.y - here[a]) * p.strides[a];
-            d[a] += w * ((density_at(hi) - density_at(lo)) * inverse_span(s));
+            d[a] += c.w * difference(c.here, c.g, a).x;
         }
     }
     out[3u * q] = f32(d.x);

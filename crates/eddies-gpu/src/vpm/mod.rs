@@ -24,6 +24,7 @@ pub use sampling::GpuSampling;
 pub use splat::GpuSplat;
 
 use eddies::vpm::biot_savart::{DirectDevice, Sources, FOUR_PI_INV};
+use eddies::vpm::mollify::FittedGrid;
 use eddies::vpm::velocity::SharedDevice;
 use glam::DVec3;
 
@@ -122,6 +123,27 @@ fn dims4(dims: impl IntoIterator<Item = u64>) -> [u32; 4] {
         *d = g as u32;
     }
     out
+}
+
+/// What a device hook of the simulation returns for a stage the device ran (`Ok` of whether it took it):
+/// `false` also where the stage is beyond the device ([`GpuError::Limit`]: the CPU takes it), or how the
+/// device failed.
+fn taken(result: Result<bool, GpuError>) -> Result<bool, String> {
+    match result {
+        Ok(t) => Ok(t),
+        Err(GpuError::Limit(_)) => Ok(false),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// A point's cloud-in-cell stencil on `grid` as the device kernels read it: the fractions along each axis
+/// (from the CPU's own [`FittedGrid::cic`] in f64, rounded to f32) and, in the fourth number, the bits of
+/// the index of its lowest grid point.
+fn stencil(grid: &FittedGrid, p: DVec3) -> [f32; 4] {
+    let [nx, ny, _] = grid.dims;
+    let (c, f) = grid.cic(p);
+    let key = (c[0] + nx * (c[1] + ny * c[2])) as u32;
+    [f[0] as f32, f[1] as f32, f[2] as f32, f32::from_bits(key)]
 }
 
 /// `buffer` if it holds `bytes`, else a new one of that size.

@@ -13,7 +13,7 @@ use bytemuck::{Pod, Zeroable};
 use eddies::vpm::diffusion::{Exchange, ExchangeDevice, SharedExchangeDevice};
 use rayon::prelude::*;
 
-use super::{dims4, held, sized_all};
+use super::{dims4, held, sized_all, taken};
 use crate::device::{copy_bytes, fold_groups, Bindable, Gpu, GpuError, Launch};
 use crate::sort::{CountingSort, SortBuffers, SortHeader};
 
@@ -217,12 +217,8 @@ impl GpuExchange {
 
 impl ExchangeDevice for GpuExchange {
     fn exchange(&mut self, pass: &Exchange<'_>, content: &mut [f64]) -> Result<bool, String> {
-        match self.run(pass, content) {
-            Ok(taken) => Ok(taken),
-            // Beyond the adapter's bindings: the CPU exchanges.
-            Err(GpuError::Limit(_)) => Ok(false),
-            Err(e) => Err(e.to_string()),
-        }
+        // Beyond the adapter's bindings: the CPU exchanges.
+        taken(self.run(pass, content))
     }
 }
 

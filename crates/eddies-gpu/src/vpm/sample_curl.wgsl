@@ -1,7 +1,7 @@
 // The Poisson technique's curl (`sampling.rs`): the velocity u = ∇ × A at each grid point from the vector
 // potential, by the differences of `FittedGrid::differences` (central, one-sided at the faces), in double
 // precision. Each point is one thread's: nothing is summed across threads. The prelude is the sort's
-// (`thread_index`) and `Sampling` (`sampling.rs`).
+// (`thread_index`) and `Sampling` with the grid's helpers (`sampling.rs`).
 
 @group(0) @binding(0) var<uniform> p: Sampling;
 // The vector potential (m²/s), component-major: component c of point i at c·points + i.
@@ -9,18 +9,10 @@
 // The velocity (m/s), three numbers per grid point, x fastest.
 @group(0) @binding(2) var<storage, read_write> velocity: array<f64>;
 
-// ∂A/∂x_axis at grid point `here` (index `g`), from its two neighbours along the axis.
-fn derivative(here: vec3<u32>, g: u32, axis: u32) -> vec3<f64> {
-    let s = span(here, axis);
-    let lo = g - (here[axis] - s.x) * p.strides[axis];
-    let hi = g + (s.y - here[axis]) * p.strides[axis];
+// The vector potential at grid point `g`.
+fn value(g: u32) -> vec3<f64> {
     let n = p.dims.w;
-    let d = vec3<f64>(
-        potential[hi] - potential[lo],
-        potential[n + hi] - potential[n + lo],
-        potential[2u * n + hi] - potential[2u * n + lo],
-    );
-    return d * inverse_span(s);
+    return vec3<f64>(potential[g], potential[n + g], potential[2u * n + g]);
 }
 
 @compute @workgroup_size(WG)
@@ -31,9 +23,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         return;
     }
     let here = coordinates(g);
-    let dx = derivative(here, g, 0u);
-    let dy = derivative(here, g, 1u);
-    let dz = derivative(here, g, 2u);
+    let dx = difference(here, g, 0u);
+    let dy = difference(here, g, 1u);
+    let dz = difference(here, g, 2u);
     velocity[3u * g] = dy.z - dz.y;
     velocity[3u * g + 1u] = dz.x - dx.z;
     velocity[3u * g + 2u] = dx.y - dy.x;

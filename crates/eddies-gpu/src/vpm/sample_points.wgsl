@@ -14,7 +14,8 @@
 @group(0) @binding(3) var<storage, read_write> out_velocity: array<f32>;
 @group(0) @binding(4) var<storage, read_write> out_gradient: array<f32>;
 
-fn velocity_at(g: u32) -> vec3<f64> {
+// The velocity at grid point `g`.
+fn value(g: u32) -> vec3<f64> {
     return vec3<f64>(velocity[3u * g], velocity[3u * g + 1u], velocity[3u * g + 2u]);
 }
 
@@ -32,21 +33,12 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     var u = vec3<f64>(0.0lf);
     // Columns k of ∂u/∂x_k.
     var d = array<vec3<f64>, 3>(vec3<f64>(0.0lf), vec3<f64>(0.0lf), vec3<f64>(0.0lf));
-    for (var corner = 0u; corner < 8u; corner++) {
-        let b = vec3<u32>(corner & 1u, (corner >> 1u) & 1u, (corner >> 2u) & 1u);
-        var w = 1.0lf;
-        for (var a = 0u; a < 3u; a++) {
-            w *= select(1.0lf - f[a], f[a], b[a] == 1u);
-        }
-        let here = base + b;
-        let g = here.x + p.dims.x * (here.y + p.dims.y * here.z);
-        u += w * velocity_at(g);
+    for (var k = 0u; k < 8u; k++) {
+        let c = corner(base, f, k);
+        u += c.w * value(c.g);
         if gradient {
             for (var a = 0u; a < 3u; a++) {
-                let s = span(here, a);
-                let lo = g - (here[a] - s.x) * p.strides[a];
-                let hi = g + (s.y - here[a]) * p.strides[a];
-                d[a] += w * ((velocity_at(hi) - velocity_at(lo)) * inverse_span(s));
+                d[a] += c.w * difference(c.here, c.g, a);
             }
         }
     }

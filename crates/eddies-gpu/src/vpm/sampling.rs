@@ -17,7 +17,7 @@ use eddies::vpm::sampling::{GridDevice, GridField, Sampled, Samples, SharedGridD
 use glam::DVec3;
 use rayon::prelude::*;
 
-use super::{dims4, held, sized_all};
+use super::{dims4, held, sized_all, stencil, taken};
 use crate::device::{copy_bytes, fold_groups, Bindable, Gpu, GpuError};
 use crate::sort::{self, WG};
 
@@ -25,7 +25,8 @@ use crate::sort::{self, WG};
 pub(crate) const CURL: &str = include_str!("sample_curl.wgsl");
 pub(crate) const POINTS: &str = include_str!("sample_points.wgsl");
 
-/// The kernels' uniform ([`SamplingUniform`]) and the grid's helpers.
+/// The kernels' uniform ([`SamplingUniform`]) and the grid's helpers; a kernel defines
+/// `value(g: u32) -> vec3<f64>`, the grid value whose differences it takes.
 const SAMPLING: &str = "
 struct Sampling {
     // Grid points per axis; w: grid points.
@@ -42,14 +43,33 @@ fn coordinates(g: u32) -> vec3<u32> {
     return vec3<u32>(g % p.dims.x, (g / p.dims.x) % p.dims.y, g / (p.dims.x * p.dims.y));
 }
 
-// The two points around `here` along `axis`: its neighbours, or itself and its one neighbour at a face.
-fn span(here: vec3<u32>, axis: u32) -> vec2<u32> {
+// The difference of `value` between the two points around grid point `g` (at `here`) along `axis`, over
+// their distance: FittedGrid::differences at one point.
+fn difference(here: vec3<u32>, g: u32, axis: u32) -> vec3<f64> {
     let c = here[axis];
-    return vec2<u32>(select(c - 1u, 0u, c == 0u), min(c + 1u, p.dims[axis] - 1u));
+    let lo = select(c - 1u, 0u, c == 0u);
+    let hi = min(c + 1u, p.dims[axis] - 1u);
+    let stride = p.strides[axis];
+    let inverse = select(p.inv_two, p.inv_one, hi - lo == 1u);
+    return (value(g + (hi - c) * stride) - value(g - (c - lo) * stride)) * inverse;
 }
 
-fn inverse_span(s: vec2<u32>) -> f64 {
-    return select(p.inv_two, p.inv_one, s.y - s.x == 1u);
+// Corner `corner` of the stencil whose lowest point is `base`, with fractions `f`: the grid point's
+// coordinates, its index, and its trilinear weight (the factors multiplied x, y, z, as Grid::stencil does).
+struct Corner {
+    here: vec3<u32>,
+    g: u32,
+    w: f64,
+}
+
+fn corner(base: vec3<u32>, f: vec3<f64>, corner: u32) -> Corner {
+    let b = vec3<u32>(corner & 1u, (corner >> 1u) & 1u, (corner >> 2u) & 1u);
+    var w = 1.0lf;
+    for (var a = 0u; a < 3u; a++) {
+        w *= select(1.0lf - f[a], f[a], b[a] == 1u);
+    }
+    let here = base + b;
+    return Corner(here, here.x + p.dims.x * (here.y + p.dims.y * here.z), w);
 }
 ";
 
@@ -189,17 +209,12 @@ impl GpuSampling {
         if m == 0 {
             return Ok(());
         }
-        let [nx, ny, _] = grid.dims;
         self.stencils.resize(m as usize, [0.0; 4]);
         self.stencils
             .par_iter_mut()
             .zip(at.vortons.par_iter().chain(at.tracers))
             .with_min_len(1024)
-            .for_each(|(s, &p)| {
-                let (c, f) = grid.cic(p);
-                let key = (c[0] + nx * (c[1] + ny * c[2])) as u32;
-                *s = [f[0] as f32, f[1] as f32, f[2] as f32, f32::from_bits(key)];
-            });
+            .for_each(|(s, &p)| *s = stencil(grid, p));
         let curl = matches!(field, GridField::Potential(_));
         let sizes = [
             if curl { 24 * n } else { 4 },
@@ -296,12 +311,8 @@ impl GridDevice for GpuSampling {
         at: Samples,
         out: Sampled,
     ) -> Result<bool, String> {
-        match GpuSampling::sample(self, grid, field, at, out) {
-            Ok(()) => Ok(true),
-            // No double precision, or beyond the device's indices or bindings: the CPU samples.
-            Err(GpuError::Limit(_)) => Ok(false),
-            Err(e) => Err(e.to_string()),
-        }
+        // No double precision, or beyond the device's indices or bindings: the CPU samples.
+        taken(GpuSampling::sample(self, grid, field, at, out).map(|()| true))
     }
 }
 

@@ -17,7 +17,7 @@ use eddies::vpm::poisson::{SharedSplatDevice, SplatDevice};
 use glam::DVec3;
 use rayon::prelude::*;
 
-use super::{dims4, held, sized_all};
+use super::{dims4, held, sized_all, stencil, taken};
 use crate::device::{copy_bytes, fold_groups, Bindable, Gpu, GpuError};
 use crate::sort::{self, CountingSort, SortBuffers, SortHeader, WG};
 
@@ -145,7 +145,6 @@ impl GpuSplat {
         if n == 0 {
             return Ok(None);
         }
-        let [nx, ny, _] = grid.dims;
         self.packed.resize(2 * position.len(), [0.0; 4]);
         self.packed
             .par_chunks_mut(2)
@@ -153,10 +152,8 @@ impl GpuSplat {
             .enumerate()
             .with_min_len(1024)
             .for_each(|(i, (v, &p))| {
-                let (c, f) = grid.cic(p);
-                let key = (c[0] + nx * (c[1] + ny * c[2])) as u32;
                 let a = strength(i);
-                v[0] = [f[0] as f32, f[1] as f32, f[2] as f32, f32::from_bits(key)];
+                v[0] = stencil(grid, p);
                 v[1] = [a.x as f32, a.y as f32, a.z as f32, 0.0];
             });
         let gpu = self.gpu.clone();
@@ -242,12 +239,8 @@ impl SplatDevice for GpuSplat {
         strength: &[DVec3],
         out: &mut Vec<DVec3>,
     ) -> Result<bool, String> {
-        match GpuSplat::splat(self, grid, position, strength, out) {
-            Ok(()) => Ok(true),
-            // Beyond the device's indices or bindings: the CPU splats.
-            Err(GpuError::Limit(_)) => Ok(false),
-            Err(e) => Err(e.to_string()),
-        }
+        // Beyond the device's indices or bindings: the CPU splats.
+        taken(GpuSplat::splat(self, grid, position, strength, out).map(|()| true))
     }
 }
 
