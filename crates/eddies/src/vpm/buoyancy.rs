@@ -135,8 +135,8 @@ impl Buoyancy {
         );
     }
 
-    /// Stages 1 to 4 on the device into `at_vortons`: whether it took them (a failure is kept in
-    /// `device_error`, and taken as done: the stage changes nothing).
+    /// The masses here, and stages 2 to 4 on the device into `at_vortons`: whether it took them (a failure
+    /// is kept in `device_error`, and taken as done: the stage changes nothing).
     fn gradient_on_device(&mut self, v: &Vortons, params: &VpmParams) -> bool {
         let Some(device) = self.device.clone() else {
             return false;
