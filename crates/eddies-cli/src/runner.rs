@@ -558,7 +558,7 @@ fn describe(
                         (VelocityMethod::DirectGrid, _) => "direct sums and sampling",
                         _ => "direct sums",
                     };
-                    format!("{velocity}; exchanges")
+                    format!("{velocity}; baroclinic stage and exchanges")
                 }
             }
         ),
