@@ -546,16 +546,10 @@ fn describe(
                 Method::Reint => setup::format_bytes(sim.memory_bytes() as f64),
                 Method::Flip => "particle passes and pressure solves".into(),
                 Method::Vpm => {
-                    use eddies::vpm::{Splat, VelocityMethod};
-                    let p = &scene.vpm.params;
-                    let velocity = match (p.velocity, p.poisson.splat) {
-                        (VelocityMethod::Poisson, Splat::Cic) => {
-                            "splat, vector Poisson solve, curl and sampling"
-                        }
-                        (VelocityMethod::Poisson, Splat::Gaussian) => {
-                            "vector Poisson solve, curl and sampling"
-                        }
-                        (VelocityMethod::DirectGrid, _) => "direct sums and sampling",
+                    use eddies::vpm::VelocityMethod;
+                    let velocity = match scene.vpm.params.velocity {
+                        VelocityMethod::Poisson => "splat, vector Poisson solve, curl and sampling",
+                        VelocityMethod::DirectGrid => "direct sums and sampling",
                         _ => "direct sums",
                     };
                     format!("{velocity}; baroclinic stage and exchanges")

@@ -85,6 +85,18 @@ pub fn cases() -> Vec<BenchCase> {
                 })
             },
         },
+        // The Poisson technique's Gaussian splat (`splat = "gaussian"`), on the CPU and on the GPU: 10⁵
+        // vortons on 64³ and 10⁶ on 128³, cores 1.5 times the vortons' spacing (quick: the first)
+        BenchCase {
+            name: "vpm-gpu-gaussian-splat",
+            run: |q| {
+                gaussian_splat(if q {
+                    &[(100_000, 64)]
+                } else {
+                    &[(100_000, 64), (1_000_000, 128)]
+                })
+            },
+        },
         // A step's particle strength exchanges (heat, then vorticity), on the CPU and on the GPU: 10⁵ and 10⁶
         // vortons (quick: the first)
         BenchCase {
@@ -458,6 +470,50 @@ fn vector_solve(sizes: &[usize]) -> Result<Vec<BenchRow>, BenchError> {
                 ("host-share", super::case::CPU.to_string(), host, "ms"),
                 ("iterations", device.clone(), cycles, "iterations"),
             ],
+        ));
+    }
+    Ok(rows)
+}
+
+/// The Gaussian splat of `n` vortons ([`unit_cube`], core radii 1.5 times their mean spacing, as a dense
+/// ball's) onto the grid of `res` points a side fitted to them, by the CPU (`BlobSplat`) and by the GPU
+/// (`GpuSplat::splat_blobs`: the stamps on the host, upload, weights, sort, gather and read-back): median
+/// of three after one, each.
+fn gaussian_splat(sizes: &[(usize, usize)]) -> Result<Vec<BenchRow>, BenchError> {
+    use eddies::vpm::blob_splat::BlobSplat;
+    use eddies::vpm::mollify::FittedGrid;
+    use eddies::vpm::poisson::Blobs;
+    let gpu = setup::gpu()?;
+    let device = gpu.adapter().name.clone();
+    let mut on_gpu = eddies_gpu::vpm::GpuSplat::new(gpu.clone());
+    let mut on_cpu = BlobSplat::default();
+    let mut rows = Vec::new();
+    for &(n, res) in sizes {
+        let (position, strength) = unit_cube(n);
+        let radius = vec![1.5 / (n as f64).cbrt(); n];
+        let grid = FittedGrid::fit(position.iter(), [res; 3], 0.05);
+        let blobs = Blobs {
+            position: &position,
+            strength: &strength,
+            radius: &radius,
+        };
+        let mut out = Vec::new();
+        let cpu = warm_median(|| {
+            let t = Instant::now();
+            on_cpu.splat(&grid, &position, &strength, &radius, &mut out);
+            Ok(ms_since(t))
+        })?;
+        let on = warm_median(|| {
+            let t = Instant::now();
+            on_gpu.splat_blobs(&grid, blobs, &mut out)?;
+            Ok(ms_since(t))
+        })?;
+        rows.extend(cpu_and_gpu(
+            "vpm-gpu-gaussian-splat",
+            "gaussian-splat",
+            (n, res),
+            cpu,
+            (&device, on),
         ));
     }
     Ok(rows)

@@ -8,12 +8,19 @@
 //! stencils reach it (`splat_gather.wgsl`): corner by corner, each cell's vortons in index order, so that
 //! a splat repeats bit for bit and the grid's total is the vortons' to f32 rounding. The vorticity comes
 //! back to the host for the boundary values and the vector solve.
+//!
+//! The Gaussian splat (`splat = "gaussian"`, [`eddies::vpm::blob_splat`]) goes the same way: the host takes
+//! each vorton's stamp with the CPU's own [`BlobStamp`] (its first grid point, which is its key, its points
+//! along each axis, and the offset of its first point from the vorton); the device sorts the vortons by key,
+//! computes each stamp's weights as the CPU does, in f32, into the sorted order (`blob_stamp.wgsl`), and
+//! each grid point gathers from the vortons whose stamps reach it (`blob_gather.wgsl`), in a fixed order.
 
 use std::sync::{Arc, Mutex};
 
 use bytemuck::{Pod, Zeroable};
+use eddies::vpm::blob_splat::{stamp_width, BlobStamp, CUT};
 use eddies::vpm::mollify::FittedGrid;
-use eddies::vpm::poisson::{SharedSplatDevice, SplatDevice};
+use eddies::vpm::poisson::{Blobs, SharedSplatDevice, SplatDevice};
 use glam::DVec3;
 use rayon::prelude::*;
 
@@ -24,6 +31,8 @@ use crate::sort::{self, CountingSort, SortBuffers, SortHeader, WG};
 /// The kernels' WGSL, after [`prelude`].
 pub(crate) const COUNT: &str = include_str!("splat_count.wgsl");
 pub(crate) const GATHER: &str = include_str!("splat_gather.wgsl");
+const BLOB_STAMP: &str = include_str!("blob_stamp.wgsl");
+const BLOB_GATHER: &str = include_str!("blob_gather.wgsl");
 
 /// The kernels' uniform ([`SplatUniform`]), its first four numbers the sort's header.
 const SPLAT: &str = "
@@ -32,8 +41,8 @@ struct Splat {
     n: u32, bins: u32, pad0: u32, pad1: u32,
     // Grid points per axis.
     dims: vec4<u32>,
-    // 1 / cell volume (1/m³).
-    inv_volume: f32, pad2: u32, pad3: u32, pad4: u32,
+    // 1 / cell volume (1/m³); the Gaussian splat's stamps' points a side at most.
+    inv_volume: f32, width: u32, pad3: u32, pad4: u32,
 }
 ";
 
@@ -41,6 +50,24 @@ struct Splat {
 fn prelude() -> String {
     format!("{}\n{SPLAT}", sort::prelude(""))
 }
+
+/// The prelude of the Gaussian splat's kernels: [`prelude`], the weight's cut and the stamp's points per axis.
+fn blob_prelude() -> String {
+    format!(
+        "{}
+const CUT: f32 = {CUT:?};
+// The points along x, y and z of a stamp, packed ten bits each into the bits of `packed`.
+fn stamp_points(packed: f32) -> vec3<u32> {{
+    let b = bitcast<u32>(packed);
+    return vec3<u32>(b & 1023u, (b >> 10u) & 1023u, b >> 20u);
+}}
+",
+        prelude()
+    )
+}
+
+/// Points a side of the widest stamp the Gaussian splat's packing holds (ten bits an axis).
+const WIDEST_STAMP: usize = 1023;
 
 /// `Splat` of the kernels.
 #[repr(C)]
@@ -50,15 +77,19 @@ struct SplatUniform {
     sort: SortHeader,
     dims: [u32; 4],
     inv_volume: f32,
-    pad1: [u32; 3],
+    width: u32,
+    pad1: [u32; 2],
 }
 
 /// The splat on the GPU; its buffers grow to the largest grid and vorton count and are reused.
 pub struct GpuSplat {
     gpu: Arc<Gpu>,
     params: wgpu::Buffer,
-    /// Vortons (stencil and strength), keys, ranks, sorted vortons, prefix sums, vorticity.
-    buffers: [Option<wgpu::Buffer>; 6],
+    /// Vortons (stencil and strength, or stamp), keys, ranks, sorted vortons, prefix sums, vorticity; the
+    /// Gaussian splat's weights and strengths with stamps, in sorted order.
+    buffers: [Option<wgpu::Buffer>; 8],
+    /// The Gaussian splat's keys, reused.
+    keys: Vec<u32>,
     packed: Vec<[f32; 4]>,
     /// The vorticity as read back (f32), reused.
     values: Vec<f32>,
@@ -74,6 +105,7 @@ impl GpuSplat {
             params,
             buffers: Default::default(),
             packed: Vec::new(),
+            keys: Vec::new(),
             values: Vec::new(),
             sort: CountingSort::default(),
         }
@@ -103,8 +135,147 @@ impl GpuSplat {
         out: &mut Vec<DVec3>,
     ) -> Result<(), GpuError> {
         assert_eq!(position.len(), strength.len(), "a strength per vorton");
-        let Some(kept) = self.splat_kept(grid, position, |i| strength[i])? else {
-            out.clear();
+        let kept = self.splat_kept(grid, position, |i| strength[i])?;
+        self.read_grid(grid, kept.map(|k| k.grid), out)
+    }
+
+    /// Vorticity (1/s) at the points of `grid` into `out` (x fastest): each vorton of `blobs` spread by the
+    /// Gaussian of its core as [`eddies::vpm::blob_splat::BlobSplat`] spreads it (its stamp from
+    /// [`BlobStamp`], the weights in f32) and divided by the cell volume.
+    ///
+    /// # Errors
+    /// As [`splat`](Self::splat), and [`GpuError::Limit`] for stamps more than 1023 points a side.
+    pub fn splat_blobs(
+        &mut self,
+        grid: &FittedGrid,
+        blobs: Blobs,
+        out: &mut Vec<DVec3>,
+    ) -> Result<(), GpuError> {
+        let Blobs {
+            position,
+            strength,
+            radius,
+        } = blobs;
+        assert_eq!(position.len(), strength.len(), "a strength per vorton");
+        assert_eq!(position.len(), radius.len(), "a radius per vorton");
+        let n = position.len() as u64;
+        let points = grid.len() as u64;
+        let width = stamp_width(grid, radius);
+        if points + 1 >= u32::MAX as u64 || 3 * width as u64 * n >= u32::MAX as u64 {
+            return Err(GpuError::Limit(format!(
+                "{n} vortons with stamps of {width} points a side on {points} grid points: too many for \
+                 the splat's 32-bit indices"
+            )));
+        }
+        if width > WIDEST_STAMP {
+            return Err(GpuError::Limit(format!(
+                "stamps of {width} points a side (cores of {} cells): more than the splat's {WIDEST_STAMP}",
+                radius.iter().fold(0.0, |m: f64, &r| m.max(r)) / grid.spacing
+            )));
+        }
+        if n == 0 {
+            return self.read_grid(grid, None, out);
+        }
+        let [nx, ny, _] = grid.dims;
+        self.packed.resize(3 * position.len(), [0.0; 4]);
+        self.keys.resize(position.len(), 0);
+        self.packed
+            .par_chunks_mut(3)
+            .zip(self.keys.par_iter_mut())
+            .enumerate()
+            .with_min_len(1024)
+            .for_each(|(i, (v, k))| {
+                let stamp = BlobStamp::new(grid, position[i], radius[i]);
+                let [x, y, z] = stamp.lo;
+                let key = (x + nx * (y + ny * z)) as u32;
+                *k = key;
+                let offset = |a: usize| (stamp.lo[a] as f64 - stamp.centre[a]) as f32;
+                let [px, py, pz] = stamp.n.map(|n| n as u32);
+                let a = strength[i];
+                v[0] = [offset(0), offset(1), offset(2), f32::from_bits(key)];
+                v[1] = [
+                    a.x as f32,
+                    a.y as f32,
+                    a.z as f32,
+                    f32::from_bits(px | py << 10 | pz << 20),
+                ];
+                v[2] = [stamp.inv_s2 as f32, 0.0, 0.0, 0.0];
+            });
+        let gpu = self.gpu.clone();
+        let entries = CountingSort::entries(points);
+        let sizes = [
+            48 * n,
+            4 * n,
+            4 * n,
+            4 * n,
+            4 * entries,
+            12 * points,
+            12 * width as u64 * n,
+            32 * n,
+        ];
+        let b = sized_all(
+            &gpu,
+            "the splat's vortons",
+            &mut self.buffers,
+            &LABELS,
+            &sizes,
+        )?;
+        gpu.write(
+            &self.params,
+            &[SplatUniform {
+                sort: SortHeader::new(n, points),
+                dims: dims4(grid.dims.map(|d| d as u64)),
+                inv_volume: (1.0 / grid.spacing.powi(3)) as f32,
+                width: width as u32,
+                ..Default::default()
+            }],
+        );
+        gpu.write(&b[0], &self.packed);
+        gpu.write(&b[1], &self.keys);
+        let per_axis = gpu.limits().max_compute_workgroups_per_dimension;
+        let launch = |name: &str, source: &str, args: &[&dyn Bindable], groups: u64| {
+            let key = format!("vpm splat {name}");
+            let pipeline = gpu.pipeline(&key, &blob_prelude(), source)?;
+            gpu.launch_args(&key, pipeline, args, fold_groups(groups, per_axis))
+        };
+        let buffers = SortBuffers {
+            header: &self.params,
+            keys: &b[1],
+            rank: &b[2],
+            scan: &b[4],
+            sorted: &b[3],
+        };
+        let mut launches = self
+            .sort
+            .launches_for_keys(&gpu, per_axis, &buffers, n, points)?;
+        launches.push(launch(
+            "blob stamp",
+            BLOB_STAMP,
+            &[&self.params, &b[0], &b[3], &b[6], &b[7]],
+            n.div_ceil(WG),
+        )?);
+        launches.push(launch(
+            "blob gather",
+            BLOB_GATHER,
+            &[&self.params, &b[6], &b[7], &b[4], &b[5]],
+            points.div_ceil(WG),
+        )?);
+        let clear = |encoder: &mut wgpu::CommandEncoder| {
+            encoder.clear_buffer(&b[4], 0, Some((points + 1) * 4));
+        };
+        gpu.submit_launches("vpm blob splat", clear, &launches);
+        self.read_grid(grid, Some(b[5].clone()), out)
+    }
+
+    /// The splatted values in `splatted` (three f32 per point of `grid`; `None`: zero everywhere) into `out`.
+    fn read_grid(
+        &mut self,
+        grid: &FittedGrid,
+        splatted: Option<wgpu::Buffer>,
+        out: &mut Vec<DVec3>,
+    ) -> Result<(), GpuError> {
+        out.clear();
+        let Some(splatted) = splatted else {
             out.resize(grid.len(), DVec3::ZERO);
             return Ok(());
         };
@@ -112,10 +283,9 @@ impl GpuSplat {
         let values = &mut self.values;
         values.resize(3 * points as usize, 0.0);
         self.gpu
-            .read_into(&[(&kept.grid, 0, 12 * points)], |_, bytes| {
+            .read_into(&[(&splatted, 0, 12 * points)], |_, bytes| {
                 copy_bytes(bytemuck::cast_slice_mut(values), bytes)
             })?;
-        out.clear();
         out.par_extend(
             values
                 .par_chunks_exact(3)
@@ -159,19 +329,11 @@ impl GpuSplat {
         let gpu = self.gpu.clone();
         let entries = CountingSort::entries(points);
         let sizes = [32 * n, 4 * n, 4 * n, 4 * n, 4 * entries, 12 * points];
-        const LABELS: [&str; 6] = [
-            "splat vortons",
-            "splat keys",
-            "splat ranks",
-            "splat sorted vortons",
-            "splat prefix sums",
-            "splat vorticity",
-        ];
         let b = sized_all(
             &gpu,
             "the splat's vortons",
-            &mut self.buffers,
-            &LABELS,
+            &mut self.buffers[..6],
+            &LABELS[..6],
             &sizes,
         )?;
         gpu.write(
@@ -222,6 +384,18 @@ impl GpuSplat {
     }
 }
 
+/// The splat's buffers' labels, in the order of [`GpuSplat`]'s.
+const LABELS: [&str; 8] = [
+    "splat vortons",
+    "splat keys",
+    "splat ranks",
+    "splat sorted vortons",
+    "splat prefix sums",
+    "splat vorticity",
+    "splat weights",
+    "splat sorted stamps",
+];
+
 /// What [`GpuSplat::splat_kept`] leaves on the device.
 pub(crate) struct Kept {
     /// Two `vec4<f32>` per vorton: its stencil's fractions and, in `w`, the bits of its lowest grid point's
@@ -241,6 +415,15 @@ impl SplatDevice for GpuSplat {
     ) -> Result<bool, String> {
         // Beyond the device's indices or bindings: the CPU splats.
         taken(GpuSplat::splat(self, grid, position, strength, out).map(|()| true))
+    }
+
+    fn splat_blobs(
+        &mut self,
+        grid: &FittedGrid,
+        blobs: Blobs,
+        out: &mut Vec<DVec3>,
+    ) -> Result<bool, String> {
+        taken(GpuSplat::splat_blobs(self, grid, blobs, out).map(|()| true))
     }
 }
 
@@ -324,6 +507,10 @@ mod tests {
     fn the_kernels_compile_without_a_gpu() {
         for (name, source) in [("count", COUNT), ("gather", GATHER)] {
             let code = format!("{}\n{source}", prelude());
+            validate_wgsl(&code).unwrap_or_else(|e| panic!("{name}: {e}"));
+        }
+        for (name, source) in [("blob stamp", BLOB_STAMP), ("blob gather", BLOB_GATHER)] {
+            let code = format!("{}\n{source}", blob_prelude());
             validate_wgsl(&code).unwrap_or_else(|e| panic!("{name}: {e}"));
         }
         assert_eq!(std::mem::size_of::<SplatUniform>(), 48);

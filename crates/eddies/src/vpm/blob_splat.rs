@@ -29,12 +29,62 @@ const REACH: f64 = 2.0;
 /// Gaussian's variance, and `1/√0.791` restores the core's per-axis variance σ²/2.
 const WIDTH: f64 = 1.1244;
 
+/// Where [`axis_weight`] reaches zero: `x = Δ²/s² = REACH²`.
+pub const CUT: f64 = REACH * REACH;
+
 /// One axis's weight at `x = Δ²/s²`: the Gaussian `e^{−x}` less its tangent line at the cut `x = REACH²`, so
 /// that the weight and its slope reach zero there. A plain cut would make a vorton's weights jump by 1.8% of
 /// the peak as a grid point enters or leaves its stamp, which the motion shows as jerk.
-fn axis_weight(x: f64) -> f64 {
-    let cut = REACH * REACH;
-    ((-x).exp() - (-cut).exp() * (1.0 + cut - x)).max(0.0)
+pub fn axis_weight(x: f64) -> f64 {
+    ((-x).exp() - (-CUT).exp() * (1.0 + CUT - x)).max(0.0)
+}
+
+/// Where one vorton's Gaussian lands on a grid: the stamp's first point and points along each axis, the
+/// vorton's grid coordinates (clamped onto the grid's faces) and its `1/s²`. The CPU's splat and the GPU's
+/// (`eddies_gpu::vpm::GpuSplat`) take their stamps from here.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct BlobStamp {
+    /// Grid coordinates of the stamp's first point.
+    pub lo: [usize; 3],
+    /// Points along each axis (at most [`stamp_width`]).
+    pub n: [usize; 3],
+    /// The vorton's grid coordinates: point `c` sits at `origin + (c + ½) h`.
+    pub centre: [f64; 3],
+    /// `1/s²` in cells⁻², `s` the Gaussian's width.
+    pub inv_s2: f64,
+}
+
+impl BlobStamp {
+    /// The stamp of a vorton at `position` of core radius `radius` (m; taken as at least one cell).
+    pub fn new(grid: &FittedGrid, position: DVec3, radius: f64) -> Self {
+        let h = grid.spacing;
+        let s = WIDTH * (radius / h).max(1.0);
+        let mut stamp = Self {
+            lo: [0; 3],
+            n: [0; 3],
+            centre: [0.0; 3],
+            inv_s2: 1.0 / (s * s),
+        };
+        for a in 0..3 {
+            let last = (grid.dims[a] - 1) as f64;
+            let c = ((position[a] - grid.origin[a]) / h - 0.5).clamp(0.0, last);
+            let lo = (c - REACH * s).ceil().max(0.0);
+            let hi = (c + REACH * s).floor().min(last);
+            stamp.lo[a] = lo as usize;
+            stamp.n[a] = (hi - lo) as usize + 1;
+            stamp.centre[a] = c;
+        }
+        stamp
+    }
+}
+
+/// Points per axis that no stamp of vortons with core radii `radius` on `grid` exceeds: a stamp spans
+/// `2 · REACH · s` cells, so its points number at most the floor of that and one, and one more covers the
+/// rounding of its ends.
+pub fn stamp_width(grid: &FittedGrid, radius: &[f64]) -> usize {
+    let h = grid.spacing;
+    let widest = WIDTH * radius.iter().fold(h, |m, &r| m.max(r));
+    (2.0 * REACH * widest / h).floor() as usize + 2
 }
 
 /// One vorton's stamp: the grid coordinates of its first point and its points per axis.
@@ -79,9 +129,7 @@ impl BlobSplat {
         let [nx, ny, nz] = grid.dims;
         out.clear();
         out.resize(grid.len(), DVec3::ZERO);
-        // Points per axis of the widest stamp.
-        let widest = WIDTH * radius.iter().fold(h, |m, &r| m.max(r));
-        let width = 2 * (REACH * widest / h).ceil() as usize + 1;
+        let width = stamp_width(grid, radius);
         self.stamps.resize(position.len(), Stamp::default());
         self.weights.resize(3 * width * position.len(), 0.0);
         let inv_volume = 1.0 / (h * h * h);
@@ -91,28 +139,24 @@ impl BlobSplat {
             .enumerate()
             .with_min_len(256)
             .for_each(|(i, (stamp, w))| {
-                // Grid coordinates: point c sits at origin + (c + ½) h.
-                let s = WIDTH * (radius[i] / h).max(1.0);
-                let inv_s2 = 1.0 / (s * s);
+                let blob = BlobStamp::new(grid, position[i], radius[i]);
                 for a in 0..3 {
-                    let last = (grid.dims[a] - 1) as f64;
-                    let c = ((position[i][a] - grid.origin[a]) / h - 0.5).clamp(0.0, last);
-                    let lo = (c - REACH * s).ceil().max(0.0);
-                    let hi = (c + REACH * s).floor().min(last);
-                    let n = (hi - lo) as usize + 1;
+                    let (lo, n, c) = (blob.lo[a] as f64, blob.n[a], blob.centre[a]);
                     let axis = &mut w[a * width..a * width + n];
                     let mut total = 0.0;
                     for (k, w) in axis.iter_mut().enumerate() {
                         let d = lo + k as f64 - c;
-                        *w = axis_weight(d * d * inv_s2);
+                        *w = axis_weight(d * d * blob.inv_s2);
                         total += *w;
                     }
                     // The volume goes with the x weights: one multiplication per stamp point fewer.
                     let scale = if a == 0 { inv_volume } else { 1.0 } / total;
                     axis.iter_mut().for_each(|w| *w *= scale);
-                    stamp.lo[a] = lo as usize;
-                    stamp.n[a] = n;
                 }
+                *stamp = Stamp {
+                    lo: blob.lo,
+                    n: blob.n,
+                };
             });
         // Group by first plane.
         self.start.clear();
@@ -236,6 +280,46 @@ mod tests {
                 "axis {a}: {} vs {expected}",
                 var[a]
             );
+        }
+    }
+
+    /// No stamp has more points along an axis than [`stamp_width`] gives, for cores of every width from
+    /// under a cell to eight cells, including those whose span `2 · REACH · s` is a whole number of cells
+    /// (where the rounding of the stamp's ends decides), at positions all over a cell and on grid points.
+    #[test]
+    fn stamps_never_exceed_the_width() {
+        // Wide enough that no stamp reaches a face.
+        let g = FittedGrid {
+            dims: [400; 3],
+            origin: [0.0; 3],
+            spacing: 0.0625,
+        };
+        let h = g.spacing;
+        let mut radii: Vec<f64> = (1..=64).map(|k| h * k as f64 / 8.0).collect();
+        radii.extend((5..=64).map(|m| m as f64 * h / (2.0 * REACH * WIDTH)));
+        // Positions all over a cell, then on grid points and halfway between (exact in binary).
+        let mut positions: Vec<DVec3> = (0..997)
+            .map(|k| {
+                let t = k as f64 / 997.0;
+                DVec3::new(10.0 + t * h, 10.0 + (t * 7.0).fract() * h, 10.0 + t * t * h)
+            })
+            .collect();
+        positions.extend((0..4).map(|j| DVec3::splat(10.03125 + j as f64 * h / 4.0)));
+        for &r in &radii {
+            let width = stamp_width(&g, &[r]);
+            let mut most = 0;
+            for &p in &positions {
+                let stamp = BlobStamp::new(&g, p, r);
+                assert!(
+                    stamp.n.iter().all(|&n| n <= width),
+                    "radius {r}: {:?} > {width}",
+                    stamp.n
+                );
+                most = most.max(stamp.n.into_iter().max().unwrap());
+            }
+            // Loose by at most the point for the rounding of the ends and the one a whole span's second end
+            // adds only where both ends fall on grid points.
+            assert!(most + 2 >= width, "radius {r}: at most {most} of {width}");
         }
     }
 

@@ -170,8 +170,9 @@ impl VpmSim {
         self.solver.poisson.device = Some(device);
     }
 
-    /// Hands the Poisson technique's cloud-in-cell splat (`velocity = "poisson"`, `splat = "cic"`) to
-    /// `device` (the GPU backend) instead of [`mollify::FittedGrid::splat`]; a device failure ends the step
+    /// Hands the Poisson technique's splat (`velocity = "poisson"`) to `device` (the GPU backend): by
+    /// cloud-in-cell instead of [`mollify::FittedGrid::splat`] (`splat = "cic"`) and by each vorton's
+    /// Gaussian instead of [`blob_splat::BlobSplat`] (`splat = "gaussian"`); a device failure ends the step
     /// with [`SimError::Device`].
     pub fn set_splat_device(&mut self, device: poisson::SharedSplatDevice) {
         self.solver.poisson.splat_device = Some(device);

@@ -105,9 +105,9 @@ impl std::fmt::Debug for SharedPoissonDevice {
     }
 }
 
-/// A device that splats the vortons' vorticity onto the grid by cloud-in-cell in place of
-/// [`FittedGrid::splat`] (the GPU backend's `eddies_gpu::vpm::GpuSplat`): the same weights, each grid point's
-/// sum in a fixed order of the device's own.
+/// A device that splats the vortons' vorticity onto the grid in place of the CPU (the GPU backend's
+/// `eddies_gpu::vpm::GpuSplat`): by cloud-in-cell as [`FittedGrid::splat`], or by each vorton's Gaussian as
+/// [`BlobSplat`]; the same weights, each grid point's sum in a fixed order of the device's own.
 pub trait SplatDevice: Send {
     /// Vorticity (1/s) at every point of `grid` into `out` (x fastest): each `strength[i]` (m³/s) at
     /// `position[i]` shared out by cloud-in-cell ([`FittedGrid::cic`]) and divided by the cell volume.
@@ -118,6 +118,16 @@ pub trait SplatDevice: Send {
         grid: &FittedGrid,
         position: &[DVec3],
         strength: &[DVec3],
+        out: &mut Vec<DVec3>,
+    ) -> Result<bool, String>;
+
+    /// Vorticity (1/s) at every point of `grid` into `out` (x fastest): each vorton of `blobs` spread by the
+    /// Gaussian of its core ([`Splat::Gaussian`], the stamps of [`super::blob_splat::BlobStamp`]) and
+    /// divided by the cell volume. `Ok(false)` and the error as for [`splat`](Self::splat).
+    fn splat_blobs(
+        &mut self,
+        grid: &FittedGrid,
+        blobs: Blobs,
         out: &mut Vec<DVec3>,
     ) -> Result<bool, String>;
 }
@@ -266,25 +276,28 @@ impl PoissonVelocity {
             strength,
             radius,
         } = blobs;
-        match params.splat {
-            Splat::Cic => {
-                let on_device = match &self.splat_device {
-                    Some(device) => device
-                        .0
-                        .lock()
-                        .unwrap_or_else(|p| p.into_inner())
-                        .splat(grid, position, strength, &mut self.vorticity)
-                        .map_err(SolveError::Device)?,
-                    None => false,
-                };
-                if !on_device {
+        let on_device = match &self.splat_device {
+            Some(device) => {
+                let mut device = device.0.lock().unwrap_or_else(|p| p.into_inner());
+                let out = &mut self.vorticity;
+                match params.splat {
+                    Splat::Cic => device.splat(grid, position, strength, out),
+                    Splat::Gaussian => device.splat_blobs(grid, blobs, out),
+                }
+                .map_err(SolveError::Device)?
+            }
+            None => false,
+        };
+        if !on_device {
+            match params.splat {
+                Splat::Cic => {
                     let inv = 1.0 / (grid.spacing * grid.spacing * grid.spacing);
                     grid.splat(position, |i| strength[i] * inv, &mut self.vorticity);
                 }
-            }
-            Splat::Gaussian => {
-                self.blobs
-                    .splat(grid, position, strength, radius, &mut self.vorticity)
+                Splat::Gaussian => {
+                    self.blobs
+                        .splat(grid, position, strength, radius, &mut self.vorticity)
+                }
             }
         }
         self.timings.splat += ms(t);
