@@ -25,7 +25,7 @@ use glam::DVec3;
 use rayon::prelude::*;
 
 use super::{dims4, held, sized_all, stencil, taken};
-use crate::device::{copy_bytes, fold_groups, Bindable, Gpu, GpuError};
+use crate::device::{copy_bytes, fold_groups, Bindable, Gpu, GpuError, Launch};
 use crate::sort::{self, CountingSort, SortBuffers, SortHeader, WG};
 
 /// The kernels' WGSL, after [`prelude`].
@@ -220,31 +220,11 @@ impl GpuSplat {
             &LABELS,
             &sizes,
         )?;
-        gpu.write(
-            &self.params,
-            &[SplatUniform {
-                sort: SortHeader::new(n, points),
-                dims: dims4(grid.dims.map(|d| d as u64)),
-                inv_volume: (1.0 / grid.spacing.powi(3)) as f32,
-                width: width as u32,
-                ..Default::default()
-            }],
-        );
-        gpu.write(&b[0], &self.packed);
+        self.upload(grid, n, width, &b[0]);
         gpu.write(&b[1], &self.keys);
         let per_axis = gpu.limits().max_compute_workgroups_per_dimension;
-        let launch = |name: &str, source: &str, args: &[&dyn Bindable], groups: u64| {
-            let key = format!("vpm splat {name}");
-            let pipeline = gpu.pipeline(&key, &blob_prelude(), source)?;
-            gpu.launch_args(&key, pipeline, args, fold_groups(groups, per_axis))
-        };
-        let buffers = SortBuffers {
-            header: &self.params,
-            keys: &b[1],
-            rank: &b[2],
-            scan: &b[4],
-            sorted: &b[3],
-        };
+        let launch = launcher(&gpu, blob_prelude());
+        let buffers = sort_buffers(&self.params, &b);
         let mut launches = self
             .sort
             .launches_for_keys(&gpu, per_axis, &buffers, n, points)?;
@@ -260,11 +240,24 @@ impl GpuSplat {
             &[&self.params, &b[6], &b[7], &b[4], &b[5]],
             points.div_ceil(WG),
         )?);
-        let clear = |encoder: &mut wgpu::CommandEncoder| {
-            encoder.clear_buffer(&b[4], 0, Some((points + 1) * 4));
-        };
-        gpu.submit_launches("vpm blob splat", clear, &launches);
+        submit_cleared(&gpu, "vpm blob splat", (&b[4], points), &launches);
         self.read_grid(grid, Some(b[5].clone()), out)
+    }
+
+    /// Writes the kernels' uniform for `n` vortons on `grid` (`width`: the Gaussian stamps' points a side, 0
+    /// for cloud-in-cell) and the packed vortons into `vortons`.
+    fn upload(&self, grid: &FittedGrid, n: u64, width: usize, vortons: &wgpu::Buffer) {
+        self.gpu.write(
+            &self.params,
+            &[SplatUniform {
+                sort: SortHeader::new(n, grid.len() as u64),
+                dims: dims4(grid.dims.map(|d| d as u64)),
+                inv_volume: (1.0 / grid.spacing.powi(3)) as f32,
+                width: width as u32,
+                ..Default::default()
+            }],
+        );
+        self.gpu.write(vortons, &self.packed);
     }
 
     /// The splatted values in `splatted` (three f32 per point of `grid`; `None`: zero everywhere) into `out`.
@@ -336,36 +329,16 @@ impl GpuSplat {
             &LABELS[..6],
             &sizes,
         )?;
-        gpu.write(
-            &self.params,
-            &[SplatUniform {
-                sort: SortHeader::new(n, points),
-                dims: dims4(grid.dims.map(|d| d as u64)),
-                inv_volume: (1.0 / grid.spacing.powi(3)) as f32,
-                ..Default::default()
-            }],
-        );
-        gpu.write(&b[0], &self.packed);
-
+        self.upload(grid, n, 0, &b[0]);
         let per_axis = gpu.limits().max_compute_workgroups_per_dimension;
-        let launch = |name: &str, source: &str, args: &[&dyn Bindable], groups: u64| {
-            let key = format!("vpm splat {name}");
-            let pipeline = gpu.pipeline(&key, &prelude(), source)?;
-            gpu.launch_args(&key, pipeline, args, fold_groups(groups, per_axis))
-        };
+        let launch = launcher(&gpu, prelude());
         let mut launches = vec![launch(
             "count",
             COUNT,
             &[&self.params, &b[0], &b[1], &b[2], &b[4]],
             n.div_ceil(WG),
         )?];
-        let buffers = SortBuffers {
-            header: &self.params,
-            keys: &b[1],
-            rank: &b[2],
-            scan: &b[4],
-            sorted: &b[3],
-        };
+        let buffers = sort_buffers(&self.params, &b);
         launches.extend(self.sort.launches(&gpu, per_axis, &buffers, n, points)?);
         launches.push(launch(
             "gather",
@@ -373,15 +346,49 @@ impl GpuSplat {
             &[&self.params, &b[0], &b[4], &b[3], &b[5]],
             points.div_ceil(WG),
         )?);
-        let clear = |encoder: &mut wgpu::CommandEncoder| {
-            encoder.clear_buffer(&b[4], 0, Some((points + 1) * 4));
-        };
-        gpu.submit_launches("vpm splat", clear, &launches);
+        submit_cleared(&gpu, "vpm splat", (&b[4], points), &launches);
         Ok(Some(Kept {
             vortons: b[0].clone(),
             grid: b[5].clone(),
         }))
     }
+}
+
+/// A launcher of the splat's kernels after `prelude` on `gpu`: `(name, source, bindings, workgroups)`.
+fn launcher(
+    gpu: &Gpu,
+    prelude: String,
+) -> impl Fn(&str, &str, &[&dyn Bindable], u64) -> Result<Launch, GpuError> + '_ {
+    let per_axis = gpu.limits().max_compute_workgroups_per_dimension;
+    move |name, source, args, groups| {
+        let key = format!("vpm splat {name}");
+        let pipeline = gpu.pipeline(&key, &prelude, source)?;
+        gpu.launch_args(&key, pipeline, args, fold_groups(groups, per_axis))
+    }
+}
+
+/// The sort's buffers among the splat's `b` (in [`LABELS`]' order), its header the uniform `params`.
+fn sort_buffers<'a>(params: &'a wgpu::Buffer, b: &'a [wgpu::Buffer]) -> SortBuffers<'a> {
+    SortBuffers {
+        header: params,
+        keys: &b[1],
+        rank: &b[2],
+        scan: &b[4],
+        sorted: &b[3],
+    }
+}
+
+/// Submits `launches` after clearing the counts of the `points` cells in `scan`, the prefix sums' buffer.
+fn submit_cleared(
+    gpu: &Gpu,
+    label: &str,
+    (scan, points): (&wgpu::Buffer, u64),
+    launches: &[Launch],
+) {
+    let clear = |encoder: &mut wgpu::CommandEncoder| {
+        encoder.clear_buffer(scan, 0, Some((points + 1) * 4));
+    };
+    gpu.submit_launches(label, clear, launches);
 }
 
 /// The splat's buffers' labels, in the order of [`GpuSplat`]'s.

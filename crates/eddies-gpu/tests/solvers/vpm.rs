@@ -229,27 +229,14 @@ fn the_poisson_solve_on_the_gpu_gives_the_cpus_velocity() {
     }
 }
 
-/// The cloud-in-cell splat on the GPU (`GpuSplat`) gives the CPU's (`FittedGrid::splat`): on grids fitted
-/// to the vortons (a few and some hundred vortons a cell), and on a lopsided grid of two points across (its
-/// stencils all start at the first) that most vortons lie outside of (clamped onto its faces). The device
-/// rounds the stencil's fractions and the strengths to f32 and sums in f32, in another order than the CPU's
-/// f64 sums: at each point within 1e-6 of the summed magnitudes of the strengths that reach it (a weight
-/// errs by about 1e-7 absolute, a sum of up to two thousand terms rounds a few times 6e-8; measured below
-/// 2e-7); the grid's total strength is the
-/// vortons' to 1e-6 of their summed magnitudes; a second splat gives the same bits.
-#[test]
-fn the_splat_on_the_gpu_gives_the_cpus_vorticity() {
-    use eddies::vpm::mollify::FittedGrid;
-    use eddies_gpu::vpm::GpuSplat;
-    let Some(gpu) = gpu() else {
-        return;
-    };
-    let mut rng = SplitMix64::new(5);
-    let n = 20_000;
-    // Half in a tube, half spread over the box: cells of a few dozen vortons and empty ones.
+/// `n` vortons over the box [0, 1] × [0, 0.6] × [0, 0.4] from the seed `seed`, with strengths of either sign
+/// up to 1e-3 m³/s; with `tube`, every other one in a thin tube along x instead (cells of some dozens of
+/// vortons, and empty ones).
+fn box_of_vortons(seed: u64, n: usize, tube: bool) -> (Vec<DVec3>, Vec<DVec3>) {
+    let mut rng = SplitMix64::new(seed);
     let position: Vec<DVec3> = (0..n)
         .map(|i| {
-            if i % 2 == 0 {
+            if tube && i % 2 == 0 {
                 let t = rng.range(0.0, 1.0);
                 DVec3::new(
                     t,
@@ -265,7 +252,7 @@ fn the_splat_on_the_gpu_gives_the_cpus_vorticity() {
             }
         })
         .collect();
-    let strength: Vec<DVec3> = (0..n)
+    let strength = (0..n)
         .map(|_| {
             DVec3::new(
                 rng.range(-1e-3, 1e-3),
@@ -274,6 +261,46 @@ fn the_splat_on_the_gpu_gives_the_cpus_vorticity() {
             )
         })
         .collect();
+    (position, strength)
+}
+
+/// How far the total strength of the splatted vorticity `on` (1/s; `inv`: one over the cell volume) is from
+/// the vortons' `strength`, relative to their summed magnitudes.
+fn total_error(on: &[DVec3], strength: &[DVec3], inv: f64) -> f64 {
+    let total: DVec3 = on.iter().sum::<DVec3>() / inv;
+    let expected: DVec3 = strength.iter().sum();
+    let scale: f64 = strength.iter().map(|a| a.abs().max_element()).sum();
+    (total - expected).abs().max_element() / scale
+}
+
+/// A splat's total strength within 1e-6 of the vortons' summed magnitudes (its [`total_error`] `total`),
+/// and a second splat `again` with the bits of the first, `on`.
+fn assert_total_and_bits(what: &str, total: f64, on: &[DVec3], again: &[DVec3]) {
+    assert!(total <= 1e-6, "{what}: the total strength off by {total:e}");
+    assert!(
+        on.iter()
+            .zip(again)
+            .all(|(a, b)| a.to_array().map(f64::to_bits) == b.to_array().map(f64::to_bits)),
+        "{what}: a second splat changed bits"
+    );
+}
+
+/// The cloud-in-cell splat on the GPU (`GpuSplat`) gives the CPU's (`FittedGrid::splat`): on grids fitted
+/// to the vortons (a few and some hundred vortons a cell), and on a lopsided grid of two points across (its
+/// stencils all start at the first) that most vortons lie outside of (clamped onto its faces). The device
+/// rounds the stencil's fractions and the strengths to f32 and sums in f32, in another order than the CPU's
+/// f64 sums: at each point within 1e-6 of the summed magnitudes of the strengths that reach it (a weight
+/// errs by about 1e-7 absolute, a sum of up to two thousand terms rounds a few times 6e-8; measured below
+/// 2e-7); the grid's total strength is the
+/// vortons' to 1e-6 of their summed magnitudes; a second splat gives the same bits.
+#[test]
+fn the_splat_on_the_gpu_gives_the_cpus_vorticity() {
+    use eddies::vpm::mollify::FittedGrid;
+    use eddies_gpu::vpm::GpuSplat;
+    let Some(gpu) = gpu() else {
+        return;
+    };
+    let (position, strength) = box_of_vortons(5, 20_000, true);
     let lopsided = FittedGrid {
         dims: [2, 9, 5],
         origin: [0.4, 0.1, 0.05],
@@ -319,26 +346,14 @@ fn the_splat_on_the_gpu_gives_the_cpus_vorticity() {
                 let d = (*a - *b).abs() / s.max(DVec3::splat(f64::MIN_POSITIVE));
                 m.max(d.max_element())
             });
-        let total: DVec3 = on.iter().sum::<DVec3>() / inv;
-        let expected: DVec3 = strength.iter().sum();
-        let scale: f64 = strength.iter().map(|a| a.abs().max_element()).sum();
+        let total = total_error(&on, &strength, inv);
         println!(
-            "{what} {:?}: largest difference {worst:.2e} of a point's reach; total off by {:.2e}",
-            grid.dims,
-            (total - expected).abs().max_element() / scale
+            "{what} {:?}: largest difference {worst:.2e} of a point's reach; total off by {total:.2e}",
+            grid.dims
         );
         assert_eq!(on.len(), grid.len());
         assert!(worst <= 1e-6, "{what}: {worst}");
-        assert!(
-            (total - expected).abs().max_element() <= 1e-6 * scale,
-            "{what}: {total} vs {expected}"
-        );
-        assert!(
-            on.iter()
-                .zip(&again)
-                .all(|(a, b)| a.to_array().map(f64::to_bits) == b.to_array().map(f64::to_bits)),
-            "{what}: a second splat changed bits"
-        );
+        assert_total_and_bits(what, total, &on, &again);
     }
 }
 
@@ -361,26 +376,8 @@ fn the_gaussian_splat_on_the_gpu_gives_the_cpus_vorticity() {
     let Some(gpu) = gpu() else {
         return;
     };
-    let mut rng = SplitMix64::new(9);
     let n = 6000;
-    let position: Vec<DVec3> = (0..n)
-        .map(|_| {
-            DVec3::new(
-                rng.range(0.0, 1.0),
-                rng.range(0.0, 0.6),
-                rng.range(0.0, 0.4),
-            )
-        })
-        .collect();
-    let strength: Vec<DVec3> = (0..n)
-        .map(|_| {
-            DVec3::new(
-                rng.range(-1e-3, 1e-3),
-                rng.range(-1e-3, 1e-3),
-                rng.range(-1e-3, 1e-3),
-            )
-        })
-        .collect();
+    let (position, strength) = box_of_vortons(9, n, false);
     let lopsided = FittedGrid {
         dims: [3, 9, 5],
         origin: [0.4, 0.1, 0.05],
@@ -427,29 +424,16 @@ fn the_gaussian_splat_on_the_gpu_gives_the_cpus_vorticity() {
             .iter()
             .zip(&cpu)
             .fold(0f64, |m, (a, b)| m.max((*a - *b).abs().max_element()));
-        let inv = 1.0 / grid.spacing.powi(3);
-        let total: DVec3 = on.iter().sum::<DVec3>() / inv;
-        let expected: DVec3 = strength.iter().sum();
-        let scale: f64 = strength.iter().map(|a| a.abs().max_element()).sum();
+        let total = total_error(&on, &strength, 1.0 / grid.spacing.powi(3));
         println!(
             "{what} {:?}: largest difference {:.2e} of the largest magnitude, {worst:.2e} of a point's \
-             beyond that allowance; total off by {:.2e}",
+             beyond that allowance; total off by {total:.2e}",
             grid.dims,
             absolute / largest,
-            (total - expected).abs().max_element() / scale
         );
         assert_eq!(on.len(), grid.len());
         assert!(worst <= 1e-5, "{what}: {worst}");
-        assert!(
-            (total - expected).abs().max_element() <= 1e-6 * scale,
-            "{what}: {total} vs {expected}"
-        );
-        assert!(
-            on.iter()
-                .zip(&again)
-                .all(|(a, b)| a.to_array().map(f64::to_bits) == b.to_array().map(f64::to_bits)),
-            "{what}: a second splat changed bits"
-        );
+        assert_total_and_bits(what, total, &on, &again);
     }
 }
 
