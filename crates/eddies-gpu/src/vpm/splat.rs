@@ -160,16 +160,18 @@ impl GpuSplat {
         assert_eq!(position.len(), radius.len(), "a radius per vorton");
         let n = position.len() as u64;
         let points = grid.len() as u64;
-        let width = stamp_width(grid, radius);
-        if points + 1 >= u32::MAX as u64 || 3 * width as u64 * n >= u32::MAX as u64 {
+        // The most points a stamp can have along an axis.
+        let bound = stamp_width(grid, radius);
+        if points + 1 >= u32::MAX as u64 || 3 * bound as u64 * n >= u32::MAX as u64 {
             return Err(GpuError::Limit(format!(
-                "{n} vortons with stamps of {width} points a side on {points} grid points: too many for \
-                 the splat's 32-bit indices"
+                "{n} vortons with stamps of up to {bound} points a side on {points} grid points: too many \
+                 for the splat's 32-bit indices"
             )));
         }
-        if width > WIDEST_STAMP {
+        if bound > WIDEST_STAMP {
             return Err(GpuError::Limit(format!(
-                "stamps of {width} points a side (cores of {} cells): more than the splat's {WIDEST_STAMP}",
+                "stamps of up to {bound} points a side (cores of {} cells): more than the splat's \
+                 {WIDEST_STAMP}",
                 radius.iter().fold(0.0, |m: f64, &r| m.max(r)) / grid.spacing
             )));
         }
@@ -179,12 +181,15 @@ impl GpuSplat {
         let [nx, ny, _] = grid.dims;
         self.packed.resize(3 * position.len(), [0.0; 4]);
         self.keys.resize(position.len(), 0);
-        self.packed
+        // The most points a stamp has along an axis (at most `bound`): the gather scans that many cells back
+        // along each axis.
+        let width = self
+            .packed
             .par_chunks_mut(3)
             .zip(self.keys.par_iter_mut())
             .enumerate()
             .with_min_len(1024)
-            .for_each(|(i, (v, k))| {
+            .map(|(i, (v, k))| {
                 let stamp = BlobStamp::new(grid, position[i], radius[i]);
                 let [x, y, z] = stamp.lo;
                 let key = (x + nx * (y + ny * z)) as u32;
@@ -200,7 +205,10 @@ impl GpuSplat {
                     f32::from_bits(px | py << 10 | pz << 20),
                 ];
                 v[2] = [stamp.inv_s2 as f32, 0.0, 0.0, 0.0];
-            });
+                stamp.n.into_iter().max().unwrap_or(1)
+            })
+            .max()
+            .unwrap_or(1);
         let gpu = self.gpu.clone();
         let entries = CountingSort::entries(points);
         let sizes = [
