@@ -7,8 +7,8 @@
 //! for bit on one device. The CPU sums the same terms in sixteen lanes, so the two agree to f32 rounding,
 //! not bit for bit.
 //!
-//! [`GpuSplat`] shares the vortons' vorticity out to the Poisson technique's grid by cloud-in-cell, a gather
-//! over the device's counting sort; [`GpuSampling`] takes the curl of its vector potential and samples the
+//! [`GpuSplat`] shares the vortons' vorticity out to the Poisson technique's grid, by cloud-in-cell or by
+//! each vorton's Gaussian, a gather over the device's counting sort; [`GpuSampling`] takes the curl of its vector potential and samples the
 //! grid's velocity at the vortons and tracers; [`GpuBaroclinic`] takes the baroclinic stage's density splat
 //! and gradient; [`GpuExchange`] takes the particle strength exchange's substeps.
 
