@@ -7,7 +7,7 @@ use std::fs;
 use std::process::Command;
 
 mod common;
-use common::{eddies, error_line, stderr, stdout};
+use common::{eddies, error_line, physics_of, stderr, stdout};
 
 /// Whether a GPU adapter is there; without one (and without EDDIES_REQUIRE_GPU=1) a notice is printed.
 fn have_gpu() -> bool {
@@ -366,20 +366,8 @@ fn vortex_particles_on_the_gpu_repeat_bit_for_bit() {
         dir.path().join(out)
     };
     let (a, b) = (run("first"), run("second"));
-    // The records without their wall-clock times.
-    let records = |d: &std::path::Path| -> Vec<serde_json::Value> {
-        fs::read_to_string(d.join("stats.jsonl"))
-            .unwrap()
-            .lines()
-            .map(|l| {
-                let mut v: serde_json::Value = serde_json::from_str(l).unwrap();
-                let o = v.as_object_mut().unwrap();
-                o.remove("wall_ms");
-                o.remove("stage_ms");
-                v
-            })
-            .collect()
-    };
+    let records =
+        |d: &std::path::Path| physics_of(&fs::read_to_string(d.join("stats.jsonl")).unwrap());
     let first = records(&a);
     assert_eq!(first.len(), 3, "a record per step");
     assert_eq!(first, records(&b));
