@@ -546,8 +546,14 @@ fn describe(
                 Method::Reint => setup::format_bytes(sim.memory_bytes() as f64),
                 Method::Flip => "particle passes and pressure solves".into(),
                 Method::Vpm => {
-                    use eddies::vpm::VelocityMethod;
-                    let velocity = match scene.vpm.params.velocity {
+                    use eddies::vpm::{PotentialBoundary, VelocityMethod};
+                    let params = &scene.vpm.params;
+                    let velocity = match params.velocity {
+                        VelocityMethod::Poisson
+                            if params.poisson.boundary == PotentialBoundary::Direct =>
+                        {
+                            "splat, boundary sums, vector Poisson solve, curl and sampling"
+                        }
                         VelocityMethod::Poisson => "splat, vector Poisson solve, curl and sampling",
                         VelocityMethod::DirectGrid => "direct sums and sampling",
                         _ => "direct sums",

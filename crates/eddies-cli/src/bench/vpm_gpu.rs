@@ -133,6 +133,18 @@ pub fn cases() -> Vec<BenchCase> {
                 })
             },
         },
+        // The Poisson technique's boundary values: 10⁵ vortons on 64³ and 10⁶ on 128³ (quick: the first),
+        // by the CPU's treecode (build and evaluation apart) and direct sum, and by the GPU's direct sum
+        BenchCase {
+            name: "vpm-gpu-boundary",
+            run: |q| {
+                boundary(if q {
+                    &[(100_000, 64)]
+                } else {
+                    &[(100_000, 64), (1_000_000, 128)]
+                })
+            },
+        },
         // hot-plume with 10⁶ vortons on a 128³ grid, its Poisson technique's vector solve on the GPU
         BenchCase {
             name: "vpm-gpu-poisson-million",
@@ -634,6 +646,159 @@ fn baroclinic(sizes: &[(usize, usize)]) -> Result<Vec<BenchRow>, BenchError> {
         ));
     }
     Ok(rows)
+}
+
+/// The Poisson technique's boundary values as a step takes them with the default lattice decimation: `n`
+/// vortons ([`unit_cube`], cores of the vortons' spacing) on the grid of `res` points a side fitted to them
+/// (margin 5%), the vector potential at the points of the grid's faces whose every coordinate is even or
+/// the last (the computed ones; the rest are means of them). By the CPU's treecode at the scene default's
+/// opening angle, its build and its evaluation timed apart (the build is all vortons' keys, sort and
+/// moments; a step pays it for its boundary values alone), by the CPU's direct sum, and by the GPU's direct
+/// sum (`GpuDirect`, as `vpm.boundary = "direct"` takes it with `--backend gpu`: upload, kernel,
+/// read-back); median of three after one, each. The treecode's RMS error against the direct sum, and the
+/// GPU's largest difference from the CPU's over the largest magnitude. Direct sums estimated (from the
+/// size before) to take longer than [`LONGEST_S`] are skipped.
+fn boundary(sizes: &[(usize, usize)]) -> Result<Vec<BenchRow>, BenchError> {
+    use eddies::vpm::biot_savart::{potential_direct, DirectDevice};
+    use eddies::vpm::mollify::FittedGrid;
+    use eddies::vpm::tree::{rms_relative_error, Tree};
+    use eddies::vpm::{PoissonParams, TreeMethod, TreeParams};
+    let gpu = setup::gpu()?;
+    let device = gpu.adapter().name.clone();
+    let mut on_gpu = eddies_gpu::vpm::GpuDirect::new(gpu.clone());
+    let params = TreeParams {
+        theta: PoissonParams::default().boundary_theta,
+        method: TreeMethod::Treecode,
+        ..TreeParams::default()
+    };
+    let mut rows = Vec::new();
+    // Pairs per second of the last size's direct sums: (CPU, GPU).
+    let mut rates: Option<(f64, f64)> = None;
+    for &(n, res) in sizes {
+        let (position, strength) = unit_cube(n);
+        let radius = vec![(n as f64).cbrt().recip(); n];
+        let grid = FittedGrid::fit(position.iter(), [res; 3], 0.05);
+        let points = lattice_faces(&grid);
+        let size = format!("{n} vortons at {} points", points.len());
+        let pairs = (n * points.len()) as f64;
+        let mut tree = Tree::default();
+        let build = warm_median(|| {
+            let t = Instant::now();
+            tree.build(&params, &position, &strength, &radius);
+            Ok(ms_since(t))
+        })?;
+        let mut by_tree = vec![DVec3::ZERO; points.len()];
+        let evaluate = warm_median(|| {
+            let t = Instant::now();
+            tree.evaluate_potential(&params, &points, &mut by_tree);
+            Ok(ms_since(t))
+        })?;
+        rows.extend(timed_rows(
+            "vpm-gpu-boundary",
+            &size,
+            [
+                ("cpu-tree-build", super::case::CPU.to_string(), build, "ms"),
+                (
+                    "cpu-tree-evaluate",
+                    super::case::CPU.to_string(),
+                    evaluate,
+                    "ms",
+                ),
+            ],
+        ));
+        let too_long = |rate: f64, on: &str| {
+            let s = pairs / rate;
+            if s > LONGEST_S {
+                eprintln!(
+                    "note: {size}: the direct sum skipped on {on}: about {s:.0} s an evaluation"
+                );
+            }
+            s > LONGEST_S
+        };
+        let mut sources = Sources::default();
+        sources.fill(DVec3::splat(0.5), &position, &strength, &radius);
+        let mut direct = vec![DVec3::ZERO; points.len()];
+        let (mut cpu_rate, mut gpu_rate) = (f64::INFINITY, f64::INFINITY);
+        if !rates.is_some_and(|(cpu, _)| too_long(cpu, super::case::CPU)) {
+            let cpu = warm_median(|| {
+                let t = Instant::now();
+                potential_direct(&sources, &points, &mut direct);
+                Ok(ms_since(t))
+            })?;
+            cpu_rate = pairs / (cpu * 1e-3);
+            rows.extend(timed_rows(
+                "vpm-gpu-boundary",
+                &size,
+                [
+                    ("cpu-direct", super::case::CPU.to_string(), cpu, "ms"),
+                    (
+                        "tree-rms-error",
+                        super::case::CPU.to_string(),
+                        rms_relative_error(&by_tree, &direct),
+                        "1",
+                    ),
+                ],
+            ));
+        }
+        if !rates.is_some_and(|(_, gpu)| too_long(gpu, &device)) {
+            let mut out = vec![DVec3::ZERO; points.len()];
+            let on = warm_median(|| {
+                let t = Instant::now();
+                on_gpu
+                    .potential(&sources, &points, &mut out)
+                    .map_err(|detail| {
+                        BenchError::Sim(eddies::sim::SimError::Device { step: 0, detail })
+                    })?;
+                Ok(ms_since(t))
+            })?;
+            gpu_rate = pairs / (on * 1e-3);
+            let mut values = vec![
+                ("gpu-direct", device.clone(), on, "ms"),
+                ("gpu-direct-rate", device.clone(), gpu_rate, "pairs/s"),
+            ];
+            if cpu_rate.is_finite() {
+                let scale = direct
+                    .iter()
+                    .fold(0f64, |m, a| m.max(a.abs().max_element()));
+                let diff = direct
+                    .iter()
+                    .zip(&out)
+                    .fold(0f64, |m, (a, b)| m.max((*a - *b).abs().max_element()));
+                values.push(("gpu-vs-cpu", device.clone(), diff / scale, "1"));
+            }
+            for (metric, device, value, unit) in values {
+                rows.extend(timed_rows(
+                    "vpm-gpu-boundary",
+                    &size,
+                    [(metric, device, value, unit)],
+                ));
+            }
+        }
+        rates = Some((cpu_rate, gpu_rate));
+    }
+    Ok(rows)
+}
+
+/// The points of `grid`'s faces whose every coordinate is even or the last: those whose boundary value
+/// the Poisson technique computes with lattice decimation, at the grid points' positions.
+fn lattice_faces(grid: &eddies::vpm::mollify::FittedGrid) -> Vec<DVec3> {
+    let d = grid.dims;
+    let computed = |c: usize, n: usize| c.is_multiple_of(2) || c == n - 1;
+    let face = |c: usize, n: usize| c == 0 || c == n - 1;
+    let mut points = Vec::new();
+    for k in 0..d[2] {
+        for j in 0..d[1] {
+            for i in 0..d[0] {
+                let c = [i, j, k];
+                if (0..3).any(|a| face(c[a], d[a])) && (0..3).all(|a| computed(c[a], d[a])) {
+                    points.push(DVec3::from_array(std::array::from_fn(|a| {
+                        grid.origin[a] + (c[a] as f64 + 0.5) * grid.spacing
+                    })));
+                }
+            }
+        }
+    }
+    points
 }
 
 /// `n` vortons in a unit cube: positions, and strengths of either sign (m³/s).

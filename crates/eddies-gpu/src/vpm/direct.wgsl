@@ -1,12 +1,14 @@
 // Biot–Savart by direct summation (Gourlay part 8, eq. 8.3 with the mollified kernel of part 12): the
-// velocity, and with GRADIENT its gradient, at each target from every vorton, without the factor 1/4π.
+// velocity, and with GRADIENT its gradient, at each target from every vorton, without the factor 1/4π; or,
+// with POTENTIAL, the vector potential whose curl that velocity is (the Poisson technique's boundary values,
+// part 20), into the velocity's slots.
 //
 // The vortons may be split into chunks (few targets leave a large device half idle): each workgroup row sums
 // one chunk, and `chunks.wgsl` adds the chunks' sums in chunk order. One invocation per PER targets (1 or 2:
 // two share each source read from shared memory, which pays where there are enough targets to fill the
 // device). The workgroup loads TILE sources at a time into shared memory and every invocation adds them in
 // index order, tile after tile: each target's sum has one fixed order, so a run repeats bit for bit. The
-// prelude defines TILE, PER, GRADIENT and Params.
+// prelude defines TILE, PER, GRADIENT, POTENTIAL and Params.
 
 @group(0) @binding(0) var<uniform> params: Params;
 // Per source: (x, y, z, σ²) then (αx, αy, αz, 0), relative to the sources' origin.
@@ -35,6 +37,12 @@ fn add(s: ptr<function, Sums>, t: vec3<f32>, p: vec4<f32>, a: vec3<f32>) {
     // One reciprocal square root and multiplications instead of a square root and a division.
     let q = inverseSqrt(r2 + p.w);
     let q2 = q * q;
+    if (POTENTIAL) {
+        // h(s) = (s + 3σ²/2)(s + σ²)^(−3/2), the stream function of the core, whose curl is the velocity below.
+        let h = fma(p.w, 1.5, r2) * (q2 * q);
+        (*s).u = fma(vec3<f32>(h), a, (*s).u);
+        return;
+    }
     let q5 = q2 * q2 * q;
     let c = cross(a, r);
     let f = fma(p.w, 2.5, r2) * q5;

@@ -2,7 +2,8 @@
 //!
 //! [`DirectSum`] is Biot–Savart by direct summation (`direct.wgsl`): the velocity, and for stretching its
 //! gradient, at any targets from every vorton, with the mollified kernel of the CPU's
-//! [`eddies::vpm::biot_savart`]. A tiled N-body kernel: each workgroup streams the vortons through shared
+//! [`eddies::vpm::biot_savart`]; or the vector potential whose curl that velocity is (the Poisson
+//! technique's boundary values). A tiled N-body kernel: each workgroup streams the vortons through shared
 //! memory and each target adds them in index order, so the sums have one fixed order and a run repeats bit
 //! for bit on one device. The CPU sums the same terms in sixteen lanes, so the two agree to f32 rounding,
 //! not bit for bit.
@@ -77,10 +78,34 @@ pub(crate) fn per_invocation(targets: usize) -> u32 {
 const PARAMS: &str =
     "struct Params {\n    sources: u32,\n    targets: u32,\n    chunk: u32,\n    chunks: u32,\n}\n";
 
-/// The prelude of the kernels for velocity alone or with its gradient, `per` targets an invocation.
-pub(crate) fn prelude(gradient: bool, per: u32) -> String {
+/// What a direct sum computes at its targets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Summed {
+    /// The velocity.
+    Velocity,
+    /// The velocity and its gradient.
+    Gradient,
+    /// The vector potential whose curl is the velocity (the Poisson technique's boundary values).
+    Potential,
+}
+
+impl Summed {
+    fn name(self) -> &'static str {
+        match self {
+            Summed::Velocity => "velocity",
+            Summed::Gradient => "gradient",
+            Summed::Potential => "potential",
+        }
+    }
+}
+
+/// The prelude of the kernels for `what`, `per` targets an invocation.
+pub(crate) fn prelude(what: Summed, per: u32) -> String {
+    let gradient = what == Summed::Gradient;
+    let potential = what == Summed::Potential;
     format!(
-        "const TILE: u32 = {TILE}u;\nconst PER: u32 = {per}u;\nconst GRADIENT: bool = {gradient};\n{PARAMS}"
+        "const TILE: u32 = {TILE}u;\nconst PER: u32 = {per}u;\nconst GRADIENT: bool = {gradient};\n\
+         const POTENTIAL: bool = {potential};\n{PARAMS}"
     )
 }
 
@@ -213,6 +238,36 @@ impl DirectSum {
         targets: &[[f32; 3]],
         gradient: bool,
     ) -> Result<Induced, GpuError> {
+        let what = if gradient {
+            Summed::Gradient
+        } else {
+            Summed::Velocity
+        };
+        self.sum(gpu, sources, targets, what)
+    }
+
+    /// The vector potential (m²/s) of the first `sources.len` vortons of `sources` at `targets` (m, relative
+    /// to the sources' origin), `(1/4π) Σ αⱼ h(|x − xⱼ|²)` as the CPU's
+    /// [`potential_direct`](eddies::vpm::biot_savart::potential_direct) sums it.
+    pub fn potential(
+        &mut self,
+        gpu: &Gpu,
+        sources: &Sources,
+        targets: &[[f32; 3]],
+    ) -> Result<Vec<[f32; 3]>, GpuError> {
+        Ok(self.sum(gpu, sources, targets, Summed::Potential)?.velocity)
+    }
+
+    /// `what` of the first `sources.len` vortons of `sources` at `targets`: the potential in `velocity`'s
+    /// place.
+    fn sum(
+        &mut self,
+        gpu: &Gpu,
+        sources: &Sources,
+        targets: &[[f32; 3]],
+        what: Summed,
+    ) -> Result<Induced, GpuError> {
+        let gradient = what == Summed::Gradient;
         let n = sources.len;
         let m = targets.len();
         if m == 0 {
@@ -266,13 +321,8 @@ impl DirectSum {
         gpu.write(&src_buf, &self.packed);
         gpu.write(&tgt_buf, &self.points);
         let per = per_invocation(m);
-        let key = if gradient {
-            "vpm direct gradient"
-        } else {
-            "vpm direct velocity"
-        };
-        let key = &format!("{key} {per}");
-        let pipeline = gpu.pipeline(key, &prelude(gradient, per), SOURCE)?;
+        let key = &format!("vpm direct {} {per}", what.name());
+        let pipeline = gpu.pipeline(key, &prelude(what, per), SOURCE)?;
         let bind = gpu.validating(key, || {
             Ok(gpu.bind(
                 &pipeline,
@@ -291,8 +341,8 @@ impl DirectSum {
             None,
         );
         if split > 1 {
-            let key = &format!("vpm direct chunks {gradient}");
-            let pipeline = gpu.pipeline(key, &prelude(gradient, 1), CHUNKS)?;
+            let key = &format!("vpm direct chunks {}", what.name());
+            let pipeline = gpu.pipeline(key, &prelude(what, 1), CHUNKS)?;
             let bind = gpu.validating(key, || {
                 Ok(gpu.bind(&pipeline, &[&self.params, &vel_buf, &grad_buf]))
             })?;
@@ -354,6 +404,18 @@ impl GpuDirect {
     }
 }
 
+impl GpuDirect {
+    /// `targets` relative to the origin of `src`, in f32, into `relative`.
+    fn relative_to(&mut self, src: &Sources, targets: &[DVec3]) {
+        self.relative.clear();
+        self.relative.extend(
+            targets
+                .iter()
+                .map(|p| (*p - src.origin).as_vec3().to_array()),
+        );
+    }
+}
+
 impl DirectDevice for GpuDirect {
     fn direct(
         &mut self,
@@ -362,12 +424,7 @@ impl DirectDevice for GpuDirect {
         u: &mut [DVec3],
         jac: Option<&mut [[f64; 9]]>,
     ) -> Result<(), String> {
-        self.relative.clear();
-        self.relative.extend(
-            targets
-                .iter()
-                .map(|p| (*p - src.origin).as_vec3().to_array()),
-        );
+        self.relative_to(src, targets);
         let out = self
             .sum
             .evaluate(&self.gpu, src, &self.relative, jac.is_some())
@@ -379,6 +436,23 @@ impl DirectDevice for GpuDirect {
             for (o, g) in jac.iter_mut().zip(&out.gradient) {
                 *o = g.map(f64::from);
             }
+        }
+        Ok(())
+    }
+
+    fn potential(
+        &mut self,
+        src: &Sources,
+        targets: &[DVec3],
+        out: &mut [DVec3],
+    ) -> Result<(), String> {
+        self.relative_to(src, targets);
+        let a = self
+            .sum
+            .potential(&self.gpu, src, &self.relative)
+            .map_err(|e| e.to_string())?;
+        for (o, a) in out.iter_mut().zip(&a) {
+            *o = DVec3::new(a[0] as f64, a[1] as f64, a[2] as f64);
         }
         Ok(())
     }
@@ -424,17 +498,17 @@ mod tests {
         assert_eq!(chunks(1_000_000, 1_000_000).1, 1);
     }
 
-    /// Both variants parse and validate without a GPU.
+    /// Every variant parses and validates without a GPU.
     #[test]
     fn the_kernel_compiles_without_a_gpu() {
-        for gradient in [false, true] {
+        for what in [Summed::Velocity, Summed::Gradient, Summed::Potential] {
             for per in [1, 2] {
-                let code = format!("{}\n{SOURCE}", prelude(gradient, per));
+                let code = format!("{}\n{SOURCE}", prelude(what, per));
                 validate_wgsl(&code)
-                    .unwrap_or_else(|e| panic!("gradient {gradient}, {per} per invocation: {e}"));
+                    .unwrap_or_else(|e| panic!("{what:?}, {per} per invocation: {e}"));
             }
-            let code = format!("{}\n{CHUNKS}", prelude(gradient, 1));
-            validate_wgsl(&code).unwrap_or_else(|e| panic!("chunks, gradient {gradient}: {e}"));
+            let code = format!("{}\n{CHUNKS}", prelude(what, 1));
+            validate_wgsl(&code).unwrap_or_else(|e| panic!("chunks, {what:?}: {e}"));
         }
     }
 }

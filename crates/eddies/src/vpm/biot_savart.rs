@@ -439,9 +439,10 @@ pub fn direct(src: &Sources, targets: &[DVec3], u: &mut [DVec3], jac: Option<&mu
     }
 }
 
-/// A device that evaluates [`direct`] in its place (the GPU backend's `eddies_gpu::vpm::GpuDirect`): the
-/// velocity (m/s) at `targets` induced by `src`, and with `jac` its gradient (1/s, row-major), the factor
-/// 1/4π applied, as [`direct`] gives them. It sums the same terms, in its own fixed order.
+/// A device that evaluates [`direct`] and [`potential_direct`] in their place (the GPU backend's
+/// `eddies_gpu::vpm::GpuDirect`): the velocity (m/s) at `targets` induced by `src`, with `jac` its gradient
+/// (1/s, row-major), or the vector potential (m²/s), the factor 1/4π applied, as the CPU gives them. It sums
+/// the same terms, in its own fixed order.
 pub trait DirectDevice: Send {
     /// [`direct`] on the device; the error says how the device failed.
     fn direct(
@@ -450,6 +451,14 @@ pub trait DirectDevice: Send {
         targets: &[DVec3],
         u: &mut [DVec3],
         jac: Option<&mut [[f64; 9]]>,
+    ) -> Result<(), String>;
+
+    /// [`potential_direct`] on the device; the error says how the device failed.
+    fn potential(
+        &mut self,
+        src: &Sources,
+        targets: &[DVec3],
+        out: &mut [DVec3],
     ) -> Result<(), String>;
 }
 

@@ -155,15 +155,17 @@ impl VpmSim {
         &self.params
     }
 
-    /// Hands the direct Biot–Savart sums of the velocity stage (`direct-vortons`, `direct-grid`) to
-    /// `device` (the GPU backend); a device failure ends the step that asked with [`SimError::Device`].
+    /// Hands the direct Biot–Savart sums of the velocity stage (`direct-vortons`, `direct-grid`, and the
+    /// Poisson technique's boundary values with `boundary = "direct"`) to `device` (the GPU backend); a
+    /// device failure ends the step that asked with [`SimError::Device`].
     pub fn set_direct_device(&mut self, device: velocity::SharedDevice) {
         self.solver.device = Some(device);
     }
 
     /// Hands the vector Poisson solve of the Poisson technique (`velocity = "poisson"`) to `device` (the GPU
     /// backend): each component by MGPCG on the box ([`poisson::SharedPoissonDevice`]) instead of the CPU's
-    /// box multigrid; the boundary integral stays here, the splat and the curl go where
+    /// box multigrid; the boundary integral stays here (its direct sums go to the device of
+    /// [`set_direct_device`](Self::set_direct_device)), the splat and the curl go where
     /// [`set_splat_device`](Self::set_splat_device) and [`set_grid_device`](Self::set_grid_device) send
     /// them. A device failure ends the step with [`SimError::Device`].
     pub fn set_poisson_device(&mut self, device: poisson::SharedPoissonDevice) {

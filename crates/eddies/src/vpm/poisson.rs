@@ -85,7 +85,7 @@ pub struct PoissonTimings {
     pub cycles: usize,
     /// Vorticity splatted to the grid.
     pub splat: f64,
-    /// Boundary values of the vector potential.
+    /// Boundary values of the vector potential, with the integral's set-up (the treecode's build).
     pub boundary: f64,
     /// The vector Poisson solve.
     pub poisson: f64,
@@ -233,6 +233,12 @@ impl PoissonVelocity {
             + (self.computed.capacity() + self.late.capacity() + self.slot.capacity()) * 4
             + self.mg.as_ref().map_or(0, BoxMultigrid::bytes)
             + self.blobs.bytes()
+    }
+
+    /// Adds `ms` milliseconds to the boundary stage's time: the boundary integral's set-up outside
+    /// [`solve`](Self::solve) (the treecode's build, the direct sum's packed sources).
+    pub fn add_boundary_time(&mut self, ms: f64) {
+        self.timings.boundary += ms;
     }
 
     /// The stage times accumulated since the last call, and a reset.

@@ -2,6 +2,7 @@
 //! the Poisson technique behind one call, with the grid fitted to the vortons and optional auto-mollification.
 
 use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Instant;
 
 use super::biot_savart::{self, DirectDevice, Sources};
 use super::mollify::{self, FittedGrid};
@@ -165,14 +166,20 @@ impl VelocitySolver {
                 self.tree
                     .build(&params.tree, q.position, q.strength, &self.radii);
             }
-            VelocityMethod::Poisson => match boundary {
-                PotentialBoundary::Tree => {
-                    self.tree
-                        .build(&params.tree, q.position, q.strength, &self.radii);
+            VelocityMethod::Poisson => {
+                // The boundary integral's set-up counts in its stage's time.
+                let t = Instant::now();
+                match boundary {
+                    PotentialBoundary::Tree => {
+                        self.tree
+                            .build(&params.tree, q.position, q.strength, &self.radii);
+                    }
+                    PotentialBoundary::Direct => self.fill_sources(q),
+                    PotentialBoundary::Zero => {}
                 }
-                PotentialBoundary::Direct => self.fill_sources(q),
-                PotentialBoundary::Zero => {}
-            },
+                self.poisson
+                    .add_boundary_time(t.elapsed().as_secs_f64() * 1e3);
+            }
         }
         self.error = None;
         self.curl_on_demand = false;
@@ -188,8 +195,17 @@ impl VelocitySolver {
                 let mut by_tree = |p: &[DVec3], out: &mut [DVec3]| {
                     tree.evaluate_potential(&boundary_tree, p, out)
                 };
-                let mut by_sum =
-                    |p: &[DVec3], out: &mut [DVec3]| biot_savart::potential_direct(sources, p, out);
+                // Direct sums on the direct-sum device where there is one (the GPU backend).
+                let (device, device_error) = (&self.device, &mut self.device_error);
+                let mut by_sum = |p: &[DVec3], out: &mut [DVec3]| match device {
+                    Some(device) => {
+                        let mut device = device.0.lock().unwrap_or_else(|p| p.into_inner());
+                        if let Err(e) = device.potential(sources, p, out) {
+                            *device_error = Some(e);
+                        }
+                    }
+                    None => biot_savart::potential_direct(sources, p, out),
+                };
                 let integral: Option<&mut BoundaryIntegral> = match boundary {
                     PotentialBoundary::Tree => Some(&mut by_tree),
                     PotentialBoundary::Direct => Some(&mut by_sum),
@@ -207,6 +223,9 @@ impl VelocitySolver {
                     integral,
                 ) {
                     self.error = Some(e);
+                    return;
+                }
+                if self.device_error.is_some() {
                     return;
                 }
                 if let Some(device) = &self.grid_device {
