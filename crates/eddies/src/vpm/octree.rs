@@ -78,8 +78,10 @@ fn key_in(lo: DVec3, width: f64, p: DVec3) -> u64 {
 /// The Morton keys of `points` in the cube of edge `width` from `lo`, with their indices, sorted. `keys`
 /// holds the last sort of as many points (or anything else): the points are then taken in that order, in
 /// which a simulation's keys are nearly sorted already (its vortons moved a fraction of a cell since), and
-/// the stable merge sort runs in nearly linear time. The pairs are distinct, so the order is the same from
-/// any starting order.
+/// the stable merge sort runs in nearly linear time. The keys are computed in the points' own order and
+/// then looked up in that one: reading the points in sorted order instead took four times as long at 10⁶
+/// (76–104 ms against 15–19 ms on two threads). The pairs are distinct, so the order is the same from any
+/// starting order.
 pub(super) fn sorted_keys_in(
     lo: DVec3,
     width: f64,
@@ -88,8 +90,9 @@ pub(super) fn sorted_keys_in(
 ) -> Vec<(u64, u32)> {
     let n = points.len();
     if keys.len() == n {
+        let fresh: Vec<u64> = points.par_iter().map(|&p| key_in(lo, width, p)).collect();
         keys.par_iter_mut()
-            .for_each(|(k, i)| *k = key_in(lo, width, points[*i as usize]));
+            .for_each(|(k, i)| *k = fresh[*i as usize]);
     } else {
         keys.clear();
         keys.par_extend(
