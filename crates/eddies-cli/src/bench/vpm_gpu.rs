@@ -299,7 +299,7 @@ fn splat(sizes: &[(usize, usize)]) -> Result<Vec<BenchRow>, BenchError> {
     let mut rows = Vec::new();
     for &(n, res) in sizes {
         let (position, strength) = unit_cube(n);
-        let grid = FittedGrid::fit(position.iter(), [res; 3], 0.05);
+        let grid = FittedGrid::fit(&[&position], [res; 3], 0.05);
         let inv = 1.0 / grid.spacing.powi(3);
         let mut out = Vec::new();
         let cpu = warm_median(|| {
@@ -503,7 +503,7 @@ fn gaussian_splat(sizes: &[(usize, usize)]) -> Result<Vec<BenchRow>, BenchError>
     for &(n, res) in sizes {
         let (position, strength) = unit_cube(n);
         let radius = vec![1.5 / (n as f64).cbrt(); n];
-        let grid = FittedGrid::fit(position.iter(), [res; 3], 0.05);
+        let grid = FittedGrid::fit(&[&position], [res; 3], 0.05);
         let blobs = Blobs {
             position: &position,
             strength: &strength,
@@ -677,7 +677,7 @@ fn boundary(sizes: &[(usize, usize)]) -> Result<Vec<BenchRow>, BenchError> {
     for &(n, res) in sizes {
         let (position, strength) = unit_cube(n);
         let radius = vec![(n as f64).cbrt().recip(); n];
-        let grid = FittedGrid::fit(position.iter(), [res; 3], 0.05);
+        let grid = FittedGrid::fit(&[&position], [res; 3], 0.05);
         let points = lattice_faces(&grid);
         let size = format!("{n} vortons at {} points", points.len());
         let pairs = (n * points.len()) as f64;

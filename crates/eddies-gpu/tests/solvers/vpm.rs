@@ -348,11 +348,8 @@ fn the_splat_on_the_gpu_gives_the_cpus_vorticity() {
     };
     let mut splat = GpuSplat::new(gpu.clone());
     for (grid, what) in [
-        (
-            FittedGrid::fit(position.iter(), [33, 24, 17], 0.05),
-            "fitted",
-        ),
-        (FittedGrid::fit(position.iter(), [8, 8, 8], 0.0), "coarse"),
+        (FittedGrid::fit(&[&position], [33, 24, 17], 0.05), "fitted"),
+        (FittedGrid::fit(&[&position], [8, 8, 8], 0.0), "coarse"),
         (lopsided, "lopsided"),
     ] {
         let inv = 1.0 / grid.spacing.powi(3);
@@ -426,11 +423,8 @@ fn the_gaussian_splat_on_the_gpu_gives_the_cpus_vorticity() {
     let mut splat = GpuSplat::new(gpu.clone());
     let mut cpu_splat = BlobSplat::default();
     for (grid, what) in [
-        (
-            FittedGrid::fit(position.iter(), [25, 16, 12], 0.05),
-            "fitted",
-        ),
-        (FittedGrid::fit(position.iter(), [6, 5, 4], 0.0), "coarse"),
+        (FittedGrid::fit(&[&position], [25, 16, 12], 0.05), "fitted"),
+        (FittedGrid::fit(&[&position], [6, 5, 4], 0.0), "coarse"),
         (lopsided, "lopsided"),
     ] {
         // Cores from half a cell to three cells of the fitted grid.

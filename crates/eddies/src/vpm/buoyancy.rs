@@ -128,11 +128,7 @@ impl Buoyancy {
     /// The vortons' density deviations, and the grid fitted to them.
     fn deviations_and_grid(&mut self, v: &Vortons, params: &VpmParams) {
         self.deviations(v, params);
-        self.grid = FittedGrid::fit(
-            v.position.iter(),
-            params.grid_resolution,
-            params.grid_margin,
-        );
+        self.grid = FittedGrid::fit(&[&v.position], params.grid_resolution, params.grid_margin);
     }
 
     /// The masses here, and stages 2 to 4 on the device into `at_vortons`: whether it took them (a failure

@@ -24,19 +24,28 @@ pub struct FittedGrid {
     pub spacing: f64,
 }
 
+/// The smallest and largest coordinates of `points` (m), `EMPTY` for none; non-finite coordinates are
+/// skipped where the others give a bound (as `f64::min` does). Minima and maxima are the same in any order,
+/// so the points are read in parallel.
+pub(crate) fn bounds(points: &[DVec3]) -> (DVec3, DVec3) {
+    points
+        .par_iter()
+        .with_min_len(4096)
+        .fold(|| EMPTY, |(lo, hi), &p| (lo.min(p), hi.max(p)))
+        .reduce(|| EMPTY, |(a, b), (c, d)| (a.min(c), b.max(d)))
+}
+
+/// The bounds of no points: [`bounds`]' start.
+const EMPTY: (DVec3, DVec3) = (DVec3::splat(f64::INFINITY), DVec3::splat(f64::NEG_INFINITY));
+
 impl FittedGrid {
-    /// The grid of at most `resolution` cells per axis whose cell centres span the bounding box of `points`
-    /// grown by `margin` times its largest extent on each side.
-    pub fn fit<'a>(
-        points: impl Iterator<Item = &'a DVec3>,
-        resolution: [usize; 3],
-        margin: f64,
-    ) -> Self {
-        let (mut lo, mut hi) = (DVec3::splat(f64::INFINITY), DVec3::splat(f64::NEG_INFINITY));
-        for &p in points {
-            lo = lo.min(p);
-            hi = hi.max(p);
-        }
+    /// The grid of at most `resolution` cells per axis whose cell centres span the bounding box of the sets of
+    /// `points` grown by `margin` times its largest extent on each side.
+    pub fn fit(points: &[&[DVec3]], resolution: [usize; 3], margin: f64) -> Self {
+        let (mut lo, mut hi) = points
+            .iter()
+            .map(|p| bounds(p))
+            .fold(EMPTY, |(a, b), (c, d)| (a.min(c), b.max(d)));
         if !lo.is_finite() || !hi.is_finite() {
             lo = DVec3::ZERO;
             hi = DVec3::ONE;
@@ -242,9 +251,10 @@ pub fn spreading_range_factor(sigma: f64, h: f64, length_scale: f64) -> f64 {
 /// Core radii after auto-mollification, into `out` (m).
 pub fn mollified_radii(radius: &[f64], h: f64, length_scale: f64, out: &mut Vec<f64>) {
     out.clear();
-    out.extend(
+    out.par_extend(
         radius
-            .iter()
+            .par_iter()
+            .with_min_len(4096)
             .map(|&s| s * spreading_range_factor(s, h, length_scale)),
     );
 }

@@ -5,6 +5,7 @@
 //! targets over the original vortons of the near leaves (Gourlay part 12's leaf layer).
 
 use super::biot_savart::{self, Sources, TILE};
+use super::mollify::bounds;
 use glam::DVec3;
 use rayon::prelude::*;
 
@@ -55,10 +56,7 @@ pub(super) fn cube(points: &[DVec3]) -> (DVec3, f64) {
     if points.is_empty() {
         return (DVec3::ZERO, 1.0);
     }
-    let (lo, hi) = points.iter().fold(
-        (DVec3::splat(f64::INFINITY), DVec3::splat(f64::NEG_INFINITY)),
-        |(lo, hi), &p| (lo.min(p), hi.max(p)),
-    );
+    let (lo, hi) = bounds(points);
     (lo, (hi - lo).max_element().max(1e-12) * (1.0 + 1e-9))
 }
 

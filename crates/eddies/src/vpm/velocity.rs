@@ -137,12 +137,16 @@ impl VelocitySolver {
     /// Evaluates velocity (and its gradient) at the vortons and tracers of `q` with the technique of `params`.
     pub fn solve(&mut self, params: &VpmParams, q: &Query) {
         let n = q.position.len();
-        let grid_points = q.position.iter().chain(if params.velocity.on_grid() {
-            q.tracers.iter()
+        let tracers = if params.velocity.on_grid() {
+            q.tracers
         } else {
-            [].iter()
-        });
-        self.grid = FittedGrid::fit(grid_points, params.grid_resolution, params.grid_margin);
+            &[]
+        };
+        self.grid = FittedGrid::fit(
+            &[q.position, tracers],
+            params.grid_resolution,
+            params.grid_margin,
+        );
         if params.auto_mollify {
             mollify::mollified_radii(
                 q.radius,
@@ -152,7 +156,8 @@ impl VelocitySolver {
             );
         } else {
             self.radii.clear();
-            self.radii.extend_from_slice(q.radius);
+            self.radii
+                .par_extend(q.radius.par_iter().with_min_len(CHUNK));
         }
         self.u.resize(n, DVec3::ZERO);
         self.jac.resize(if q.gradient { n } else { 0 }, [0.0; 9]);

@@ -169,61 +169,79 @@ pub(super) fn build_tree(
         corner: lo,
     });
     let leaf_size = params.leaf_size.max(1);
-    // Breadth-first: children of a node are contiguous.
-    let mut i = 0;
-    while i < tree.nodes.len() {
-        let node = tree.nodes[i].clone();
-        let level = (width / node.width).log2().round() as u32;
-        if node.end - node.start > leaf_size && level < LEVELS {
-            let shift = 3 * (LEVELS - 1 - level);
-            let first = tree.nodes.len();
-            let half = node.width * 0.5;
-            for (digit, s, e) in octants(&tree.keys, (node.start, node.end), shift) {
-                let off = DVec3::new(
-                    (digit & 1) as f64,
-                    ((digit >> 1) & 1) as f64,
-                    ((digit >> 2) & 1) as f64,
-                ) * half;
-                tree.nodes.push(Node {
-                    start: s,
-                    end: e,
-                    first_child: 0,
-                    children: 0,
-                    width: half,
-                    corner: node.corner + off,
-                });
+    // Breadth-first, one level at a time: the children of a level's nodes are found in parallel and appended
+    // in their parents' order, so that a node's children are contiguous and each level's nodes follow the
+    // last level's, as a serial breadth-first pass would place them. Level l's nodes are
+    // `starts[l]..starts[l + 1]`.
+    let mut starts = vec![0, 1];
+    for level in 0..LEVELS {
+        let this = starts[level as usize]..tree.nodes.len();
+        let shift = 3 * (LEVELS - 1 - level);
+        let split: Vec<Vec<Node>> = tree.nodes[this.clone()]
+            .par_iter()
+            .map(|node| {
+                if node.end - node.start <= leaf_size {
+                    return Vec::new();
+                }
+                let half = node.width * 0.5;
+                octants(&tree.keys, (node.start, node.end), shift)
+                    .map(|(digit, s, e)| Node {
+                        start: s,
+                        end: e,
+                        first_child: 0,
+                        children: 0,
+                        width: half,
+                        corner: node.corner
+                            + DVec3::new(
+                                (digit & 1) as f64,
+                                ((digit >> 1) & 1) as f64,
+                                ((digit >> 2) & 1) as f64,
+                            ) * half,
+                    })
+                    .collect()
+            })
+            .collect();
+        let next = tree.nodes.len();
+        for (k, children) in this.zip(split) {
+            if !children.is_empty() {
+                tree.nodes[k].first_child = tree.nodes.len();
+                tree.nodes[k].children = children.len();
+                tree.nodes.extend(children);
             }
-            tree.nodes[i].first_child = first;
-            tree.nodes[i].children = tree.nodes.len() - first;
         }
-        i += 1;
+        if tree.nodes.len() == next {
+            break;
+        }
+        starts.push(tree.nodes.len());
     }
 
     // Sorted sources, in sorted (depth-first key) order: a cell's vortons are `start..end` there too.
     let origin = lo + DVec3::splat(width * 0.5);
     tree.sorted.fill_sorted(origin, &tree.gathered);
 
-    // Leaves from their vortons, in parallel; inner cells from their children's moments shifted to the
-    // cell's centre (children follow their parent in `nodes`, so a reverse pass meets them first): each
-    // vorton is summed once instead of once per level.
+    // Leaves from their vortons; inner cells from their children's moments shifted to the cell's centre,
+    // each vorton summed once instead of once per level. A level's cells in parallel, the deepest level
+    // first: every cell's children, a level deeper, are done by then.
     let gathered = &tree.gathered;
     let nodes = &tree.nodes;
-    let mut moments: Vec<CellMoments> = nodes
-        .par_iter()
-        .map(|node| {
-            if node.children == 0 {
-                CellMoments::of_vortons(&gathered[node.start..node.end], node.centre())
-            } else {
-                CellMoments::default()
-            }
-        })
-        .collect();
-    for k in (0..nodes.len()).rev() {
-        let node = &nodes[k];
-        if node.children > 0 {
-            let children = &moments[node.first_child..node.first_child + node.children];
-            moments[k] = CellMoments::of_children(children, node.centre());
-        }
+    let mut moments = std::mem::take(&mut tree.moments);
+    moments.clear();
+    moments.resize(nodes.len(), CellMoments::default());
+    for range in starts.windows(2).rev().map(|w| w[0]..w[1]) {
+        let (upper, deeper) = moments.split_at_mut(range.end);
+        let deeper = &*deeper;
+        upper[range.clone()]
+            .par_iter_mut()
+            .zip(&nodes[range.clone()])
+            .with_min_len(16)
+            .for_each(|(m, node)| {
+                *m = if node.children == 0 {
+                    CellMoments::of_vortons(&gathered[node.start..node.end], node.centre())
+                } else {
+                    let first = node.first_child - range.end;
+                    CellMoments::of_children(&deeper[first..first + node.children], node.centre())
+                };
+            });
     }
     tree.moments = moments;
     let origin = tree.sorted.origin;
@@ -250,17 +268,18 @@ pub(super) fn build_tree(
         })
         .collect();
     tree.potential_rows.clear();
-    tree.potential_rows.extend(tree.rows.iter().map(|r| {
-        let (head, p, sv, q) = (&r[..B], &r[B + 3..B + 12], &r[B + 21..B + 24], &r[B + 24..]);
-        let mut row = [0f32; POTENTIAL_COLS];
-        for (x, &v) in row.iter_mut().zip(head.iter().chain(p).chain(sv).chain(q)) {
-            *x = v;
-        }
-        row
-    }));
+    tree.potential_rows
+        .par_extend(tree.rows.par_iter().map(|r| {
+            let (head, p, sv, q) = (&r[..B], &r[B + 3..B + 12], &r[B + 21..B + 24], &r[B + 24..]);
+            let mut row = [0f32; POTENTIAL_COLS];
+            for (x, &v) in row.iter_mut().zip(head.iter().chain(p).chain(sv).chain(q)) {
+                *x = v;
+            }
+            row
+        }));
     tree.info = TreeInfo {
         nodes: tree.nodes.len(),
-        leaves: tree.nodes.iter().filter(|n| n.children == 0).count(),
+        leaves: tree.nodes.par_iter().filter(|n| n.children == 0).count(),
         ..Default::default()
     };
 }
