@@ -126,8 +126,8 @@ impl Sources {
     }
 
     /// Clears and refills with the `n` sources `vortons(i)` (position, strength, core radius) in order, in
-    /// parallel chunks that each write their part of the seven columns, and pads. (Filled one column per
-    /// task, the sorted vortons were read seven times: 30–40 ms at 10⁶ on two threads, against 8–10 ms so.)
+    /// parallel chunks that each write their part of the seven columns (one column per task read the vortons
+    /// seven times), and pads.
     fn fill_with(
         &mut self,
         origin: DVec3,
