@@ -156,8 +156,7 @@ impl VelocitySolver {
             );
         } else {
             self.radii.clear();
-            self.radii
-                .par_extend(q.radius.par_iter().with_min_len(CHUNK));
+            self.radii.extend_from_slice(q.radius);
         }
         self.u.resize(n, DVec3::ZERO);
         self.jac.resize(if q.gradient { n } else { 0 }, [0.0; 9]);
