@@ -6,7 +6,8 @@
 //! technique's boundary values). A tiled N-body kernel: each workgroup streams the vortons through shared
 //! memory and each target adds them in index order, so the sums have one fixed order and a run repeats bit
 //! for bit on one device. The CPU sums the same terms in sixteen lanes, so the two agree to f32 rounding,
-//! not bit for bit.
+//! not bit for bit. The vortons' sums and the tracers' of a step's stage take one round trip
+//! ([`DirectSum::evaluate_both`]).
 //!
 //! [`GpuSplat`] shares the vortons' vorticity out to the Poisson technique's grid, by cloud-in-cell or by
 //! each vorton's Gaussian, a gather over the device's counting sort; [`GpuSampling`] takes the curl of its vector potential and samples the
@@ -24,7 +25,7 @@ pub use pse::{max_exchange_bins, GpuExchange};
 pub use sampling::GpuSampling;
 pub use splat::GpuSplat;
 
-use eddies::vpm::biot_savart::{DirectDevice, Sources, FOUR_PI_INV};
+use eddies::vpm::biot_savart::{DirectDevice, Sources, Targets, FOUR_PI_INV};
 use eddies::vpm::mollify::FittedGrid;
 use eddies::vpm::velocity::SharedDevice;
 use glam::DVec3;
@@ -90,6 +91,15 @@ pub enum Summed {
 }
 
 impl Summed {
+    /// The velocity, with `gradient` its gradient too.
+    fn of(gradient: bool) -> Self {
+        if gradient {
+            Summed::Gradient
+        } else {
+            Summed::Velocity
+        }
+    }
+
     fn name(self) -> &'static str {
         match self {
             Summed::Velocity => "velocity",
@@ -121,14 +131,44 @@ pub struct Induced {
 
 /// Biot–Savart by direct summation on the GPU; its buffers grow to the largest evaluation and are reused.
 pub struct DirectSum {
-    /// The vortons and targets as uploaded, reused across evaluations.
+    /// The vortons as uploaded, reused across evaluations.
     packed: Vec<[f32; 4]>,
+    sources: Option<wgpu::Buffer>,
+    /// The target sets of an evaluation: the vortons' (or the points'), and the tracers' that
+    /// [`evaluate_both`](Self::evaluate_both) sums in the same submission.
+    sets: [TargetSet; 2],
+}
+
+/// One set of targets of an evaluation: its parameters, its points as uploaded, and its buffers.
+struct TargetSet {
     points: Vec<[f32; 4]>,
     params: wgpu::Buffer,
-    sources: Option<wgpu::Buffer>,
     targets: Option<wgpu::Buffer>,
     velocity: Option<wgpu::Buffer>,
     gradient: Option<wgpu::Buffer>,
+}
+
+impl TargetSet {
+    fn new(gpu: &Gpu) -> Self {
+        Self {
+            points: Vec::new(),
+            params: gpu.uniform::<[u32; 4]>("vpm direct params"),
+            targets: None,
+            velocity: None,
+            gradient: None,
+        }
+    }
+
+    fn bytes(&self) -> u64 {
+        held(
+            &[
+                self.targets.clone(),
+                self.velocity.clone(),
+                self.gradient.clone(),
+            ],
+            &self.params,
+        )
+    }
 }
 
 /// Bytes of device memory of `buffers` and `params`.
@@ -211,22 +251,15 @@ impl DirectSum {
     pub fn new(gpu: &Gpu) -> Self {
         Self {
             packed: Vec::new(),
-            points: Vec::new(),
-            params: gpu.uniform::<[u32; 4]>("vpm direct params"),
             sources: None,
-            targets: None,
-            velocity: None,
-            gradient: None,
+            sets: [TargetSet::new(gpu), TargetSet::new(gpu)],
         }
     }
 
     /// Device memory held (bytes).
     pub fn bytes(&self) -> u64 {
-        [&self.sources, &self.targets, &self.velocity, &self.gradient]
-            .iter()
-            .filter_map(|b| b.as_ref().map(wgpu::Buffer::size))
-            .sum::<u64>()
-            + self.params.size()
+        self.sources.as_ref().map_or(0, wgpu::Buffer::size)
+            + self.sets.iter().map(TargetSet::bytes).sum::<u64>()
     }
 
     /// The velocity induced by the first `sources.len` vortons of `sources` at `targets` (m, relative to the
@@ -238,12 +271,25 @@ impl DirectSum {
         targets: &[[f32; 3]],
         gradient: bool,
     ) -> Result<Induced, GpuError> {
-        let what = if gradient {
-            Summed::Gradient
-        } else {
-            Summed::Velocity
-        };
-        self.sum(gpu, sources, targets, what)
+        let [out, _] = self.sum(
+            gpu,
+            sources,
+            [(targets, Summed::of(gradient)), (&[], Summed::Velocity)],
+        )?;
+        Ok(out)
+    }
+
+    /// [`evaluate`](Self::evaluate) at two sets of targets, each `(targets, gradient)`, from one upload of
+    /// the vortons, in one submission and one read-back: the vortons' and the tracers' velocities of a step's
+    /// stage in one round trip. Each set gets the bits that `evaluate` gives it alone; a set without targets
+    /// gets nothing.
+    pub fn evaluate_both(
+        &mut self,
+        gpu: &Gpu,
+        sources: &Sources,
+        sets: [(&[[f32; 3]], bool); 2],
+    ) -> Result<[Induced; 2], GpuError> {
+        self.sum(gpu, sources, sets.map(|(t, g)| (t, Summed::of(g))))
     }
 
     /// The vector potential (m²/s) of the first `sources.len` vortons of `sources` at `targets` (m, relative
@@ -255,23 +301,25 @@ impl DirectSum {
         sources: &Sources,
         targets: &[[f32; 3]],
     ) -> Result<Vec<[f32; 3]>, GpuError> {
-        Ok(self.sum(gpu, sources, targets, Summed::Potential)?.velocity)
+        let [out, _] = self.sum(
+            gpu,
+            sources,
+            [(targets, Summed::Potential), (&[], Summed::Velocity)],
+        )?;
+        Ok(out.velocity)
     }
 
-    /// `what` of the first `sources.len` vortons of `sources` at `targets`: the potential in `velocity`'s
-    /// place.
+    /// What each set asks of the first `sources.len` vortons of `sources` at its targets (the potential in
+    /// `velocity`'s place), every set's launches in one submission; a set without targets gets nothing.
     fn sum(
         &mut self,
         gpu: &Gpu,
         sources: &Sources,
-        targets: &[[f32; 3]],
-        what: Summed,
-    ) -> Result<Induced, GpuError> {
-        let gradient = what == Summed::Gradient;
+        asked: [(&[[f32; 3]], Summed); 2],
+    ) -> Result<[Induced; 2], GpuError> {
         let n = sources.len;
-        let m = targets.len();
-        if m == 0 {
-            return Ok(Induced::default());
+        if asked.iter().all(|(t, _)| t.is_empty()) {
+            return Ok(Default::default());
         }
         self.packed.clear();
         self.packed.extend((0..n).flat_map(|k| {
@@ -280,11 +328,82 @@ impl DirectSum {
                 [sources.ax[k], sources.ay[k], sources.az[k], 0.0],
             ]
         }));
+        let source_bytes = 32 * n as u64;
+        gpu.check_binding("vortons", source_bytes)?;
+        let src_buf = gpu.allocating("vortons", || {
+            sized(gpu, &mut self.sources, "vpm vortons", source_bytes)
+        })?;
+        gpu.write(&src_buf, &self.packed);
+        let mut encoder = gpu
+            .device()
+            .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                label: Some("vpm direct"),
+            });
+        // Per set: its velocity buffer and bytes, and its gradient buffer and bytes where asked for.
+        let mut reads = Vec::new();
+        for (set, &(targets, what)) in self.sets.iter_mut().zip(&asked) {
+            if targets.is_empty() {
+                continue;
+            }
+            reads.push(set.record(gpu, &src_buf, n, targets, what, &mut encoder)?);
+        }
+        gpu.queue().submit([encoder.finish()]);
+        let mut ranges = Vec::new();
+        for (velocity, gradient) in &reads {
+            ranges.push((&velocity.0, 0, velocity.1));
+            if let Some(g) = gradient {
+                ranges.push((&g.0, 0, g.1));
+            }
+        }
+        let mut bytes = gpu.read(&ranges)?.into_iter();
+        let k = FOUR_PI_INV as f32;
+        let words = |b: &[u8]| bytemuck::pod_collect_to_vec::<u8, f32>(b);
+        let mut out: [Induced; 2] = Default::default();
+        let mut read = reads.iter();
+        for (o, (targets, _)) in out.iter_mut().zip(&asked) {
+            if targets.is_empty() {
+                continue;
+            }
+            let (_, gradient) = read.next().expect("a read per set with targets");
+            let v = bytes.next().expect("the velocity's bytes");
+            o.velocity = words(&v)
+                .chunks_exact(4)
+                .map(|v| [v[0] * k, v[1] * k, v[2] * k])
+                .collect();
+            if gradient.is_some() {
+                let g = bytes.next().expect("the gradient's bytes");
+                o.gradient = words(&g)
+                    .chunks_exact(9)
+                    .map(|j| std::array::from_fn(|q| j[q] * k))
+                    .collect();
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// A buffer to read back and its bytes.
+type Readback = (wgpu::Buffer, u64);
+
+impl TargetSet {
+    /// Uploads `targets` and this set's parameters for `n` vortons in `sources`, and records the sum of
+    /// `what` (and its chunks' addition) into `encoder`; returns what to read back: the velocity (or
+    /// potential) and, where asked, the gradient.
+    fn record(
+        &mut self,
+        gpu: &Gpu,
+        sources: &wgpu::Buffer,
+        n: usize,
+        targets: &[[f32; 3]],
+        what: Summed,
+        encoder: &mut wgpu::CommandEncoder,
+    ) -> Result<(Readback, Option<Readback>), GpuError> {
+        let gradient = what == Summed::Gradient;
+        let m = targets.len();
         self.points.clear();
         self.points
             .extend(targets.iter().map(|t| [t[0], t[1], t[2], 0.0]));
         let (chunk, split) = chunks(n, m);
-        let source_bytes = 32 * n as u64;
         let target_bytes = 16 * m as u64;
         let gradient_bytes = if gradient { 36 * m as u64 } else { 4 };
         // Each chunk's partial sums, the first chunk's slots receiving the totals.
@@ -295,15 +414,13 @@ impl DirectSum {
             4
         };
         for (what, bytes) in [
-            ("vortons", source_bytes),
             ("targets", partial_bytes),
             ("gradient", partial_gradient_bytes),
         ] {
             gpu.check_binding(what, bytes)?;
         }
-        let (src_buf, tgt_buf, vel_buf, grad_buf) = gpu.allocating("vortons", || {
+        let (tgt_buf, vel_buf, grad_buf) = gpu.allocating("vortons", || {
             (
-                sized(gpu, &mut self.sources, "vpm vortons", source_bytes),
                 sized(gpu, &mut self.targets, "vpm targets", target_bytes),
                 sized(gpu, &mut self.velocity, "vpm velocity", partial_bytes),
                 sized(
@@ -318,7 +435,6 @@ impl DirectSum {
             &self.params,
             &[[n as u32, m as u32, chunk as u32, split as u32]],
         );
-        gpu.write(&src_buf, &self.packed);
         gpu.write(&tgt_buf, &self.points);
         let per = per_invocation(m);
         let key = &format!("vpm direct {} {per}", what.name());
@@ -326,14 +442,11 @@ impl DirectSum {
         let bind = gpu.validating(key, || {
             Ok(gpu.bind(
                 &pipeline,
-                &[&self.params, &src_buf, &tgt_buf, &vel_buf, &grad_buf],
+                &[&self.params, sources, &tgt_buf, &vel_buf, &grad_buf],
             ))
         })?;
-        let mut encoder = gpu
-            .device()
-            .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some(key) });
         dispatch(
-            &mut encoder,
+            encoder,
             key,
             &pipeline,
             &bind,
@@ -347,7 +460,7 @@ impl DirectSum {
                 Ok(gpu.bind(&pipeline, &[&self.params, &vel_buf, &grad_buf]))
             })?;
             dispatch(
-                &mut encoder,
+                encoder,
                 key,
                 &pipeline,
                 &bind,
@@ -355,26 +468,10 @@ impl DirectSum {
                 None,
             );
         }
-        gpu.queue().submit([encoder.finish()]);
-        let mut ranges = vec![(&vel_buf, 0, target_bytes)];
-        if gradient {
-            ranges.push((&grad_buf, 0, gradient_bytes));
-        }
-        let bytes = gpu.read(&ranges)?;
-        let k = FOUR_PI_INV as f32;
-        let words = |b: &[u8]| bytemuck::pod_collect_to_vec::<u8, f32>(b);
-        let velocity = words(&bytes[0])
-            .chunks_exact(4)
-            .map(|v| [v[0] * k, v[1] * k, v[2] * k])
-            .collect();
-        let gradient = match bytes.get(1) {
-            Some(g) => words(g)
-                .chunks_exact(9)
-                .map(|j| std::array::from_fn(|q| j[q] * k))
-                .collect(),
-            None => Vec::new(),
-        };
-        Ok(Induced { velocity, gradient })
+        Ok((
+            (vel_buf, target_bytes),
+            gradient.then_some((grad_buf, gradient_bytes)),
+        ))
     }
 }
 
@@ -383,8 +480,9 @@ impl DirectSum {
 pub struct GpuDirect {
     gpu: Arc<Gpu>,
     sum: DirectSum,
-    /// The targets relative to the vortons' origin, reused across evaluations.
-    relative: Vec<[f32; 3]>,
+    /// The targets relative to the vortons' origin, reused across evaluations: the vortons' (or the
+    /// points'), and the tracers'.
+    relative: [Vec<[f32; 3]>; 2],
 }
 
 impl GpuDirect {
@@ -394,7 +492,7 @@ impl GpuDirect {
         Self {
             gpu,
             sum,
-            relative: Vec::new(),
+            relative: Default::default(),
         }
     }
 
@@ -402,17 +500,28 @@ impl GpuDirect {
     pub fn shared(gpu: Arc<Gpu>) -> SharedDevice {
         SharedDevice(Arc::new(Mutex::new(Self::new(gpu))))
     }
-}
 
-impl GpuDirect {
-    /// `targets` relative to the origin of `src`, in f32, into `relative`.
-    fn relative_to(&mut self, src: &Sources, targets: &[DVec3]) {
-        self.relative.clear();
-        self.relative.extend(
+    /// `targets` relative to the origin of `src`, in f32, into `relative[set]`.
+    fn relative_to(&mut self, set: usize, src: &Sources, targets: &[DVec3]) {
+        let out = &mut self.relative[set];
+        out.clear();
+        out.extend(
             targets
                 .iter()
                 .map(|p| (*p - src.origin).as_vec3().to_array()),
         );
+    }
+}
+
+/// `induced` into the simulation's f64 velocities `u` and, where asked, gradients `jac`.
+fn widen(induced: &Induced, u: &mut [DVec3], jac: Option<&mut [[f64; 9]]>) {
+    for (o, v) in u.iter_mut().zip(&induced.velocity) {
+        *o = DVec3::new(v[0] as f64, v[1] as f64, v[2] as f64);
+    }
+    if let Some(jac) = jac {
+        for (o, g) in jac.iter_mut().zip(&induced.gradient) {
+            *o = g.map(f64::from);
+        }
     }
 }
 
@@ -424,18 +533,34 @@ impl DirectDevice for GpuDirect {
         u: &mut [DVec3],
         jac: Option<&mut [[f64; 9]]>,
     ) -> Result<(), String> {
-        self.relative_to(src, targets);
+        self.relative_to(0, src, targets);
         let out = self
             .sum
-            .evaluate(&self.gpu, src, &self.relative, jac.is_some())
+            .evaluate(&self.gpu, src, &self.relative[0], jac.is_some())
             .map_err(|e| e.to_string())?;
-        for (o, v) in u.iter_mut().zip(&out.velocity) {
-            *o = DVec3::new(v[0] as f64, v[1] as f64, v[2] as f64);
+        widen(&out, u, jac);
+        Ok(())
+    }
+
+    /// Both sets in one submission and one read-back ([`DirectSum::evaluate_both`]).
+    fn direct_both(&mut self, src: &Sources, sets: [Targets<'_>; 2]) -> Result<(), String> {
+        for (k, set) in sets.iter().enumerate() {
+            self.relative_to(k, src, set.at);
         }
-        if let Some(jac) = jac {
-            for (o, g) in jac.iter_mut().zip(&out.gradient) {
-                *o = g.map(f64::from);
-            }
+        let [first, second] = &self.relative;
+        let out = self
+            .sum
+            .evaluate_both(
+                &self.gpu,
+                src,
+                [
+                    (first, sets[0].jac.is_some()),
+                    (second, sets[1].jac.is_some()),
+                ],
+            )
+            .map_err(|e| e.to_string())?;
+        for (set, induced) in sets.into_iter().zip(&out) {
+            widen(induced, set.u, set.jac);
         }
         Ok(())
     }
@@ -446,10 +571,10 @@ impl DirectDevice for GpuDirect {
         targets: &[DVec3],
         out: &mut [DVec3],
     ) -> Result<(), String> {
-        self.relative_to(src, targets);
+        self.relative_to(0, src, targets);
         let a = self
             .sum
-            .potential(&self.gpu, src, &self.relative)
+            .potential(&self.gpu, src, &self.relative[0])
             .map_err(|e| e.to_string())?;
         for (o, a) in out.iter_mut().zip(&a) {
             *o = DVec3::new(a[0] as f64, a[1] as f64, a[2] as f64);

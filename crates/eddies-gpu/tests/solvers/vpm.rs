@@ -94,6 +94,73 @@ fn gpu_direct_sum_matches_the_cpu() {
     assert!(velocity_only.gradient.is_empty());
 }
 
+/// A step's stage asks for the velocity and gradient at the vortons and the velocity at the tracers; the
+/// device sums both sets in one submission (`evaluate_both`, `GpuDirect::direct_both`). Each set must get
+/// exactly the bits it gets alone: the same kernels over the same vortons, each set with its own
+/// parameters. 3000 vortons at 1000 and 700 targets, both sets split into chunks; then without tracers.
+#[test]
+fn both_target_sets_in_one_round_trip_get_their_own_sums() {
+    use eddies::vpm::biot_savart::{DirectDevice, Targets};
+    let Some(gpu) = gpu() else { return };
+    let (sources, targets) = cloud(3000, 1700);
+    let (first, second) = targets.split_at(1000);
+    let mut direct = DirectSum::new(&gpu);
+    let [a, b] = direct
+        .evaluate_both(&gpu, &sources, [(first, true), (second, false)])
+        .unwrap();
+    let alone_a = direct.evaluate(&gpu, &sources, first, true).unwrap();
+    let alone_b = direct.evaluate(&gpu, &sources, second, false).unwrap();
+    let bits = |v: &[[f32; 3]]| v.iter().flatten().map(|x| x.to_bits()).collect::<Vec<_>>();
+    assert_eq!(bits(&a.velocity), bits(&alone_a.velocity));
+    assert_eq!(a.gradient, alone_a.gradient);
+    assert_eq!(bits(&b.velocity), bits(&alone_b.velocity));
+    assert!(b.gradient.is_empty() && b.velocity.len() == second.len());
+    let [c, d] = direct
+        .evaluate_both(&gpu, &sources, [(first, false), (&[], true)])
+        .unwrap();
+    assert_eq!(d, Default::default());
+    let alone_c = direct.evaluate(&gpu, &sources, first, false).unwrap();
+    assert_eq!(bits(&c.velocity), bits(&alone_c.velocity));
+
+    // Through the simulation's hook, in f64 about the vortons' origin.
+    let at = |t: &[[f32; 3]]| -> Vec<DVec3> {
+        t.iter()
+            .map(|t| sources.origin + DVec3::new(t[0] as f64, t[1] as f64, t[2] as f64))
+            .collect()
+    };
+    let (vortons, tracers) = (at(first), at(second));
+    let mut device = eddies_gpu::vpm::GpuDirect::new(gpu);
+    let (mut u, mut jac, mut ut) = (
+        vec![DVec3::ZERO; vortons.len()],
+        vec![[0.0; 9]; vortons.len()],
+        vec![DVec3::ZERO; tracers.len()],
+    );
+    let vortons_set = Targets {
+        at: &vortons,
+        u: &mut u,
+        jac: Some(&mut jac),
+    };
+    let tracers_set = Targets {
+        at: &tracers,
+        u: &mut ut,
+        jac: None,
+    };
+    device
+        .direct_both(&sources, [vortons_set, tracers_set])
+        .unwrap();
+    let (mut u1, mut jac1, mut ut1) = (
+        vec![DVec3::ZERO; vortons.len()],
+        vec![[0.0; 9]; vortons.len()],
+        vec![DVec3::ZERO; tracers.len()],
+    );
+    device
+        .direct(&sources, &vortons, &mut u1, Some(&mut jac1))
+        .unwrap();
+    device.direct(&sources, &tracers, &mut ut1, None).unwrap();
+    assert!(u == u1 && jac == jac1 && ut == ut1);
+    assert!(u.iter().chain(&ut).all(|v| *v != DVec3::ZERO));
+}
+
 /// The vector potential, the Poisson technique's boundary values with `vpm.boundary = "direct"`: 3000
 /// vortons at 1000 targets through the simulation's device hook (`GpuDirect`, targets in f64 about their
 /// own origin) agree with the CPU's `potential_direct` to 1e-5 of the largest magnitude, the tolerance of

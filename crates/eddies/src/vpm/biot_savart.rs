@@ -454,6 +454,16 @@ pub fn direct(src: &Sources, targets: &[DVec3], u: &mut [DVec3], jac: Option<&mu
     }
 }
 
+/// Points at which [`DirectDevice::direct_both`] wants the velocity, and where it goes.
+pub struct Targets<'a> {
+    /// The points (m).
+    pub at: &'a [DVec3],
+    /// Their velocities (m/s), one per point.
+    pub u: &'a mut [DVec3],
+    /// Their velocity gradients (1/s, row-major), one per point, where wanted.
+    pub jac: Option<&'a mut [[f64; 9]]>,
+}
+
 /// A device that evaluates [`direct`] and [`potential_direct`] in their place (the GPU backend's
 /// `eddies_gpu::vpm::GpuDirect`): the velocity (m/s) at `targets` induced by `src`, with `jac` its gradient
 /// (1/s, row-major), or the vector potential (m²/s), the factor 1/4π applied, as the CPU gives them. It sums
@@ -467,6 +477,18 @@ pub trait DirectDevice: Send {
         u: &mut [DVec3],
         jac: Option<&mut [[f64; 9]]>,
     ) -> Result<(), String>;
+
+    /// [`direct`](Self::direct) at two sets of points from the same sources (a step's stage asks for the
+    /// vortons' velocity and gradient and the tracers' velocity at once), which a device may take in one
+    /// round trip. Each set gets what `direct` gives it alone; by default, a call of it per set.
+    fn direct_both(&mut self, src: &Sources, sets: [Targets<'_>; 2]) -> Result<(), String> {
+        for set in sets {
+            if !set.at.is_empty() {
+                self.direct(src, set.at, set.u, set.jac)?;
+            }
+        }
+        Ok(())
+    }
 
     /// [`potential_direct`] on the device; the error says how the device failed.
     fn potential(

@@ -4,7 +4,7 @@
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 
-use super::biot_savart::{self, DirectDevice, Sources};
+use super::biot_savart::{self, DirectDevice, Sources, Targets};
 use super::mollify::{self, FittedGrid};
 use super::params::{PotentialBoundary, TreeMethod, TreeParams, VelocityMethod, VpmParams};
 use super::poisson::{Blobs, BoundaryIntegral, PoissonVelocity};
@@ -276,6 +276,22 @@ impl VelocitySolver {
                 fill(&mut self.u, |i| sample_u(q.position[i]));
             }
             fill(&mut self.u_tracers, |i| sample_u(q.tracers[i]));
+        } else if let (Some(device), false) = (&self.device, params.velocity.uses_tree()) {
+            // The vortons' direct sums and the tracers' in one round trip of the device.
+            let mut device = device.0.lock().unwrap_or_else(|p| p.into_inner());
+            let vortons = Targets {
+                at: q.position,
+                u: &mut self.u,
+                jac: q.gradient.then_some(&mut self.jac[..]),
+            };
+            let tracers = Targets {
+                at: q.tracers,
+                u: &mut self.u_tracers,
+                jac: None,
+            };
+            if let Err(e) = device.direct_both(&self.sources, [vortons, tracers]) {
+                self.device_error = Some(e);
+            }
         } else {
             self.targets.clear();
             self.targets.extend_from_slice(q.position);
