@@ -327,9 +327,11 @@ fn splat(sizes: &[(usize, usize)]) -> Result<Vec<BenchRow>, BenchError> {
 /// (`Pse::diffuse_heat_kept`, `Pse::diffuse_kept`), one substep each. `n` vortons jittered about the
 /// points of a cubic lattice of spacing h with core radii h, as a block of a scene: about 27 vortons a bin
 /// and some 250 in each one's reach. On the CPU and on the GPU (`GpuExchange`: keys on the host; upload,
-/// sort, substeps and read-back on the device): median of three after one, each. And the binning's host
-/// work alone (`Pse::bin_now`): the keys, which is all a device needs, and the keys with the CPU's sorted
-/// neighbour list.
+/// sort, substeps and read-back on the device): median of three after one, each. The GPU again with the
+/// same vortons in a random order (`gpu-exchanges-shuffled`), as a scene's vortons come to be once emitters
+/// append them and the flow mixes them, where those in the lattice's order are next to their neighbours in
+/// memory. And the binning's host work alone (`Pse::bin_now`): the keys, which is all a device needs, and
+/// the keys with the CPU's sorted neighbour list.
 fn exchange(sizes: &[usize]) -> Result<Vec<BenchRow>, BenchError> {
     use eddies::vpm::diffusion::Pse;
     use eddies::vpm::Vortons;
@@ -356,7 +358,23 @@ fn exchange(sizes: &[usize]) -> Result<Vec<BenchRow>, BenchError> {
         }
         // One substep: 8 ν dt / σ² = 1.
         let (dt, nu) = (0.01, h * h / 8.0 / 0.01);
-        let time = |pse: &mut Pse| {
+        // Fisher–Yates with the bench's generator.
+        let mut order: Vec<usize> = (0..start.len()).collect();
+        for i in (1..order.len()).rev() {
+            let j = (rng.range(0.0, (i + 1) as f64) as usize).min(i);
+            order.swap(i, j);
+        }
+        let mut shuffled = Vortons::default();
+        for (k, &i) in order.iter().enumerate() {
+            shuffled.push(
+                start.position[i],
+                start.vorticity[i],
+                start.radius[i],
+                start.volume[i],
+            );
+            shuffled.temperature[k] = start.temperature[i];
+        }
+        let time_from = |pse: &mut Pse, start: &Vortons| {
             warm_median(|| {
                 let mut v = start.clone();
                 let t = Instant::now();
@@ -368,7 +386,7 @@ fn exchange(sizes: &[usize]) -> Result<Vec<BenchRow>, BenchError> {
                 Ok(ms)
             })
         };
-        let cpu = time(&mut Pse::default())?;
+        let cpu = time_from(&mut Pse::default(), &start)?;
         let host = |sorted: bool| {
             let mut pse = Pse::default();
             warm_median(|| {
@@ -380,7 +398,8 @@ fn exchange(sizes: &[usize]) -> Result<Vec<BenchRow>, BenchError> {
         let (keys, sorted) = (host(false)?, host(true)?);
         let mut on_gpu = Pse::default();
         on_gpu.device = Some(eddies_gpu::vpm::GpuExchange::shared(gpu.clone()));
-        let on = time(&mut on_gpu)?;
+        let on = time_from(&mut on_gpu, &start)?;
+        let on_shuffled = time_from(&mut on_gpu, &shuffled)?;
         let size = format!("{} vortons", start.len());
         let cpu_name = || super::case::CPU.to_string();
         rows.extend(timed_rows(
@@ -389,6 +408,7 @@ fn exchange(sizes: &[usize]) -> Result<Vec<BenchRow>, BenchError> {
             [
                 ("cpu-exchanges", cpu_name(), cpu, "ms"),
                 ("gpu-exchanges", device.clone(), on, "ms"),
+                ("gpu-exchanges-shuffled", device.clone(), on_shuffled, "ms"),
                 ("host-keys", cpu_name(), keys, "ms"),
                 ("host-keys-sorted", cpu_name(), sorted, "ms"),
             ],

@@ -6,6 +6,12 @@
 //! list) and keeps the sorted vortons for every exchange of that binning: a step's exchanges of heat and of
 //! vorticity upload and sort the vortons once. Each exchange takes every substep on the device, the
 //! contents staying on it between them, in f64 sums with f32 pair weights.
+//!
+//! The substeps run in the bins' order: the vortons (once a binning) and the contents (once an exchange)
+//! are moved into it (`pse_order.wgsl`) and the contents back after the last substep, so that neighbouring
+//! invocations take neighbouring vortons, which read the same bins, in sequence (in the vortons' own order
+//! each invocation read its 27 bins' vortons through the sorted list, scattered). Each sum keeps its order,
+//! so the results are the same bits either way.
 
 use std::sync::{Arc, Mutex};
 
@@ -19,6 +25,9 @@ use crate::sort::{CountingSort, SortBuffers, SortHeader};
 
 /// The kernel's WGSL, after the prelude.
 pub(crate) const SOURCE: &str = include_str!("pse.wgsl");
+
+/// The kernel that moves records into the bins' order and back, after its prelude ([`order_prelude`]).
+const ORDER: &str = include_str!("pse_order.wgsl");
 
 /// Invocations per workgroup.
 const WG: u32 = 128;
@@ -41,6 +50,13 @@ pub(crate) fn prelude(width: usize) -> String {
     format!("const WG: u32 = {WG}u;\nconst WIDTH: u32 = {width}u;\nconst STRIDE: u32 = {STRIDE}u;\n{PARAMS}")
 }
 
+/// The prelude of `pse_order.wgsl` for records of `w` numbers, into the bins' order (`gather`) or back.
+fn order_prelude(w: usize, gather: bool) -> String {
+    format!(
+        "const WG: u32 = {WG}u;\nconst W: u32 = {w}u;\nconst GATHER: bool = {gather};\n{PARAMS}"
+    )
+}
+
 /// `Params` of `pse.wgsl`.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
@@ -61,9 +77,9 @@ pub fn max_exchange_bins(n: usize) -> u64 {
 pub struct GpuExchange {
     gpu: Arc<Gpu>,
     params: wgpu::Buffer,
-    /// Keys, ranks, prefix sums, sorted vortons, vortons, coefficient, and the content before and after a
-    /// substep.
-    buffers: [Option<wgpu::Buffer>; 8],
+    /// Keys, ranks, prefix sums, the sorted list, the vortons, the coefficient, the content in the vortons'
+    /// order, the content before and after a substep in the bins' order, and the vortons in the bins' order.
+    buffers: [Option<wgpu::Buffer>; 10],
     /// The binning whose vortons the device holds, sorted ([`Exchange::binning`]).
     binned: Option<u64>,
     /// Host copies of the keys and the vortons (position, σ², volume), reused.
@@ -126,16 +142,20 @@ impl GpuExchange {
             8,
             content_bytes,
             content_bytes,
+            content_bytes,
+            8 * STRIDE as u64 * n64,
         ];
-        const LABELS: [&str; 8] = [
+        const LABELS: [&str; 10] = [
             "pse keys",
             "pse ranks",
             "pse prefix sums",
-            "pse sorted vortons",
+            "pse sorted list",
             "pse vortons",
             "pse coefficient",
             "pse content",
-            "pse content after",
+            "pse content by bin",
+            "pse content by bin after",
+            "pse vortons by bin",
         ];
         let b = sized_all(
             &gpu,
@@ -182,20 +202,31 @@ impl GpuExchange {
                 .sort
                 .launches_for_keys(&gpu, per_axis, &buffers, n64, bins)?;
         }
+        let groups = fold_groups(n64.div_ceil(WG as u64), per_axis);
+        // Records of `w` numbers from `from` into `to`, into the bins' order or back.
+        let order = |w: usize, gather: bool, from: &wgpu::Buffer, to: &wgpu::Buffer| {
+            let key = format!("vpm pse order {w} {gather}");
+            let pipeline = gpu.pipeline(&key, &order_prelude(w, gather), ORDER)?;
+            gpu.launch_args(&key, pipeline, &[&self.params, &b[3], from, to], groups)
+        };
+        if fresh {
+            launches.push(order(STRIDE, true, &b[4], &b[9])?);
+        }
+        launches.push(order(width, true, &b[6], &b[7])?);
         gpu.write(&b[5], &[pass.coef]);
         gpu.write(&b[6], content);
         let key = format!("vpm pse {width}");
         let pipeline = gpu.pipeline(&key, &prelude(width), SOURCE)?;
-        let groups = fold_groups(n64.div_ceil(WG as u64), per_axis);
-        // Substep s reads content s % 2 and writes the other.
+        // Substep s reads content 7 + s % 2 and writes the other.
         let substeps = (0..pass.steps.min(2))
             .map(|s| {
-                let (from, to) = (&b[6 + s % 2], &b[6 + (s + 1) % 2]);
+                let (from, to) = (&b[7 + s % 2], &b[7 + (s + 1) % 2]);
                 let args: [&dyn Bindable; 8] =
-                    [&self.params, &b[0], &b[2], &b[3], &b[4], &b[5], from, to];
+                    [&self.params, &b[0], &b[2], &b[3], &b[9], &b[5], from, to];
                 gpu.launch_args(&key, pipeline.clone(), &args, groups)
             })
             .collect::<Result<Vec<_>, _>>()?;
+        let back = order(width, false, &b[7 + pass.steps % 2], &b[6])?;
         let clear = |encoder: &mut wgpu::CommandEncoder| {
             if fresh {
                 encoder.clear_buffer(&b[2], 0, Some((bins + 1) * 4));
@@ -203,11 +234,11 @@ impl GpuExchange {
         };
         let all = launches
             .iter()
-            .chain((0..pass.steps).map(|s| &substeps[s % 2]));
+            .chain((0..pass.steps).map(|s| &substeps[s % 2]))
+            .chain([&back]);
         gpu.submit_launches("vpm pse", clear, all);
         gpu.finish()?;
-        let last = &b[6 + pass.steps % 2];
-        gpu.read_into(&[(last, 0, content_bytes)], |_, bytes| {
+        gpu.read_into(&[(&b[6], 0, content_bytes)], |_, bytes| {
             copy_bytes(bytemuck::cast_slice_mut(content), bytes)
         })?;
         self.binned = Some(pass.binning);
@@ -233,6 +264,12 @@ mod tests {
         for width in [1, 3] {
             let code = format!("{}\n{SOURCE}", prelude(width));
             validate_wgsl(&code).unwrap_or_else(|e| panic!("width {width}: {e}"));
+        }
+        for w in [1, 3, STRIDE] {
+            for gather in [true, false] {
+                let code = format!("{}\n{ORDER}", order_prelude(w, gather));
+                validate_wgsl(&code).unwrap_or_else(|e| panic!("order {w} {gather}: {e}"));
+            }
         }
     }
 
