@@ -160,14 +160,12 @@ impl TargetSet {
     }
 
     fn bytes(&self) -> u64 {
-        held(
-            &[
-                self.targets.clone(),
-                self.velocity.clone(),
-                self.gradient.clone(),
-            ],
-            &self.params,
-        )
+        [&self.targets, &self.velocity, &self.gradient]
+            .into_iter()
+            .flatten()
+            .map(wgpu::Buffer::size)
+            .sum::<u64>()
+            + self.params.size()
     }
 }
 
@@ -339,17 +337,18 @@ impl DirectSum {
             .create_command_encoder(&wgpu::CommandEncoderDescriptor {
                 label: Some("vpm direct"),
             });
-        // Per set: its velocity buffer and bytes, and its gradient buffer and bytes where asked for.
+        // Per set with targets: its index, its velocity buffer and bytes, and its gradient's where asked for.
         let mut reads = Vec::new();
-        for (set, &(targets, what)) in self.sets.iter_mut().zip(&asked) {
-            if targets.is_empty() {
-                continue;
+        for (k, (set, &(targets, what))) in self.sets.iter_mut().zip(&asked).enumerate() {
+            if !targets.is_empty() {
+                let (velocity, gradient) =
+                    set.record(gpu, &src_buf, n, targets, what, &mut encoder)?;
+                reads.push((k, velocity, gradient));
             }
-            reads.push(set.record(gpu, &src_buf, n, targets, what, &mut encoder)?);
         }
         gpu.queue().submit([encoder.finish()]);
         let mut ranges = Vec::new();
-        for (velocity, gradient) in &reads {
+        for (_, velocity, gradient) in &reads {
             ranges.push((&velocity.0, 0, velocity.1));
             if let Some(g) = gradient {
                 ranges.push((&g.0, 0, g.1));
@@ -359,12 +358,8 @@ impl DirectSum {
         let k = FOUR_PI_INV as f32;
         let words = |b: &[u8]| bytemuck::pod_collect_to_vec::<u8, f32>(b);
         let mut out: [Induced; 2] = Default::default();
-        let mut read = reads.iter();
-        for (o, (targets, _)) in out.iter_mut().zip(&asked) {
-            if targets.is_empty() {
-                continue;
-            }
-            let (_, gradient) = read.next().expect("a read per set with targets");
+        for (set, _, gradient) in &reads {
+            let o = &mut out[*set];
             let v = bytes.next().expect("the velocity's bytes");
             o.velocity = words(&v)
                 .chunks_exact(4)

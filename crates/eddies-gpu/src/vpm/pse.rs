@@ -212,9 +212,9 @@ impl GpuExchange {
         if fresh {
             launches.push(order(STRIDE, true, &b[4], &b[9])?);
         }
-        launches.push(order(width, true, &b[6], &b[7])?);
         gpu.write(&b[5], &[pass.coef]);
         gpu.write(&b[6], content);
+        launches.push(order(width, true, &b[6], &b[7])?);
         let key = format!("vpm pse {width}");
         let pipeline = gpu.pipeline(&key, &prelude(width), SOURCE)?;
         // Substep s reads content 7 + s % 2 and writes the other.
