@@ -42,7 +42,7 @@ bench vpm-gpu-boundary 60
 bench vpm-gpu-scenes 60
 bench vpm-gpu-direct-sum 60
 # Issue 30's figures: FLIP's dam break at 64³–256³ and the pressure solvers' table (MGPCG at 256³).
-bench flip-gpu-dam-break 90
+bench flip-gpu-dam-break 150
 bench flip-gpu-pressure-tank 90
 # The stages moved to the device since the last hardware run, each against the CPU.
 bench vpm-gpu-splat 30

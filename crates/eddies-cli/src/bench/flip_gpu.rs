@@ -4,7 +4,9 @@
 //! * `flip-gpu-dam-break`: the 3D dam break of the GPU issue (a block of 0.4 × 0.6 × 1 of the domain, 8
 //!   particles per cell) at 64³, 100³ (the issue's 1M cells), 128³ and 256³: milliseconds per step and per stage, MGPCG iterations, the
 //!   solves' and the transfer's time on the device split into upload, device work and read-back, and the
-//!   device memory per cell and per particle. The other stages run on the CPU.
+//!   device memory per cell and per particle. The other stages run on the CPU. The particles stay on the
+//!   device between the passes, as in `eddies run`; `step-time-particles-sent` times the same steps with
+//!   them sent and read back at every pass and sorted on the CPU.
 //! * `flip-gpu-pressure-tank`, `flip-gpu-pressure-dam-break`: the pressure-solver table of
 //!   `eddies bench pressure` on the GPU, every preconditioner it runs, 32³ to 256³: iterations, and the
 //!   solve's time with the vectors already on the device (`iterate`; `record`, its share spent recording
@@ -23,7 +25,7 @@ use eddies::linsolve::{
     DomainBoundary, LinearOperator, PcgParams, PoissonDevice, PoissonOperator, PoissonSolver,
     PreconditionerKind,
 };
-use eddies::{Shape, Simulation};
+use eddies::{Shape, Simulation, StepRecord};
 use eddies_gpu::flip::{GpuTransfer, SharedTransfer, TransferTimes};
 use eddies_gpu::pressure::{GpuPoisson, SharedPoisson, SolveTimes};
 use glam::DVec3;
@@ -95,54 +97,28 @@ fn dam_break(sizes: &[usize], quick: bool) -> Result<Vec<BenchRow>, BenchError> 
     for &n in sizes {
         let cells = n * n * n;
         if let Some(estimate) = per_cell_s
-            .map(|s| s * cells as f64 * (WARMUP_STEPS + reps) as f64)
+            .map(|s| 2.0 * s * cells as f64 * (WARMUP_STEPS + reps) as f64)
             .filter(|&t| t > LONGEST_S)
         {
             eprintln!("note: flip-gpu-dam-break {n}³ skipped: about {estimate:.0} s on {device}");
             continue;
         }
-        let h = 1.0 / n as f64;
-        let cfg = FlipConfig::<3> {
-            resolution: [n; 3],
-            cell_size: h,
-            params: FlipParams {
-                seeds_per_axis: 2,
-                ..FlipParams::default()
-            },
-            ..FlipConfig::default()
-        };
-        let mut sim = FlipSim::<3>::new(cfg)?;
-        sim.fill(
-            &Shape::Box {
-                min: DVec3::ZERO,
-                max: DVec3::new(0.4, 0.6, 1.0),
-            },
-            [0.0; 3],
-        );
-        sim.set_pressure_device(Box::new(SharedPoisson(dev.clone())));
-        sim.set_transfer_device(Box::new(SharedTransfer(transfer.clone())));
-        let mut records = Vec::new();
-        let mut gpu_times = Vec::new();
-        let mut transfer_times = Vec::new();
         let start = Instant::now();
-        for i in 0..WARMUP_STEPS + reps {
-            let dt = sim.max_dt(1.0);
-            let rec = sim.step(dt)?;
-            let times = dev.lock().unwrap().take_times();
-            let moved = transfer.lock().unwrap().take_times();
-            if i >= WARMUP_STEPS {
-                records.push(rec);
-                gpu_times.push(times);
-                transfer_times.push(moved);
-            }
-        }
+        let (sim, records, gpu_times, transfer_times) = timed_dam_break(n, reps, &dev, &transfer)?;
         per_cell_s = Some(start.elapsed().as_secs_f64() / (cells * (WARMUP_STEPS + reps)) as f64);
+        // The same steps with the particles sent to the device and read back at every pass, sorted on
+        // the CPU: what keeping them on the device saves.
+        transfer.lock().unwrap().keep_particles(false);
+        let sent = timed_dam_break(n, reps, &dev, &transfer);
+        transfer.lock().unwrap().keep_particles(true);
+        let mut sent_steps: Vec<f64> = sent?.1.iter().map(|r| r.wall_ms).collect();
         let size = format!("{n}x{n}x{n}");
         let r = |metric: &str, value: f64, unit: &str| {
             row("flip-gpu-dam-break", &size, metric, value, unit, &device)
         };
         let mut steps: Vec<f64> = records.iter().map(|r| r.wall_ms).collect();
         rows.push(r("step-time", median(&mut steps), "ms"));
+        rows.push(r("step-time-particles-sent", median(&mut sent_steps), "ms"));
         rows.push(r("particles", sim.particles().len() as f64, "count"));
         for (stage, ms) in stage_medians(&records) {
             rows.push(r(&format!("stage-{stage}"), ms, "ms"));
@@ -194,6 +170,59 @@ fn dam_break(sizes: &[usize], quick: bool) -> Result<Vec<BenchRow>, BenchError> 
         ));
     }
     Ok(rows)
+}
+
+/// What [`timed_dam_break`] returns: the simulation, and of each timed step its record, the solves' times and
+/// the particle passes' times.
+type TimedSteps = (
+    FlipSim<3>,
+    Vec<StepRecord>,
+    Vec<SolveTimes>,
+    Vec<TransferTimes>,
+);
+
+/// The dam break at `n³` on `dev` and `transfer`: [`WARMUP_STEPS`] steps, then `reps` timed.
+fn timed_dam_break(
+    n: usize,
+    reps: usize,
+    dev: &Arc<Mutex<GpuPoisson>>,
+    transfer: &Arc<Mutex<GpuTransfer>>,
+) -> Result<TimedSteps, BenchError> {
+    let h = 1.0 / n as f64;
+    let cfg = FlipConfig::<3> {
+        resolution: [n; 3],
+        cell_size: h,
+        params: FlipParams {
+            seeds_per_axis: 2,
+            ..FlipParams::default()
+        },
+        ..FlipConfig::default()
+    };
+    let mut sim = FlipSim::<3>::new(cfg)?;
+    sim.fill(
+        &Shape::Box {
+            min: DVec3::ZERO,
+            max: DVec3::new(0.4, 0.6, 1.0),
+        },
+        [0.0; 3],
+    );
+    sim.set_pressure_device(Box::new(SharedPoisson(dev.clone())));
+    sim.set_transfer_device(Box::new(SharedTransfer(transfer.clone())));
+    let mut records = Vec::new();
+    let mut gpu_times = Vec::new();
+    let mut transfer_times = Vec::new();
+    for i in 0..WARMUP_STEPS + reps {
+        let dt = sim.max_dt(1.0);
+        let rec = sim.step(dt)?;
+        let times = dev.lock().unwrap().take_times();
+        let moved = transfer.lock().unwrap().take_times();
+        if i >= WARMUP_STEPS {
+            records.push(rec);
+            gpu_times.push(times);
+            transfer_times.push(moved);
+        }
+    }
+    Ok((sim, records, gpu_times, transfer_times))
 }
 
 /// The solver table on the GPU for `mask`.

@@ -28,3 +28,9 @@ fn thread_index(wid: vec3<u32>, nwg: vec3<u32>, lid: u32) -> u32 {
 fn cell_coord(x: f32, p: Params, a: u32) -> f32 {
     return (x - p.origin[a]) * p.inv_h;
 }
+
+// The kept particles' passes (`counts.wgsl`, `gather.wgsl`, `place.wgsl`): the attribute component they move,
+// and where in the face fields the counts per cell go (in 32-bit words).
+struct Keep {
+    component: u32, base: u32, pad0: u32, pad1: u32,
+}

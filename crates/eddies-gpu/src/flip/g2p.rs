@@ -24,9 +24,22 @@ impl GpuTransfer {
         let start = Instant::now();
         let apic = step.transfer == Transfer::Apic;
         let grid = step.u;
-        self.upload(particles, grid, apic, false, step.unchanged)?;
+        let n = if let Some(owner) = step.kept {
+            let Some((_, n, _)) = self.kept.filter(|k| k.0 == owner) else {
+                return Err(GpuError::Internal(
+                    "the particle pass was asked to move kept particles, and the device keeps another \
+                     simulation's (a device that keeps particles serves one simulation at a time)"
+                        .into(),
+                ));
+            };
+            self.prepare(n, grid, apic)?;
+            n
+        } else {
+            self.upload(particles, grid, apic, false, step.unchanged)?;
+            self.kept = None;
+            particles.len() as u64
+        };
         self.resident = None;
-        let n = particles.len() as u64;
         let mut uniform = MoveUniform {
             dt: step.dt as f32,
             pic_ratio: step.pic_ratio as f32,
@@ -97,6 +110,11 @@ impl GpuTransfer {
         )?;
         self.submit(&[launch], 0)?;
         let ran = Instant::now();
+        if step.kept.is_some() {
+            // The moved particles stay on the device until `read_kept`.
+            self.times.record(start, uploaded, ran);
+            return Ok(());
+        }
 
         let bytes = n * 4;
         let mut ranges = Vec::new();

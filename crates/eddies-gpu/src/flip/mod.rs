@@ -16,18 +16,22 @@
 //!   pass but in single precision. The obstacles' shapes (static, or moving at the step's end) are compiled
 //!   into postfix programs of primitives and `min`/`max` steps (`shapes.rs`, `shapes.wgsl`); one nested
 //!   deeper than the kernel's stack is declined and the CPU runs the pass.
-//! * **Where the data lives.** The particles stay in host memory, as the other stages run on the CPU: each
-//!   transfer uploads positions and velocities (and the affine matrices with APIC) and reads the face sums
-//!   back; the grid-to-particle pass uploads the particles and the face fields and reads the particles back.
-//!   Device memory: 12 + 8 D bytes per particle (+ 4 D² with APIC), with a fifth spare, and 2ᴰ·4 + 12 D bytes
-//!   per cell, of which the prefix sums' 2ᴰ·4 may be a [`Scratch`] shared with the pressure solve
-//!   ([`GpuTransfer::share_scratch`]), which never runs during a transfer.
+//! * **Where the data lives.** When the simulation leaves the particles on the device
+//!   ([`TransferDevice::keeps_particles`]; a scene that adds and removes none on the CPU), the device keeps
+//!   them between the passes: each transfer sorts them, counts them per cell and moves them into the sorted
+//!   order (`counts.wgsl`, `gather.wgsl`, `place.wgsl`; [`TransferDevice::sort_to_grid`]), the particle pass
+//!   moves them in place, and the simulation reads them back once a step. Otherwise each transfer uploads
+//!   positions and velocities (and the affine matrices with APIC) and reads the face sums back, and the
+//!   grid-to-particle pass uploads the face fields and reads the particles back. Device memory: 12 + 8 D
+//!   bytes per particle (+ 4 D² with APIC), with a fifth spare, and 2ᴰ·4 + 12 D bytes per cell, of which the
+//!   prefix sums' 2ᴰ·4 may be a [`Scratch`] shared with the pressure solve ([`GpuTransfer::share_scratch`]),
+//!   which never runs during a transfer.
 
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use bytemuck::{Pod, Zeroable};
-use eddies::flip::{Advection, Particles, Transfer, TransferDevice};
+use eddies::flip::{Advection, KeptParticles, KeptTransfer, Particles, Transfer, TransferDevice};
 use eddies::grid::{Grid, MacGrid};
 
 use crate::device::{fold_groups, Bindable, BufferRange, Gpu, GpuError, Launch, Scratch};
@@ -36,10 +40,14 @@ use crate::sort::{CountingSort, WG};
 const COMMON: &str = include_str!("common.wgsl");
 const KEYS: &str = include_str!("keys.wgsl");
 const P2G: &str = include_str!("p2g.wgsl");
+const COUNTS: &str = include_str!("counts.wgsl");
+const GATHER: &str = include_str!("gather.wgsl");
+const PLACE: &str = include_str!("place.wgsl");
 /// The particle pass, followed by the obstacles' distance functions it calls.
 const G2P: &str = concat!(include_str!("g2p.wgsl"), "\n", include_str!("shapes.wgsl"));
 
 mod g2p;
+mod kept;
 mod p2g;
 mod shapes;
 
@@ -86,6 +94,15 @@ struct MoveUniform {
     closed: u32,
     obstacles: u32,
     pad: [u32; 3],
+}
+
+/// `Keep` of `common.wgsl`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
+struct KeepUniform {
+    component: u32,
+    base: u32,
+    pad: [u32; 2],
 }
 
 /// What the particle passes since the last [`GpuTransfer::take_times`] took.
@@ -154,6 +171,13 @@ pub struct GpuTransfer {
     /// array and their count, which tell them from another simulation's sharing this device (a live array's
     /// address is its own).
     resident: Option<(usize, u64)>,
+    /// Whose particles the buffers keep between passes ([`TransferDevice::sort_to_grid`]), how many, and
+    /// whether with their APIC matrices.
+    kept: Option<(KeptParticles, u64, bool)>,
+    /// Whether the device offers to keep the particles ([`GpuTransfer::keep_particles`]).
+    keep: bool,
+    /// `Keep` of `common.wgsl`, one per attribute component, then one for the counts.
+    keep_uniforms: Vec<wgpu::Buffer>,
     /// Workgroups per dimension of a launch (the adapter's limit): larger launches fold into two.
     per_axis: u32,
     times: TransferTimes,
@@ -172,6 +196,9 @@ impl GpuTransfer {
             obstacles: None,
             fields: Vec::new(),
             resident: None,
+            kept: None,
+            keep: true,
+            keep_uniforms: Vec::new(),
             per_axis,
             times: TransferTimes::default(),
             scratch: Scratch::new(),
@@ -194,6 +221,16 @@ impl GpuTransfer {
     /// limit; the tests exercise the folding on small grids this way.
     pub fn limit_workgroups_per_dimension(&mut self, n: u32) {
         self.per_axis = n.clamp(1, self.per_axis);
+    }
+
+    /// Whether the device keeps the particles between its passes when a simulation can leave them there
+    /// (by default it does; [`TransferDevice::keeps_particles`]). Without, every pass sends the particles
+    /// and reads them back, as the CPU's stages between the passes need them.
+    pub fn keep_particles(&mut self, keep: bool) {
+        self.keep = keep;
+        if !keep {
+            self.kept = None;
+        }
     }
 
     /// What the transfers since the last call took, and a fresh count.
@@ -242,6 +279,7 @@ impl GpuTransfer {
         }
         self.buffers = None;
         self.resident = None;
+        self.kept = None;
         let buffers = gpu.allocating("the particle-to-grid transfer", || Buffers {
             particles,
             bins,
@@ -282,6 +320,41 @@ impl GpuTransfer {
         unchanged: bool,
     ) -> Result<(), GpuError> {
         let n = particles.len() as u64;
+        self.prepare(n, grid, apic)?;
+        let id = (particles.pos[0].as_ptr() as usize, n);
+        if unchanged && self.resident == Some(id) && !affine {
+            return Ok(());
+        }
+        self.write_particles(particles, affine);
+        Ok(())
+    }
+
+    /// The particles' positions and velocities (with `affine`, their APIC matrices) into the buffers.
+    fn write_particles<const D: usize>(&self, particles: &Particles<D>, affine: bool) {
+        let gpu = &self.gpu;
+        let b = self.buffers.as_ref().expect("buffers ensured");
+        let n = particles.len() as u64;
+        for a in 0..D {
+            let at = a as u64 * n * 4;
+            gpu.write_at(&b.pos, at, bytemuck::cast_slice(&particles.pos[a]));
+            gpu.write_at(&b.vel, at, bytemuck::cast_slice(&particles.vel[a]));
+            if affine {
+                for c in 0..D {
+                    let at = (a * D + c) as u64 * n * 4;
+                    gpu.write_at(&b.affine, at, bytemuck::cast_slice(&particles.affine[a][c]));
+                }
+            }
+        }
+    }
+
+    /// Buffers for `n` particles on `grid` (reallocated, which forgets the kept particles, where too small),
+    /// and the step's constants.
+    fn prepare<const D: usize>(
+        &mut self,
+        n: u64,
+        grid: &MacGrid<D>,
+        apic: bool,
+    ) -> Result<(), GpuError> {
         let cells = grid.dims;
         let sub = cells.map(|c| 2 * c as u64);
         let bins: u64 = sub.iter().product();
@@ -309,21 +382,6 @@ impl GpuTransfer {
             params.origin[a] = grid.origin[a] as f32;
         }
         gpu.write(&b.params, &[params]);
-        let id = (particles.pos[0].as_ptr() as usize, n);
-        if unchanged && self.resident == Some(id) && !affine {
-            return Ok(());
-        }
-        for a in 0..D {
-            let at = a as u64 * n * 4;
-            gpu.write_at(&b.pos, at, bytemuck::cast_slice(&particles.pos[a]));
-            gpu.write_at(&b.vel, at, bytemuck::cast_slice(&particles.vel[a]));
-            if affine {
-                for c in 0..D {
-                    let at = (a * D + c) as u64 * n * 4;
-                    gpu.write_at(&b.affine, at, bytemuck::cast_slice(&particles.affine[a][c]));
-                }
-            }
-        }
         Ok(())
     }
 
@@ -406,6 +464,23 @@ impl<const D: usize> TransferDevice<D> for GpuTransfer {
             .map(|()| true)
             .map_err(|e| e.to_string())
     }
+
+    fn keeps_particles(&self) -> bool {
+        self.keep
+    }
+
+    fn sort_to_grid(&mut self, t: KeptTransfer<'_, D>) -> Result<Option<usize>, String> {
+        self.sort_to_grid_on(t).map_err(|e| e.to_string())
+    }
+
+    fn read_kept(
+        &mut self,
+        owner: KeptParticles,
+        particles: &mut Particles<D>,
+    ) -> Result<bool, String> {
+        self.read_kept_on(owner, particles)
+            .map_err(|e| e.to_string())
+    }
 }
 
 /// A [`GpuTransfer`] that a simulation and its caller share (a benchmark reads its times between steps).
@@ -432,6 +507,25 @@ impl<const D: usize> TransferDevice<D> for SharedTransfer {
         let mut dev = self.0.lock().unwrap_or_else(|e| e.into_inner());
         TransferDevice::<D>::grid_to_particles_advect(&mut *dev, particles, step)
     }
+
+    fn keeps_particles(&self) -> bool {
+        let dev = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        TransferDevice::<D>::keeps_particles(&*dev)
+    }
+
+    fn sort_to_grid(&mut self, t: KeptTransfer<'_, D>) -> Result<Option<usize>, String> {
+        let mut dev = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        TransferDevice::<D>::sort_to_grid(&mut *dev, t)
+    }
+
+    fn read_kept(
+        &mut self,
+        owner: KeptParticles,
+        particles: &mut Particles<D>,
+    ) -> Result<bool, String> {
+        let mut dev = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        TransferDevice::<D>::read_kept(&mut *dev, owner, particles)
+    }
 }
 
 #[cfg(test)]
@@ -443,10 +537,13 @@ mod tests {
     #[test]
     fn the_kernels_compile_without_a_gpu() {
         let apic = ["const APIC: bool = false;", "const APIC: bool = true;"];
-        let kernels: [(&str, &str, &[&str]); 3] = [
+        let kernels: [(&str, &str, &[&str]); 6] = [
             ("keys", KEYS, &[""]),
             ("p2g", P2G, &apic),
             ("g2p", G2P, &[""]),
+            ("counts", COUNTS, &[""]),
+            ("gather", GATHER, &[""]),
+            ("place", PLACE, &[""]),
         ];
         for (name, source, variants) in kernels {
             for consts in variants {
@@ -464,6 +561,7 @@ mod tests {
         assert_eq!(std::mem::size_of::<ParamsUniform>(), 80);
         assert_eq!(std::mem::size_of::<FaceUniform>(), 32);
         assert_eq!(std::mem::size_of::<MoveUniform>(), 96);
+        assert_eq!(std::mem::size_of::<KeepUniform>(), 16);
         assert_eq!(std::mem::size_of::<shapes::Instr>(), 112);
     }
 }

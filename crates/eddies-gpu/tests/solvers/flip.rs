@@ -2,12 +2,12 @@
 //! `eddies_gpu::pressure::GpuPoisson`) and the particle-to-grid transfer (`FlipSim::set_transfer_device` with
 //! `eddies_gpu::flip::GpuTransfer`): the method's invariants, and agreement with the CPU backend.
 
-use eddies::flip::{FlipConfig, FlipParams, FlipSim, Transfer};
+use eddies::flip::{Boundary, FlipConfig, FlipParams, FlipSim, Transfer};
 use eddies::grid::{CellFlag, Grid};
 use eddies::linsolve::PoissonDevice;
 use eddies::validation::flip as validation;
 use eddies::{Shape, Simulation};
-use eddies_gpu::flip::{GpuTransfer, SharedTransfer};
+use eddies_gpu::flip::GpuTransfer;
 use eddies_gpu::pressure::{GpuPoisson, SharedPoisson};
 use glam::DVec3;
 
@@ -23,9 +23,10 @@ where
     shared().map(|d| Box::new(d) as Box<dyn PoissonDevice<D>>)
 }
 
-/// The suite's particle-to-grid transfer on the GPU.
-fn gpu_transfer() -> Box<SharedTransfer> {
-    Box::new(SharedTransfer(super::transfer().unwrap().clone()))
+/// A simulation's own particle passes on the suite's GPU (the device keeps its particles between the passes,
+/// so it serves one simulation).
+fn gpu_transfer() -> Box<GpuTransfer> {
+    Box::new(GpuTransfer::new(super::gpu().unwrap().clone()))
 }
 
 /// A liquid block falling against a spinning ball (with `ball`; it cuts into the block, whose particles
@@ -240,4 +241,54 @@ fn sharing_scratch_memory_changes_no_bit() {
     assert_eq!(alone, shared, "sharing the scratch memory changed the run");
     assert!(!a.same(&b) && c.same(&d));
     assert_eq!(c.bytes(), a.bytes().max(b.bytes()));
+}
+
+/// The device that keeps the particles between its passes (sorting them itself, the CPU reading them back
+/// once a step) runs the simulation that sends and reads them every pass, bit for bit: the device's sort is
+/// the CPU's order (by half cell, each in index order), and its counts per cell the CPU's. PIC, FLIP and
+/// APIC, in a closed tank and in an open one that particles leave (the device drops them as the CPU's sort
+/// does), with two substeps a step.
+#[test]
+fn keeping_the_particles_on_the_device_changes_no_bit() {
+    let Some(gpu) = super::gpu() else { return };
+    let run = |transfer: Transfer, boundary: Boundary, keep: bool| {
+        let mut sim = splash(transfer, true);
+        if boundary == Boundary::Open {
+            let mut open = splash(transfer, true).config().clone();
+            open.boundary = Boundary::Open;
+            sim = FlipSim::new(open).unwrap();
+            sim.fill(
+                &Shape::Box {
+                    min: DVec3::ZERO,
+                    max: DVec3::new(0.35, 0.55, 0.75),
+                },
+                [-2.0, 0.0, 0.0],
+            );
+        }
+        let mut passes = GpuTransfer::new(gpu.clone());
+        passes.keep_particles(keep);
+        sim.set_pressure_device(device::<3>().unwrap());
+        sim.set_transfer_device(Box::new(passes));
+        let mut counts = Vec::new();
+        for _ in 0..4 {
+            let dt = 2.0 * sim.max_dt(1.0);
+            let rec = sim.step(dt).unwrap();
+            counts.push(rec.scalar("particle_count").unwrap());
+        }
+        (sim.checksum(), counts, sim.field("density").unwrap().data)
+    };
+    for transfer in [Transfer::Pic, Transfer::Flip, Transfer::Apic] {
+        for boundary in [Boundary::Closed, Boundary::Open] {
+            let (kept, sent) = (
+                run(transfer, boundary, true),
+                run(transfer, boundary, false),
+            );
+            assert_eq!(kept.1, sent.1, "{transfer:?} {boundary:?}: particle counts");
+            assert_eq!(kept.0, sent.0, "{transfer:?} {boundary:?}: particle state");
+            assert!(kept.2 == sent.2, "{transfer:?} {boundary:?}: density");
+        }
+    }
+    // The open tank lost particles, which the device dropped.
+    let open = run(Transfer::Flip, Boundary::Open, true);
+    assert!(open.1.last() < open.1.first(), "{:?}", open.1);
 }

@@ -198,6 +198,7 @@ fn the_gpu_particle_pass_matches_the_cpus() {
                         // Up to a cell and a half of travel: the midpoint samples other faces.
                         dt: 0.15,
                         unchanged: false,
+                        kept: None,
                     };
                     let (mut cpu, mut gpu) = (start.clone(), start.clone());
                     assert!(CpuTransfer
@@ -265,6 +266,7 @@ fn the_gpu_particle_pass_matches_the_cpus() {
                     transfer_on(dev, &again, &u, transfer);
                     let resident = Advection {
                         unchanged: true,
+                        kept: None,
                         ..step
                     };
                     dev.grid_to_particles_advect(&mut again, &resident).unwrap();
@@ -291,6 +293,7 @@ fn the_gpu_particle_pass_matches_the_cpus() {
             boundary: Boundary::Closed,
             dt: 0.1,
             unchanged: false,
+            kept: None,
         };
         assert!(!dev
             .grid_to_particles_advect(&mut start.clone(), &step)

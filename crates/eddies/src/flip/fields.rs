@@ -1,7 +1,7 @@
 //! What a FLIP simulation shows: its grid fields (Eng's debug views among them, and the Zhu–Bridson
 //! surface), and the [`Description`] of its fields and stages.
 
-use super::{surface, FlipSim};
+use super::FlipSim;
 use crate::grid::CellFlag;
 use crate::sim::{Description, Field, FrameSource};
 
@@ -67,7 +67,7 @@ impl<const D: usize> FlipSim<D> {
             }
             "surface" => {
                 let mut g = self.pressure.clone();
-                surface::surface_distance(&self.particles, &self.bins, &mut g);
+                self.surface_distance(&mut g);
                 self.interior_field(true, |i| g.data[i])
             }
             _ => return None,

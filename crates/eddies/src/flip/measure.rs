@@ -3,7 +3,7 @@
 //! checksum of the particle state.
 
 use super::particles::Tally;
-use super::{surface, Boundary, FlipSim};
+use super::{Boundary, FlipSim};
 use crate::grid::{to_dvec3, CellFlag};
 use crate::par;
 
@@ -147,7 +147,7 @@ impl<const D: usize> FlipSim<D> {
     /// distance (see the `surface` field). Costs a surface reconstruction.
     pub fn surface_volume(&self) -> f64 {
         let mut g = self.pressure.clone();
-        surface::surface_distance(&self.particles, &self.bins, &mut g);
+        self.surface_distance(&mut g);
         let n = par::sum(g.len(), |i| (g.data[i] < 0.0) as u8 as f64);
         n * self.cfg.cell_size.powi(D as i32)
     }

@@ -23,7 +23,10 @@
 //!     particles): RK2 through the grid velocity plus the volume correction's displacement, solid push-out.
 //!
 //! A [`TransferDevice`] ([`FlipSim::set_transfer_device`]) may run stages 2 and 9–10, and a
-//! [`PoissonDevice`] ([`FlipSim::set_pressure_device`]) the solves of stage 7: the GPU backend.
+//! [`PoissonDevice`] ([`FlipSim::set_pressure_device`]) the solves of stage 7: the GPU backend. A device
+//! that keeps the particles ([`TransferDevice::keeps_particles`]) runs stage 1 too when the scene adds and
+//! removes none (no drains, emitters or reseeding band): the particles then stay on it from one substep to
+//! the next, and come back once a step.
 //!
 //! A step longer than [`FlipParams::substep_cfl`] cells of travel is split into substeps. The liquid surface
 //! is available as a Zhu–Bridson signed distance (field `surface`). Method notes: `docs/flip.md`.
@@ -49,7 +52,7 @@ pub use fields::{describe, STAGES};
 pub use params::{Boundary, FlipConfig, FlipParams, Inflow, Obstacle, Sink, Transfer};
 pub use particles::Particles;
 pub use surface::{SURFACE_KERNEL_RADIUS, SURFACE_PARTICLE_RADIUS};
-pub use transfer::{Advection, CpuTransfer, TransferDevice};
+pub use transfer::{Advection, CpuTransfer, KeptParticles, KeptTransfer, TransferDevice};
 
 use crate::checkpoint::SavedState;
 use crate::diag::{Quantity, StageTimer};
@@ -122,6 +125,15 @@ pub struct FlipSim<const D: usize> {
     /// Where the particle passes run (the GPU backend), or this CPU.
     transfer_device: Option<Box<dyn TransferDevice<D>>>,
     bins: HalfCellBins<D>,
+    /// Whether `bins` index other particles than `particles` (the sort ran on the device, or on a copy).
+    bins_stale: bool,
+    /// The name of the particles the transfer device keeps for this simulation.
+    owner: KeptParticles,
+    /// Whether the transfer device keeps this simulation's particles (as `particles` holds them, or moved
+    /// since when `host_behind`).
+    kept: bool,
+    /// Whether `particles` are older than those the device keeps (within a step).
+    host_behind: bool,
     valid: [Vec<u8>; D],
     front: extrapolate::Front,
     shapes_now: Vec<Shape>,
@@ -141,8 +153,13 @@ impl<const D: usize> FlipSim<D> {
     /// Runs the particle passes (the particle-to-grid transfer; the grid-to-particle transfer with advection)
     /// on `device` (the GPU backend), where it takes them. A device failure ends the step with
     /// [`SimError::Device`].
+    ///
+    /// A device that keeps the particles ([`TransferDevice::keeps_particles`]) keeps them from one substep to
+    /// the next when the scene adds and removes none (no emitters, drains or reseeding band): it sorts them
+    /// by half cell too, and the CPU reads them back once a step.
     pub fn set_transfer_device(&mut self, device: Box<dyn TransferDevice<D>>) {
         self.transfer_device = Some(device);
+        self.kept = false;
     }
 
     /// An empty tank, or the parameter that is out of range.
@@ -184,6 +201,10 @@ impl<const D: usize> FlipSim<D> {
             pressure_device: None,
             transfer_device: None,
             bins: HalfCellBins::new(dims),
+            bins_stale: false,
+            owner: KeptParticles::unique(),
+            kept: false,
+            host_behind: false,
             valid: std::array::from_fn(|_| Vec::new()),
             front: extrapolate::Front::default(),
             shapes_now: Vec::new(),
@@ -297,6 +318,112 @@ impl<const D: usize> FlipSim<D> {
             self.cfg.cell_size,
         );
         self.bins.counts_into(&mut self.count);
+        self.bins_stale = false;
+        self.kept = false;
+    }
+
+    /// The counts of the particles as they are, their order left alone: the bins then index a sorted copy.
+    fn count_in_place(&mut self) {
+        let mut copy = self.particles.clone();
+        transfer::sort_particles(&mut copy, &mut self.bins, self.u.origin, self.cfg.cell_size);
+        self.bins.counts_into(&mut self.count);
+        self.bins_stale = true;
+    }
+
+    /// The Zhu–Bridson signed distance of the particles into `g` (shaped as the cells), from the bins of the
+    /// last sort or, where those index other particles, of a sorted copy.
+    fn surface_distance(&self, g: &mut Grid<f64, D>) {
+        if self.bins_stale {
+            let mut copy = self.particles.clone();
+            let mut bins = HalfCellBins::new(self.cfg.resolution);
+            transfer::sort_particles(&mut copy, &mut bins, self.u.origin, self.cfg.cell_size);
+            surface::surface_distance(&copy, &bins, g);
+        } else {
+            surface::surface_distance(&self.particles, &self.bins, g);
+        }
+    }
+
+    /// Whether the particles stay on the transfer device from one substep to the next: a device that keeps
+    /// them, and a scene that adds and removes none on the CPU.
+    fn keep_on_device(&self) -> bool {
+        let p = &self.cfg.params;
+        self.transfer_device
+            .as_ref()
+            .is_some_and(|d| d.keeps_particles())
+            && self.sinks.is_empty()
+            && self.emitters.is_empty()
+            && p.min_per_cell == 0
+            && p.max_per_cell == 0
+    }
+
+    /// The particles the device moved, back into `particles` (a no-op unless they are behind).
+    fn read_kept(&mut self) -> Result<(), SimError> {
+        if !self.host_behind {
+            return Ok(());
+        }
+        let device = self.transfer_device.as_mut().expect("a device keeps them");
+        let read = device
+            .read_kept(self.owner, &mut self.particles)
+            .map_err(|detail| SimError::Device {
+                step: self.steps + 1,
+                detail,
+            })?;
+        if !read {
+            return Err(SimError::Device {
+                step: self.steps + 1,
+                detail: "the GPU no longer holds the particles it moved".into(),
+            });
+        }
+        self.host_behind = false;
+        self.bins_stale = true;
+        Ok(())
+    }
+
+    /// The sort and the particle-to-grid transfer of the particles the device keeps (sent to it first when
+    /// it keeps none of this simulation's, or older ones), with the counts per cell.
+    fn sort_to_grid_kept(&mut self, transfer: Transfer) -> Result<(), SimError> {
+        let step = self.steps + 1;
+        let device = self.transfer_device.as_mut().expect("a device keeps them");
+        let failed = |detail| SimError::Device { step, detail };
+        let mut kept = None;
+        if self.kept {
+            kept = device
+                .sort_to_grid(KeptTransfer {
+                    upload: None,
+                    owner: self.owner,
+                    grid: &self.u,
+                    transfer,
+                    sums: &mut self.weight,
+                    count: &mut self.count,
+                })
+                .map_err(failed)?;
+        }
+        if kept.is_none() {
+            if self.host_behind {
+                return Err(failed(
+                    "the GPU no longer holds the particles it moved".into(),
+                ));
+            }
+            kept = device
+                .sort_to_grid(KeptTransfer {
+                    upload: Some(&self.particles),
+                    owner: self.owner,
+                    grid: &self.u,
+                    transfer,
+                    sums: &mut self.weight,
+                    count: &mut self.count,
+                })
+                .map_err(failed)?;
+        }
+        if kept.is_none() {
+            return Err(failed("the GPU did not take the particles".into()));
+        }
+        // The device's particles are now in its sorted order, which the host's copy is not.
+        self.kept = true;
+        self.host_behind = true;
+        self.bins_stale = true;
+        transfer::velocities_from_sums(&mut self.u, &self.weight);
+        Ok(())
     }
 
     /// One substep of `dt` seconds: Eng's stages in order.
@@ -304,12 +431,17 @@ impl<const D: usize> FlipSim<D> {
         let p = self.cfg.params.clone();
         let t_end = self.time + dt;
 
+        let keep = self.keep_on_device();
         timer.time("sort", || {
             self.shapes_now.clear();
             self.shapes_now
                 .extend(self.obstacles.iter().map(|o| o.shape_at(self.time)));
             if self.steps == 0 || self.obstacles.iter().any(Obstacle::is_moving) {
                 mark::mark_solids(&self.shapes_now, &mut self.solid_id);
+            }
+            if keep {
+                // The device sorts them, in the particle-to-grid transfer.
+                return;
             }
             self.resort();
             if (!self.sinks.is_empty()
@@ -323,6 +455,9 @@ impl<const D: usize> FlipSim<D> {
         });
 
         let transferred_on_device = timer.time("particles_to_grid", || {
+            if keep {
+                return self.sort_to_grid_kept(p.transfer).map(|()| true);
+            }
             let on_device = match self.transfer_device.as_mut() {
                 Some(d) => d
                     .particles_to_grid(&self.particles, &self.u, p.transfer, &mut self.weight)
@@ -439,6 +574,7 @@ impl<const D: usize> FlipSim<D> {
                         boundary: self.cfg.boundary,
                         dt,
                         unchanged: transferred_on_device,
+                        kept: keep.then_some(self.owner),
                     };
                     d.grid_to_particles_advect(&mut self.particles, &step)
                         .map_err(|detail| SimError::Device {
@@ -448,7 +584,13 @@ impl<const D: usize> FlipSim<D> {
                 }
                 None => false,
             };
+            if on_device && keep {
+                self.host_behind = true;
+            }
             if !on_device {
+                // The CPU moves them: those the device keeps first come back, and are not kept any more.
+                self.read_kept()?;
+                self.kept = false;
                 advect::transfer_and_advect(
                     &mut self.particles,
                     &self.u,
@@ -527,11 +669,19 @@ impl<const D: usize> Simulation for FlipSim<D> {
         let sub = dt / n as f64;
         let mut iterations = 0;
         let mut residual: f64 = 0.0;
-        for _ in 0..n {
-            self.substep(sub, timer)?;
-            iterations += self.last_iterations;
-            residual = residual.max(self.last_residual);
-        }
+        let mut substeps = || -> Result<(), SimError> {
+            for _ in 0..n {
+                self.substep(sub, timer)?;
+                iterations += self.last_iterations;
+                residual = residual.max(self.last_residual);
+            }
+            Ok(())
+        };
+        let moved = substeps();
+        // The particles the device kept and moved come back once a step, for the diagnostics, the outputs
+        // and whatever else reads them between steps (also after a failed substep, as far as it got).
+        timer.time("grid_to_particles_advect", || self.read_kept())?;
+        moved?;
         self.steps += 1;
         let (
             Measured {
@@ -658,6 +808,7 @@ impl<const D: usize> Simulation for FlipSim<D> {
     ) -> Result<(), SimError> {
         let (c, v) = crate::sim::impulse_vectors::<D>(center, velocity)?;
         self.particles.apply_impulse(c, radius, v);
+        self.kept = false;
         Ok(())
     }
 

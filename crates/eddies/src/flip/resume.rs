@@ -100,11 +100,12 @@ impl<const D: usize> FlipSim<D> {
             }
         }
         // Derived state, as the original holds it: static obstacles are rasterised at the first step only,
-        // and the sort's bins must index the new particles. The sort is stable by half cell, so sorting here
-        // leaves the next step's sort, and all that follows, as in the uninterrupted run.
+        // and the counts must be the new particles'. The particles keep their saved order, which the next
+        // step's sort (on the CPU, or on a device that keeps them) starts from, as in the uninterrupted run.
         let shapes: Vec<Shape> = self.obstacles.iter().map(|o| o.shape_at(time)).collect();
         mark::mark_solids(&shapes, &mut self.solid_id);
-        self.resort();
+        self.count_in_place();
+        self.kept = false;
         Ok(())
     }
 }

@@ -520,6 +520,38 @@ pub struct Advection<'a, const D: usize> {
     /// Whether the particles are those this device's [`TransferDevice::particles_to_grid`] of the same
     /// substep received, unchanged since: a device that kept a copy need not receive them again.
     pub unchanged: bool,
+    /// Whose particles the device keeps, when the pass is to move those ([`TransferDevice::sort_to_grid`]
+    /// of the same substep) and leave the `particles` it is given as they are.
+    pub kept: Option<KeptParticles>,
+}
+
+/// The particles a device keeps between its passes, named by the simulation that keeps them there
+/// ([`TransferDevice::sort_to_grid`]): a device shared by several simulations tells theirs apart.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct KeptParticles(pub u64);
+
+impl KeptParticles {
+    /// A name no other simulation of this process has.
+    pub fn unique() -> Self {
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        Self(NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed))
+    }
+}
+
+/// The particle-to-grid transfer of the particles a device keeps ([`TransferDevice::sort_to_grid`]).
+#[derive(Debug)]
+pub struct KeptTransfer<'a, const D: usize> {
+    /// The particles to keep from now on, in place of those kept before; `None` for those kept.
+    pub upload: Option<&'a Particles<D>>,
+    /// Whose particles they are.
+    pub owner: KeptParticles,
+    /// The grid (its dimensions, origin and spacing; its values are not read).
+    pub grid: &'a MacGrid<D>,
+    pub transfer: Transfer,
+    /// The transfer's sums, as [`TransferDevice::particles_to_grid`] writes them.
+    pub sums: &'a mut [Grid<[f32; 2], D>; D],
+    /// Particles per cell, as the CPU's sort counts them.
+    pub count: &'a mut Grid<u32, D>,
 }
 
 /// A device that runs the particle passes of a [`FlipSim`](super::FlipSim) (the GPU backend). Each pass
@@ -554,6 +586,43 @@ pub trait TransferDevice<const D: usize>: Send {
         particles: &mut Particles<D>,
         step: &Advection<'_, D>,
     ) -> Result<bool, String>;
+
+    /// Whether the device keeps the particles between its passes: the simulation then leaves them there
+    /// from one substep to the next, sorted by [`sort_to_grid`](Self::sort_to_grid), moved by
+    /// [`grid_to_particles_advect`](Self::grid_to_particles_advect) with [`Advection::kept`], and read back by
+    /// [`read_kept`](Self::read_kept) once a step.
+    fn keeps_particles(&self) -> bool {
+        false
+    }
+
+    /// The sort and the particle-to-grid transfer of the particles the device keeps for `t.owner` (or of
+    /// `t.upload`, which it keeps from now on): the particles in half-cell order as
+    /// the CPU's sort leaves them (by half cell, each half cell's in index order; those outside the
+    /// domain or not finite dropped), kept in that order; the sums of
+    /// [`particles_to_grid`](Self::particles_to_grid) over them, and their count per cell into `t.count`.
+    /// Returns how many particles the device keeps, or `None` when it keeps none for `t.owner` (another
+    /// simulation's took their place) and `t.upload` is `None`.
+    ///
+    /// # Errors
+    /// What the device reported when it failed.
+    fn sort_to_grid(&mut self, t: KeptTransfer<'_, D>) -> Result<Option<usize>, String> {
+        let _ = t;
+        Ok(None)
+    }
+
+    /// The particles the device keeps for `owner`, into `particles` (resized to their number). `Ok(false)`
+    /// when it keeps none for `owner`.
+    ///
+    /// # Errors
+    /// What the device reported when it failed.
+    fn read_kept(
+        &mut self,
+        owner: KeptParticles,
+        particles: &mut Particles<D>,
+    ) -> Result<bool, String> {
+        let _ = (owner, particles);
+        Ok(false)
+    }
 }
 
 /// Particles per batch of the grid-to-particle pass ([`FaceStencils`]).

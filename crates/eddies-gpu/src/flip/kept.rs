@@ -1,0 +1,213 @@
+//! The particles kept on the device between the passes
+//! ([`TransferDevice::sort_to_grid`](eddies::flip::TransferDevice::sort_to_grid)): the transfer of
+//! particle-to-grid, followed in the same submission by the counts per cell (`counts.wgsl`) and the particles
+//! moved into their sorted order (`gather.wgsl`, `place.wgsl`), which the grid-to-particle pass then moves
+//! in place; the CPU reads them back once a step ([`GpuTransfer::read_kept_on`]).
+
+use std::time::Instant;
+
+use eddies::flip::{KeptParticles, KeptTransfer, Particles, Transfer};
+
+use super::{GpuTransfer, KeepUniform, COUNTS, GATHER, PLACE, WG};
+use crate::device::{copy_bytes, GpuError, Launch};
+
+impl GpuTransfer {
+    /// The sort and transfer of the kept particles (see
+    /// [`TransferDevice::sort_to_grid`](eddies::flip::TransferDevice::sort_to_grid)), its failures as the
+    /// device reports them.
+    pub(super) fn sort_to_grid_on<const D: usize>(
+        &mut self,
+        t: KeptTransfer<'_, D>,
+    ) -> Result<Option<usize>, GpuError> {
+        let KeptTransfer {
+            upload,
+            owner,
+            grid,
+            transfer,
+            sums,
+            count,
+        } = t;
+        let start = Instant::now();
+        let apic = transfer == Transfer::Apic;
+        let n = match (upload, self.kept) {
+            (Some(p), _) => {
+                let n = p.len() as u64;
+                self.prepare(n, grid, apic)?;
+                self.write_particles(p, apic);
+                n
+            }
+            (None, Some((o, n, a))) if o == owner && (a || !apic) => {
+                self.prepare(n, grid, apic)?;
+                // Buffers reallocated by `prepare` forget what they kept.
+                match self.kept {
+                    Some(_) => n,
+                    None => return Ok(None),
+                }
+            }
+            (None, _) => return Ok(None),
+        };
+        self.resident = None;
+        self.kept = None;
+        if n == 0 {
+            for s in sums.iter_mut() {
+                s.data.fill([0.0; 2]);
+            }
+            count.data.fill(0);
+            self.kept = Some((owner, 0, apic));
+            return Ok(Some(0));
+        }
+        let face_counts = self.face_uniforms(sums)?;
+        let faces: u64 = face_counts.iter().sum();
+        let cells = count.data.len() as u64;
+        self.keep_uniforms::<D>(faces)?;
+        let uploaded = Instant::now();
+
+        let mut launches = self.transfer_launches::<D>(n, apic, &face_counts)?;
+        launches.extend(self.keep_launches::<D>(n, cells, apic)?);
+        self.submit(&launches, self.scan_clear())?;
+        let ran = Instant::now();
+
+        let b = self.buffers.as_ref().expect("buffers ensured");
+        let more = [
+            (&b.fields, 8 * faces, 4 * cells),
+            (&b.scan.buffer, b.scan.offset + 4 * b.bins, 4),
+        ];
+        let mut live = 0;
+        self.read_sums(sums, &face_counts, &more, |r, bytes| match r {
+            0 => copy_bytes(bytemuck::cast_slice_mut(&mut count.data), bytes),
+            _ => live = u32::from_le_bytes(bytes[..4].try_into().expect("4 bytes")) as u64,
+        })?;
+        self.times.record(start, uploaded, ran);
+        self.kept = Some((owner, live, apic));
+        Ok(Some(live as usize))
+    }
+
+    /// `Keep` uniforms for every attribute component of `D` dimensions with APIC, and one that puts the
+    /// counts per cell after the `faces` faces' sums in the face fields.
+    fn keep_uniforms<const D: usize>(&mut self, faces: u64) -> Result<(), GpuError> {
+        let components = D * D;
+        while self.keep_uniforms.len() <= components {
+            let u = self.gpu.uniform::<KeepUniform>("kept particles");
+            self.keep_uniforms.push(u);
+        }
+        for (c, u) in self.keep_uniforms.iter().enumerate() {
+            let keep = if c < components {
+                KeepUniform {
+                    component: c as u32,
+                    ..Default::default()
+                }
+            } else {
+                KeepUniform {
+                    base: (2 * faces) as u32,
+                    ..Default::default()
+                }
+            };
+            self.gpu.write(u, &[keep]);
+        }
+        Ok(())
+    }
+
+    /// After the transfer of `n` particles on `cells` cells: the counts per cell, and each attribute array
+    /// (positions, velocities, with `apic` the affine matrices) into the sorted order, component after
+    /// component.
+    fn keep_launches<const D: usize>(
+        &self,
+        n: u64,
+        cells: u64,
+        apic: bool,
+    ) -> Result<Vec<Launch>, GpuError> {
+        let b = self.buffers.as_ref().expect("buffers ensured");
+        let counts = &self.keep_uniforms[D * D];
+        let mut launches = vec![self.launch::<D>(
+            "counts",
+            COUNTS,
+            "",
+            &[&b.params, counts, &b.scan, &b.fields],
+            cells.div_ceil(WG),
+        )?];
+        let mut arrays = vec![(&b.pos, D), (&b.vel, D)];
+        if apic {
+            arrays.push((&b.affine, D * D));
+        }
+        for (values, components) in arrays {
+            for uniform in &self.keep_uniforms[..components] {
+                launches.push(self.launch::<D>(
+                    "gather",
+                    GATHER,
+                    "",
+                    &[&b.params, uniform, &b.scan, &b.sorted, values, &b.keys],
+                    n.div_ceil(WG),
+                )?);
+                launches.push(self.launch::<D>(
+                    "place",
+                    PLACE,
+                    "",
+                    &[&b.params, uniform, &b.scan, &b.keys, values],
+                    n.div_ceil(WG),
+                )?);
+            }
+        }
+        Ok(launches)
+    }
+
+    /// The particles kept for `owner` into `particles` (see
+    /// [`TransferDevice::read_kept`](eddies::flip::TransferDevice::read_kept)).
+    pub(super) fn read_kept_on<const D: usize>(
+        &mut self,
+        owner: KeptParticles,
+        particles: &mut Particles<D>,
+    ) -> Result<bool, GpuError> {
+        let Some((o, n, apic)) = self.kept else {
+            return Ok(false);
+        };
+        if o != owner {
+            return Ok(false);
+        }
+        let start = Instant::now();
+        let len = n as usize;
+        for a in 0..D {
+            particles.pos[a].resize(len, 0.0);
+            particles.vel[a].resize(len, 0.0);
+            for c in 0..D {
+                let affine = &mut particles.affine[a][c];
+                if apic {
+                    affine.resize(len, 0.0);
+                } else {
+                    affine.clear();
+                }
+            }
+        }
+        if n == 0 {
+            return Ok(true);
+        }
+        let b = self.buffers.as_ref().expect("kept particles have buffers");
+        let bytes = n * 4;
+        let mut ranges = Vec::new();
+        for a in 0..D {
+            ranges.push((&b.pos, a as u64 * bytes, bytes));
+            ranges.push((&b.vel, a as u64 * bytes, bytes));
+        }
+        if apic {
+            for c in 0..D * D {
+                ranges.push((&b.affine, c as u64 * bytes, bytes));
+            }
+        }
+        self.gpu.read_into(&ranges, |r, bytes| {
+            let into = if r < 2 * D {
+                let a = r / 2;
+                if r % 2 == 0 {
+                    &mut particles.pos[a]
+                } else {
+                    &mut particles.vel[a]
+                }
+            } else {
+                let c = r - 2 * D;
+                &mut particles.affine[c / D][c % D]
+            };
+            copy_bytes(bytemuck::cast_slice_mut(into), bytes);
+        })?;
+        let ms = start.elapsed().as_secs_f64() * 1e3;
+        self.times.download_ms += ms;
+        Ok(true)
+    }
+}
