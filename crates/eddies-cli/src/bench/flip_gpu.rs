@@ -277,6 +277,8 @@ fn table(mask: Mask, quick: bool) -> Result<Vec<BenchRow>, BenchError> {
                 let info = PoissonDevice::<3>::solve(&mut *dev, &solver, &b, &mut x)
                     .map_err(failed)?
                     .expect("the GPU runs this preconditioner");
+                // As a simulation's solver remembers its last solve: the device's first batch is its length.
+                solver.expect_iterations(Some(info.iterations));
                 Ok((info, dev.take_times(), setup))
             };
             // One warm-up solve (pipelines, allocation), then the median of three.

@@ -8,7 +8,7 @@ use rayon::prelude::*;
 
 use super::shapes;
 use super::{GpuTransfer, MoveUniform, G2P, WG};
-use crate::device::{copy_bytes, GpuError};
+use crate::device::GpuError;
 
 impl GpuTransfer {
     /// The grid-to-particle pass (see
@@ -116,31 +116,7 @@ impl GpuTransfer {
             return Ok(());
         }
 
-        let bytes = n * 4;
-        let mut ranges = Vec::new();
-        for a in 0..D {
-            ranges.push((&b.pos, a as u64 * bytes, bytes));
-            ranges.push((&b.vel, a as u64 * bytes, bytes));
-        }
-        if apic {
-            for c in 0..D * D {
-                ranges.push((&b.affine, c as u64 * bytes, bytes));
-            }
-        }
-        gpu.read_into(&ranges, |r, bytes| {
-            let into = if r < 2 * D {
-                let a = r / 2;
-                if r % 2 == 0 {
-                    &mut particles.pos[a]
-                } else {
-                    &mut particles.vel[a]
-                }
-            } else {
-                let c = r - 2 * D;
-                &mut particles.affine[c / D][c % D]
-            };
-            copy_bytes(bytemuck::cast_slice_mut(into), bytes);
-        })?;
+        self.read_particles(n, apic, particles)?;
         self.times.record(start, uploaded, ran);
         Ok(())
     }

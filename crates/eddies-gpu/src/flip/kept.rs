@@ -180,7 +180,21 @@ impl GpuTransfer {
         if n == 0 {
             return Ok(true);
         }
-        let b = self.buffers.as_ref().expect("kept particles have buffers");
+        self.read_particles(n, apic, particles)?;
+        let ms = start.elapsed().as_secs_f64() * 1e3;
+        self.times.download_ms += ms;
+        Ok(true)
+    }
+
+    /// The first `n` particles' positions and velocities (with `apic`, their affine matrices) from the
+    /// buffers into `particles`, whose arrays hold `n` each.
+    pub(super) fn read_particles<const D: usize>(
+        &self,
+        n: u64,
+        apic: bool,
+        particles: &mut Particles<D>,
+    ) -> Result<(), GpuError> {
+        let b = self.buffers.as_ref().expect("buffers ensured");
         let bytes = n * 4;
         let mut ranges = Vec::new();
         for a in 0..D {
@@ -205,9 +219,6 @@ impl GpuTransfer {
                 &mut particles.affine[c / D][c % D]
             };
             copy_bytes(bytemuck::cast_slice_mut(into), bytes);
-        })?;
-        let ms = start.elapsed().as_secs_f64() * 1e3;
-        self.times.download_ms += ms;
-        Ok(true)
+        })
     }
 }

@@ -16,7 +16,9 @@
 //!   hands them back.
 //! * **No read-back per iteration.** The scalars (α, β, the residual, the stopping rule) live in a device
 //!   buffer and are computed by the reduction kernel; once the solve stops, every later kernel of the batch
-//!   returns at once. Iterations are submitted in batches of 4, 8, then 16, and the state is read after each.
+//!   returns at once. Iterations are submitted in batches, and the state is read after each: first as many
+//!   as the solver expects ([`PoissonSolver::expected_iterations`], its last solve's), then 1, 2, 4, 8 and
+//!   16; for a solver's first solve 4, 8, then 16.
 //! * **Determinism.** Every sum is a per-workgroup tree followed by one workgroup adding the partial sums in
 //!   a fixed order, and no kernel writes a cell that another thread of the same pass reads: a solve repeats
 //!   bit for bit on one device. Red-black Gauss–Seidel updates one colour per pass (per barrier in one
@@ -51,6 +53,9 @@ const MG_LEVEL: &str = include_str!("mg_level.wgsl");
 const MG_SMALL: &str = include_str!("mg_small.wgsl");
 const MG_BUILD: &str = include_str!("mg_build.wgsl");
 const MG_ENDS: &str = include_str!("mg_ends.wgsl");
+
+/// The longest first batch of iterations ([`PoissonSolver::expected_iterations`]).
+const MAX_FIRST_BATCH: usize = 256;
 
 /// Every kernel with the constants its variants take (for the tests that compile them without a GPU); the
 /// V-cycle's kernels come after `mg_common.wgsl`.
@@ -972,7 +977,14 @@ impl GpuPoisson {
         let start = Instant::now();
         let mut batches = 0;
         let mut record_ms = 0.0;
-        let mut batch = 4;
+        // The first batch is as long as the solver expects the solve to be (its last solve's), and the
+        // batches after it short, then doubling: a repeated solve launches no iterations past its
+        // solution's. Without a guess: 4, 8, then 16. Iterations after the solution return at once, so the
+        // batches change no result.
+        let (mut batch, mut next) = match solver.expected_iterations() {
+            Some(k) => (k.min(MAX_FIRST_BATCH), 1),
+            None => (4, 8),
+        };
         let mut state;
         loop {
             let mut list: Vec<&[Launch]> = Vec::new();
@@ -990,7 +1002,8 @@ impl GpuPoisson {
             if state.done != RUNNING {
                 break;
             }
-            batch = (2 * batch).min(16);
+            batch = next;
+            next = (2 * next).min(16);
         }
         let f = self.finest.as_ref().expect("buffers of a solve");
         let iterations = state.iteration as usize;

@@ -273,6 +273,51 @@ fn small_levels_in_one_workgroup_give_the_same_bits() {
     assert!(runs[0] == runs[2], "every level launched changed the solve");
 }
 
+/// The first batch of iterations is as long as the solver expects (its last solve's): too short, exact, too
+/// long or absent, the iterations past the solution return at once and the later batches continue where it
+/// stopped, so every choice gives the same bits and iteration count, with multigrid and with Jacobi (which
+/// takes more iterations than the later batches' 16). A solve through the solver remembers its count.
+#[test]
+fn the_first_batchs_length_changes_no_bit() {
+    let Some(gpu) = gpu() else { return };
+    let flags = splash([24, 20, 18]);
+    for kind in [PreconditionerKind::Multigrid, PreconditionerKind::Jacobi] {
+        let mut solver =
+            PoissonSolver::from_flags(&flags, DomainBoundary::Solid, kind, PARAMS).unwrap();
+        let b = rhs(&solver);
+        let mut dev = GpuPoisson::new(gpu.clone()).unwrap();
+        let mut solve = |solver: &PoissonSolver<3>| {
+            let mut x = vec![0.0; b.len()];
+            let info = PoissonDevice::<3>::solve(&mut dev, solver, &b, &mut x)
+                .unwrap()
+                .unwrap();
+            let batches = dev.take_times().batches;
+            (
+                x.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+                info.iterations,
+                batches,
+            )
+        };
+        let (bits, iterations, _) = solve(&solver);
+        assert!(iterations > 2, "{kind:?}: {iterations} iterations");
+        for expect in [0, 1, iterations - 1, iterations, iterations + 3] {
+            solver.expect_iterations(Some(expect));
+            let (x, n, batches) = solve(&solver);
+            assert_eq!(n, iterations, "{kind:?}, first batch {expect}");
+            assert!(x == bits, "{kind:?}, first batch {expect}: other bits");
+            if expect >= iterations {
+                assert_eq!(batches, 1, "{kind:?}, first batch {expect}");
+            }
+        }
+        solver.expect_iterations(None);
+        let mut x = vec![0.0; b.len()];
+        let info = solver
+            .solve_on(Some(&mut dev as &mut dyn PoissonDevice<3>), &b, &mut x)
+            .unwrap();
+        assert_eq!(solver.expected_iterations(), Some(info.iterations));
+    }
+}
+
 /// The device builds the multigrid hierarchy from the finest level's cell kinds by the CPU's rules: each
 /// coarse level's diagonal (with the Dirichlet link weights that keep a free surface where the finest level
 /// has it) and ghost coefficients are the CPU's, and so is the coarsest level's null space, also where

@@ -385,28 +385,21 @@ impl<const D: usize> FlipSim<D> {
         let step = self.steps + 1;
         let device = self.transfer_device.as_mut().expect("a device keeps them");
         let failed = |detail| SimError::Device { step, detail };
+        // The particles the device keeps, or, when it keeps none of this simulation's, those of the host,
+        // unless the device moved them since.
         let mut kept = None;
-        if self.kept {
-            kept = device
-                .sort_to_grid(KeptTransfer {
-                    upload: None,
-                    owner: self.owner,
-                    grid: &self.u,
-                    transfer,
-                    sums: &mut self.weight,
-                    count: &mut self.count,
-                })
-                .map_err(failed)?;
-        }
-        if kept.is_none() {
-            if self.host_behind {
+        for upload in [false, true] {
+            if kept.is_some() || (!upload && !self.kept) {
+                continue;
+            }
+            if upload && self.host_behind {
                 return Err(failed(
                     "the GPU no longer holds the particles it moved".into(),
                 ));
             }
             kept = device
                 .sort_to_grid(KeptTransfer {
-                    upload: Some(&self.particles),
+                    upload: upload.then_some(&self.particles),
                     owner: self.owner,
                     grid: &self.u,
                     transfer,

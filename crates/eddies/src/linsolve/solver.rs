@@ -149,6 +149,8 @@ pub struct PoissonSolver<const D: usize> {
     mg: MultigridParams,
     /// Stopping rule of every solve.
     pub params: PcgParams,
+    /// Iterations of the last solve ([`expected_iterations`](Self::expected_iterations)).
+    expected: Option<usize>,
     b: Vec<f64>,
     x: Vec<f64>,
     scratch: Vec<Vec<f64>>,
@@ -188,10 +190,26 @@ impl<const D: usize> PoissonSolver<D> {
             kind,
             precond,
             params,
+            expected: None,
             b: vec![0.0; n],
             x: vec![0.0; n],
             scratch: Vec::new(),
         })
+    }
+
+    /// The iterations the next solve is expected to take: the last solve's through this solver
+    /// ([`solve`](Self::solve), [`solve_on`](Self::solve_on), [`solve_grid_on`](Self::solve_grid_on)) or
+    /// what [`expect_iterations`](Self::expect_iterations) set; `None` before either. A simulation's solves
+    /// change little from step to step, so a device that submits its iterations in batches (the GPU backend)
+    /// sizes its first batch by it, launching no iterations past the solution's.
+    pub fn expected_iterations(&self) -> Option<usize> {
+        self.expected
+    }
+
+    /// Sets [`expected_iterations`](Self::expected_iterations), for a solve that ran on a device directly
+    /// ([`PoissonDevice::solve`]). It changes no result, only how a device batches its iterations.
+    pub fn expect_iterations(&mut self, iterations: Option<usize>) {
+        self.expected = iterations;
     }
 
     /// A solver for the cell flags of `flags` (fluid: unknown, air: zero, solid: no flux).
@@ -293,15 +311,40 @@ impl<const D: usize> PoissonSolver<D> {
     /// # Errors
     /// As [`pcg`].
     pub fn solve(&mut self, b: &[f64], x: &mut [f64]) -> Result<Info, SolveError> {
-        self.prepare();
-        pcg(
-            &*self.op,
-            &mut self.precond,
-            b,
-            x,
-            &self.params,
-            &mut self.scratch,
-        )
+        self.solve_on(None, b, x)
+    }
+
+    /// As [`solve`](Self::solve), the iterations on `device` when one is given and takes the problem
+    /// ([`PoissonDevice::solve`]), on this CPU otherwise.
+    ///
+    /// # Errors
+    /// As [`solve`](Self::solve); [`SolveError::Device`] when the device fails.
+    pub fn solve_on(
+        &mut self,
+        device: Option<&mut dyn PoissonDevice<D>>,
+        b: &[f64],
+        x: &mut [f64],
+    ) -> Result<Info, SolveError> {
+        let on_device = match device {
+            Some(d) => d.solve(self, b, x)?,
+            None => None,
+        };
+        let info = match on_device {
+            Some(info) => info,
+            None => {
+                self.prepare();
+                pcg(
+                    &*self.op,
+                    &mut self.precond,
+                    b,
+                    x,
+                    &self.params,
+                    &mut self.scratch,
+                )?
+            }
+        };
+        self.expected = Some(info.iterations);
+        Ok(info)
     }
 
     /// Solves `−∇²p = rhs` for grids in [`Grid`] layout: `rhs` is read on the unknowns, `p` is the initial
@@ -340,25 +383,7 @@ impl<const D: usize> PoissonSolver<D> {
         self.op.pad_unknowns(&rhs.data, &mut self.b);
         self.op.pad_unknowns(&p.data, &mut self.x);
         let (mut b, mut x) = (std::mem::take(&mut self.b), std::mem::take(&mut self.x));
-        let on_device = match device {
-            Some(d) => d.solve(self, &b, &mut x),
-            None => Ok(None),
-        };
-        let info = match on_device {
-            Ok(Some(info)) => Ok(info),
-            Ok(None) => {
-                self.prepare();
-                pcg(
-                    &*self.op,
-                    &mut self.precond,
-                    &b,
-                    &mut x,
-                    &self.params,
-                    &mut self.scratch,
-                )
-            }
-            Err(e) => Err(e),
-        };
+        let info = self.solve_on(device, &b, &mut x);
         std::mem::swap(&mut self.b, &mut b);
         std::mem::swap(&mut self.x, &mut x);
         let info = info?;

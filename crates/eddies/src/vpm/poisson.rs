@@ -789,13 +789,9 @@ fn device_solve(
             tolerance: tolerance * reference / references[c],
             max_iterations: 200,
         };
-        let on_device = {
+        let info = {
             let mut d = device.0.lock().unwrap_or_else(|p| p.into_inner());
-            d.solve(solver, bc, xc)?
-        };
-        let info = match on_device {
-            Some(info) => info,
-            None => solver.solve(bc, xc)?,
+            solver.solve_on(Some(&mut *d), bc, xc)?
         };
         iterations = iterations.max(info.iterations);
         squares += (info.residual * references[c]).powi(2);
