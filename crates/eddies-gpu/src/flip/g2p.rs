@@ -33,6 +33,12 @@ impl GpuTransfer {
                 ));
             };
             self.prepare(n, grid, apic)?;
+            if self.kept.is_none() {
+                return Err(GpuError::Internal(
+                    "the particle pass's buffers were reallocated, and the kept particles with them"
+                        .into(),
+                ));
+            }
             n
         } else {
             self.upload(particles, grid, apic, false, step.unchanged)?;

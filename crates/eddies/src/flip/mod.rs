@@ -159,7 +159,7 @@ impl<const D: usize> FlipSim<D> {
     /// by half cell too, and the CPU reads them back once a step.
     pub fn set_transfer_device(&mut self, device: Box<dyn TransferDevice<D>>) {
         self.transfer_device = Some(device);
-        self.kept = false;
+        self.forget_kept();
     }
 
     /// An empty tank, or the parameter that is out of range.
@@ -319,7 +319,7 @@ impl<const D: usize> FlipSim<D> {
         );
         self.bins.counts_into(&mut self.count);
         self.bins_stale = false;
-        self.kept = false;
+        self.forget_kept();
     }
 
     /// The counts of the particles as they are, their order left alone: the bins then index a sorted copy.
@@ -354,6 +354,13 @@ impl<const D: usize> FlipSim<D> {
             && self.emitters.is_empty()
             && p.min_per_cell == 0
             && p.max_per_cell == 0
+    }
+
+    /// The device's copy of the particles is not to be used any more: the host's replaces it (a new device,
+    /// a sort, new or changed particles, a restored state).
+    fn forget_kept(&mut self) {
+        self.kept = false;
+        self.host_behind = false;
     }
 
     /// The particles the device moved, back into `particles` (a no-op unless they are behind).
@@ -672,9 +679,11 @@ impl<const D: usize> Simulation for FlipSim<D> {
         };
         let moved = substeps();
         // The particles the device kept and moved come back once a step, for the diagnostics, the outputs
-        // and whatever else reads them between steps (also after a failed substep, as far as it got).
-        timer.time("grid_to_particles_advect", || self.read_kept())?;
+        // and whatever else reads them between steps; after a failed substep as far as they got, if the
+        // device still has them, and the substep's error is the one reported.
+        let read = timer.time("grid_to_particles_advect", || self.read_kept());
         moved?;
+        read?;
         self.steps += 1;
         let (
             Measured {
@@ -801,7 +810,7 @@ impl<const D: usize> Simulation for FlipSim<D> {
     ) -> Result<(), SimError> {
         let (c, v) = crate::sim::impulse_vectors::<D>(center, velocity)?;
         self.particles.apply_impulse(c, radius, v);
-        self.kept = false;
+        self.forget_kept();
         Ok(())
     }
 

@@ -105,7 +105,7 @@ impl<const D: usize> FlipSim<D> {
         let shapes: Vec<Shape> = self.obstacles.iter().map(|o| o.shape_at(time)).collect();
         mark::mark_solids(&shapes, &mut self.solid_id);
         self.count_in_place();
-        self.kept = false;
+        self.forget_kept();
         Ok(())
     }
 }

@@ -550,7 +550,7 @@ pub struct KeptTransfer<'a, const D: usize> {
     pub transfer: Transfer,
     /// The transfer's sums, as [`TransferDevice::particles_to_grid`] writes them.
     pub sums: &'a mut [Grid<[f32; 2], D>; D],
-    /// Particles per cell, as the CPU's sort counts them.
+    /// Particles per cell, as the CPU's sort counts them (by the device's key).
     pub count: &'a mut Grid<u32, D>,
 }
 
@@ -596,10 +596,11 @@ pub trait TransferDevice<const D: usize>: Send {
     }
 
     /// The sort and the particle-to-grid transfer of the particles the device keeps for `t.owner` (or of
-    /// `t.upload`, which it keeps from now on): the particles in half-cell order as
-    /// the CPU's sort leaves them (by half cell, each half cell's in index order; those outside the
-    /// domain or not finite dropped), kept in that order; the sums of
-    /// [`particles_to_grid`](Self::particles_to_grid) over them, and their count per cell into `t.count`.
+    /// `t.upload`, which it keeps from now on): the particles in half-cell order as the CPU's sort orders
+    /// them (by half cell, each half cell's in index order; those outside the domain or not finite dropped),
+    /// by the device's own key (which may put a particle within rounding of a half cell's side in the
+    /// neighbouring one), kept in that order; the sums of [`particles_to_grid`](Self::particles_to_grid)
+    /// over them, and their count per cell into `t.count`.
     /// Returns how many particles the device keeps, or `None` when it keeps none for `t.owner` (another
     /// simulation's took their place) and `t.upload` is `None`.
     ///

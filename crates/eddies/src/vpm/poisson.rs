@@ -789,9 +789,17 @@ fn device_solve(
             tolerance: tolerance * reference / references[c],
             max_iterations: 200,
         };
-        let info = {
+        let on_device = {
             let mut d = device.0.lock().unwrap_or_else(|p| p.into_inner());
-            solver.solve_on(Some(&mut *d), bc, xc)?
+            d.solve(solver, bc, xc)?
+        };
+        let info = match on_device {
+            Some(info) => {
+                // The device's first batch of the next solve: as long as this one.
+                solver.expect_iterations(Some(info.iterations));
+                info
+            }
+            None => solver.solve(bc, xc)?,
         };
         iterations = iterations.max(info.iterations);
         squares += (info.residual * references[c]).powi(2);
