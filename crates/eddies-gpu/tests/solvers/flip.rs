@@ -32,9 +32,14 @@ fn gpu_transfer() -> Box<GpuTransfer> {
 /// A liquid block falling against a spinning ball (with `ball`; it cuts into the block, whose particles
 /// there it pushes out) in a 16 × 12 × 12 tank, with `transfer`.
 fn splash(transfer: Transfer, ball: bool) -> FlipSim<3> {
+    splash_on(transfer, ball, [16, 12, 12], 1.0 / 16.0)
+}
+
+/// As [`splash`], on a tank of `dims` cells of size `h`.
+fn splash_on(transfer: Transfer, ball: bool, dims: [usize; 3], h: f64) -> FlipSim<3> {
     let cfg = FlipConfig::<3> {
-        resolution: [16, 12, 12],
-        cell_size: 1.0 / 16.0,
+        resolution: dims,
+        cell_size: h,
         params: FlipParams {
             transfer,
             ..FlipParams::default()
@@ -338,29 +343,13 @@ fn a_run_kept_on_the_device_resumes_bit_for_bit() {
 /// the neighbouring half cell on the device (a single-precision key) and not on the CPU (double precision):
 /// the two runs then sum some faces' terms in another order and part in the last bits. Either way they are the
 /// same flow: the same particles, and the kinetic energy and momentum to 1e-5 of their scale after four steps
-/// (rounding-level differences, which four steps of a splash amplify far less). On this 40 × 30 × 30 grid
-/// (h = 1/40) the runs on lavapipe agree bit for bit over these steps.
+/// (rounding-level differences, which four steps of a splash amplify far less), on a 40 × 30 × 30 grid of
+/// cells 1/40 across.
 #[test]
 fn keeping_the_particles_off_a_power_of_two_grid_keeps_the_flow() {
     let Some(gpu) = super::gpu() else { return };
     let run = |keep: bool| {
-        let cfg = FlipConfig::<3> {
-            resolution: [40, 30, 30],
-            cell_size: 1.0 / 40.0,
-            params: FlipParams {
-                transfer: Transfer::Flip,
-                ..FlipParams::default()
-            },
-            ..FlipConfig::default()
-        };
-        let mut sim = FlipSim::new(cfg).unwrap();
-        sim.fill(
-            &Shape::Box {
-                min: DVec3::ZERO,
-                max: DVec3::new(0.35, 0.55, 0.7),
-            },
-            [0.5, 0.0, 0.0],
-        );
+        let mut sim = splash_on(Transfer::Flip, false, [40, 30, 30], 1.0 / 40.0);
         let mut passes = GpuTransfer::new(gpu.clone());
         passes.keep_particles(keep);
         sim.set_pressure_device(device::<3>().unwrap());
