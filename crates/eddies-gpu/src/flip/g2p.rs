@@ -25,21 +25,13 @@ impl GpuTransfer {
         let apic = step.transfer == Transfer::Apic;
         let grid = step.u;
         let n = if let Some(owner) = step.kept {
-            let Some((_, n, _)) = self.kept.filter(|k| k.0 == owner) else {
-                return Err(GpuError::Internal(
-                    "the particle pass was asked to move kept particles, and the device keeps another \
-                     simulation's (a device that keeps particles serves one simulation at a time)"
+            self.prepare_kept(owner, grid, apic)?.ok_or_else(|| {
+                GpuError::Internal(
+                    "the particle pass was asked to move kept particles that the device no longer keeps \
+                     (a device that keeps particles serves one simulation at a time)"
                         .into(),
-                ));
-            };
-            self.prepare(n, grid, apic)?;
-            if self.kept.is_none() {
-                return Err(GpuError::Internal(
-                    "the particle pass's buffers were reallocated, and the kept particles with them"
-                        .into(),
-                ));
-            }
-            n
+                )
+            })?
         } else {
             self.upload(particles, grid, apic, false, step.unchanged)?;
             self.kept = None;

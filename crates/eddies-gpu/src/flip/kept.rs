@@ -7,6 +7,7 @@
 use std::time::Instant;
 
 use eddies::flip::{KeptParticles, KeptTransfer, Particles, Transfer};
+use eddies::grid::MacGrid;
 
 use super::{GpuTransfer, KeepUniform, COUNTS, GATHER, PLACE, WG};
 use crate::device::{copy_bytes, GpuError, Launch};
@@ -29,22 +30,17 @@ impl GpuTransfer {
         } = t;
         let start = Instant::now();
         let apic = transfer == Transfer::Apic;
-        let n = match (upload, self.kept) {
-            (Some(p), _) => {
+        let n = match upload {
+            Some(p) => {
                 let n = p.len() as u64;
                 self.prepare(n, grid, apic)?;
                 self.write_particles(p, apic);
                 n
             }
-            (None, Some((o, n, a))) if o == owner && (a || !apic) => {
-                self.prepare(n, grid, apic)?;
-                // Buffers reallocated by `prepare` forget what they kept.
-                match self.kept {
-                    Some(_) => n,
-                    None => return Ok(None),
-                }
-            }
-            (None, _) => return Ok(None),
+            None => match self.prepare_kept(owner, grid, apic)? {
+                Some(n) => n,
+                None => return Ok(None),
+            },
         };
         self.resident = None;
         self.kept = None;
@@ -59,7 +55,7 @@ impl GpuTransfer {
         let face_counts = self.face_uniforms(sums)?;
         let faces: u64 = face_counts.iter().sum();
         let cells = count.data.len() as u64;
-        self.keep_uniforms::<D>(faces)?;
+        self.keep_uniforms::<D>(faces);
         let uploaded = Instant::now();
 
         let mut launches = self.transfer_launches::<D>(n, apic, &face_counts)?;
@@ -84,7 +80,7 @@ impl GpuTransfer {
 
     /// `Keep` uniforms for every attribute component of `D` dimensions with APIC, and one that puts the
     /// counts per cell after the `faces` faces' sums in the face fields.
-    fn keep_uniforms<const D: usize>(&mut self, faces: u64) -> Result<(), GpuError> {
+    fn keep_uniforms<const D: usize>(&mut self, faces: u64) {
         let components = D * D;
         while self.keep_uniforms.len() <= components {
             let u = self.gpu.uniform::<KeepUniform>("kept particles");
@@ -104,7 +100,25 @@ impl GpuTransfer {
             };
             self.gpu.write(u, &[keep]);
         }
-        Ok(())
+    }
+
+    /// The buffers and constants for the particles kept for `owner` on `grid` (with their APIC matrices
+    /// when `apic`), and how many they are; `None` when the buffers keep none of `owner`'s, or lost them
+    /// when reallocated for `grid`.
+    pub(super) fn prepare_kept<const D: usize>(
+        &mut self,
+        owner: KeptParticles,
+        grid: &MacGrid<D>,
+        apic: bool,
+    ) -> Result<Option<u64>, GpuError> {
+        let Some((o, n, a)) = self.kept else {
+            return Ok(None);
+        };
+        if o != owner || (apic && !a) {
+            return Ok(None);
+        }
+        self.prepare(n, grid, apic)?;
+        Ok(self.kept.map(|_| n))
     }
 
     /// After the transfer of `n` particles on `cells` cells: the counts per cell, and each attribute array

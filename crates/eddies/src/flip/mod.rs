@@ -322,11 +322,19 @@ impl<const D: usize> FlipSim<D> {
         self.forget_kept();
     }
 
+    /// A copy of the particles, sorted into `bins`; the particles themselves keep their order.
+    fn sorted_copy(&self, bins: &mut HalfCellBins<D>) -> Particles<D> {
+        let mut copy = self.particles.clone();
+        transfer::sort_particles(&mut copy, bins, self.u.origin, self.cfg.cell_size);
+        copy
+    }
+
     /// The counts of the particles as they are, their order left alone: the bins then index a sorted copy.
     fn count_in_place(&mut self) {
-        let mut copy = self.particles.clone();
-        transfer::sort_particles(&mut copy, &mut self.bins, self.u.origin, self.cfg.cell_size);
-        self.bins.counts_into(&mut self.count);
+        let mut bins = std::mem::replace(&mut self.bins, HalfCellBins::new(self.cfg.resolution));
+        self.sorted_copy(&mut bins);
+        bins.counts_into(&mut self.count);
+        self.bins = bins;
         self.bins_stale = true;
     }
 
@@ -334,9 +342,8 @@ impl<const D: usize> FlipSim<D> {
     /// last sort or, where those index other particles, of a sorted copy.
     fn surface_distance(&self, g: &mut Grid<f64, D>) {
         if self.bins_stale {
-            let mut copy = self.particles.clone();
             let mut bins = HalfCellBins::new(self.cfg.resolution);
-            transfer::sort_particles(&mut copy, &mut bins, self.u.origin, self.cfg.cell_size);
+            let copy = self.sorted_copy(&mut bins);
             surface::surface_distance(&copy, &bins, g);
         } else {
             surface::surface_distance(&self.particles, &self.bins, g);
@@ -363,6 +370,14 @@ impl<const D: usize> FlipSim<D> {
         self.host_behind = false;
     }
 
+    /// The error of a device that no longer holds the particles it moved, which the host has not.
+    fn lost_particles(&self) -> SimError {
+        SimError::Device {
+            step: self.steps + 1,
+            detail: "the GPU no longer holds the particles it moved".into(),
+        }
+    }
+
     /// The particles the device moved, back into `particles` (a no-op unless they are behind).
     fn read_kept(&mut self) -> Result<(), SimError> {
         if !self.host_behind {
@@ -376,13 +391,9 @@ impl<const D: usize> FlipSim<D> {
                 detail,
             })?;
         if !read {
-            return Err(SimError::Device {
-                step: self.steps + 1,
-                detail: "the GPU no longer holds the particles it moved".into(),
-            });
+            return Err(self.lost_particles());
         }
         self.host_behind = false;
-        self.bins_stale = true;
         Ok(())
     }
 
@@ -390,32 +401,32 @@ impl<const D: usize> FlipSim<D> {
     /// it keeps none of this simulation's, or older ones), with the counts per cell.
     fn sort_to_grid_kept(&mut self, transfer: Transfer) -> Result<(), SimError> {
         let step = self.steps + 1;
-        let device = self.transfer_device.as_mut().expect("a device keeps them");
         let failed = |detail| SimError::Device { step, detail };
-        // The particles the device keeps, or, when it keeps none of this simulation's, those of the host,
-        // unless the device moved them since.
-        let mut kept = None;
-        for upload in [false, true] {
-            if kept.is_some() || (!upload && !self.kept) {
-                continue;
-            }
-            if upload && self.host_behind {
-                return Err(failed(
-                    "the GPU no longer holds the particles it moved".into(),
-                ));
-            }
-            kept = device
+        let lost = self.lost_particles();
+        let (owner, kept, host_behind) = (self.owner, self.kept, self.host_behind);
+        let device = self.transfer_device.as_mut().expect("a device keeps them");
+        let mut sort = |upload| {
+            device
                 .sort_to_grid(KeptTransfer {
-                    upload: upload.then_some(&self.particles),
-                    owner: self.owner,
+                    upload,
+                    owner,
                     grid: &self.u,
                     transfer,
                     sums: &mut self.weight,
                     count: &mut self.count,
                 })
-                .map_err(failed)?;
+                .map_err(failed)
+        };
+        // The particles the device keeps; when it keeps none of this simulation's (another's took their
+        // place), the host's, unless the device had moved them since.
+        let mut taken = if kept { sort(None)? } else { None };
+        if taken.is_none() {
+            if host_behind {
+                return Err(lost);
+            }
+            taken = sort(Some(&self.particles))?;
         }
-        if kept.is_none() {
+        if taken.is_none() {
             return Err(failed("the GPU did not take the particles".into()));
         }
         // The device's particles are now in its sorted order, which the host's copy is not.
