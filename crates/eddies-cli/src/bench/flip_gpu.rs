@@ -5,8 +5,10 @@
 //!   particles per cell) at 64³, 100³ (the 1M cells), 128³ and 256³: milliseconds per step and per stage, MGPCG iterations, the
 //!   solves' and the transfer's time on the device split into upload, device work and read-back, and the
 //!   device memory per cell and per particle. The other stages run on the CPU. The particles stay on the
-//!   device between the passes, as in `eddies run`; `step-time-particles-sent` times the same steps with
-//!   them sent and read back at every pass and sorted on the CPU.
+//!   device between the passes and between the steps, as in `eddies run` (the device tallies the step's
+//!   diagnostics); `particles-read-back` is their read-back after the timed steps, as a frame's outputs
+//!   take it, and `step-time-particles-sent` times the same steps with them sent and read back at every
+//!   pass and sorted on the CPU.
 //! * `flip-gpu-pressure-tank`, `flip-gpu-pressure-dam-break`: the pressure-solver table of
 //!   `eddies bench pressure` on the GPU, every preconditioner it runs, 32³ to 256³: iterations, and the
 //!   solve's time with the vectors already on the device (`iterate`; `record`, its share spent recording
@@ -104,14 +106,20 @@ fn dam_break(sizes: &[usize], quick: bool) -> Result<Vec<BenchRow>, BenchError> 
             continue;
         }
         let start = Instant::now();
-        let (sim, records, gpu_times, transfer_times) = timed_dam_break(n, reps, &dev, &transfer)?;
+        let TimedSteps {
+            sim,
+            records,
+            gpu_times,
+            transfer_times,
+            read_back_ms,
+        } = timed_dam_break(n, reps, &dev, &transfer)?;
         per_cell_s = Some(start.elapsed().as_secs_f64() / (cells * (WARMUP_STEPS + reps)) as f64);
         // The same steps with the particles sent to the device and read back at every pass, sorted on
         // the CPU: what keeping them on the device saves.
         transfer.lock().unwrap().keep_particles(false);
         let sent = timed_dam_break(n, reps, &dev, &transfer);
         transfer.lock().unwrap().keep_particles(true);
-        let mut sent_steps: Vec<f64> = sent?.1.iter().map(|r| r.wall_ms).collect();
+        let mut sent_steps: Vec<f64> = sent?.records.iter().map(|r| r.wall_ms).collect();
         let size = format!("{n}x{n}x{n}");
         let r = |metric: &str, value: f64, unit: &str| {
             row("flip-gpu-dam-break", &size, metric, value, unit, &device)
@@ -119,6 +127,7 @@ fn dam_break(sizes: &[usize], quick: bool) -> Result<Vec<BenchRow>, BenchError> 
         let mut steps: Vec<f64> = records.iter().map(|r| r.wall_ms).collect();
         rows.push(r("step-time", median(&mut steps), "ms"));
         rows.push(r("step-time-particles-sent", median(&mut sent_steps), "ms"));
+        rows.push(r("particles-read-back", read_back_ms, "ms"));
         rows.push(r("particles", sim.particles().len() as f64, "count"));
         for (stage, ms) in stage_medians(&records) {
             rows.push(r(&format!("stage-{stage}"), ms, "ms"));
@@ -172,14 +181,16 @@ fn dam_break(sizes: &[usize], quick: bool) -> Result<Vec<BenchRow>, BenchError> 
     Ok(rows)
 }
 
-/// What [`timed_dam_break`] returns: the simulation, and of each timed step its record, the solves' times and
-/// the particle passes' times.
-type TimedSteps = (
-    FlipSim<3>,
-    Vec<StepRecord>,
-    Vec<SolveTimes>,
-    Vec<TransferTimes>,
-);
+/// What [`timed_dam_break`] returns.
+struct TimedSteps {
+    sim: FlipSim<3>,
+    /// Of each timed step: its record, the solves' times, the particle passes' times.
+    records: Vec<StepRecord>,
+    gpu_times: Vec<SolveTimes>,
+    transfer_times: Vec<TransferTimes>,
+    /// Reading the particles back after the steps, as for a frame's outputs (ms).
+    read_back_ms: f64,
+}
 
 /// The dam break at `n³` on `dev` and `transfer`: [`WARMUP_STEPS`] steps, then `reps` timed.
 fn timed_dam_break(
@@ -208,6 +219,8 @@ fn timed_dam_break(
     );
     sim.set_pressure_device(Box::new(SharedPoisson(dev.clone())));
     sim.set_transfer_device(Box::new(SharedTransfer(transfer.clone())));
+    // As `eddies run` sets it up: the particles stay on the device between frames.
+    sim.read_particles_per_frame(true);
     let mut records = Vec::new();
     let mut gpu_times = Vec::new();
     let mut transfer_times = Vec::new();
@@ -222,7 +235,17 @@ fn timed_dam_break(
             transfer_times.push(moved);
         }
     }
-    Ok((sim, records, gpu_times, transfer_times))
+    // The particles' read-back that a frame's outputs take, after the timed steps.
+    let start = Instant::now();
+    sim.complete_records(&mut [])?;
+    let read_back_ms = start.elapsed().as_secs_f64() * 1e3;
+    Ok(TimedSteps {
+        sim,
+        records,
+        gpu_times,
+        transfer_times,
+        read_back_ms,
+    })
 }
 
 /// The solver table on the GPU for `mask`.

@@ -106,6 +106,8 @@ where
         pressure.share_scratch(transfer.scratch().clone());
         sim.set_pressure_device(Box::new(pressure));
         sim.set_transfer_device(Box::new(transfer));
+        // The particles stay on the device between frames; the step's diagnostics are tallied there.
+        sim.read_particles_per_frame(true);
     }
     Ok(Box::new(sim))
 }

@@ -2,14 +2,15 @@
 //! ([`TransferDevice::sort_to_grid`](eddies::flip::TransferDevice::sort_to_grid)): the transfer of
 //! particle-to-grid, followed in the same submission by the counts per cell (`counts.wgsl`) and the particles
 //! moved into their sorted order (`gather.wgsl`, `place.wgsl`), which the grid-to-particle pass then moves
-//! in place; the CPU reads them back once a step ([`GpuTransfer::read_kept_on`]).
+//! in place; the CPU reads them back once a step ([`GpuTransfer::read_kept_on`]), or tallies them here
+//! (`tally.wgsl`, [`GpuTransfer::tally_kept_on`]) and reads them back once per output frame.
 
 use std::time::Instant;
 
-use eddies::flip::{KeptParticles, KeptTransfer, Particles, Transfer};
+use eddies::flip::{KeptParticles, KeptTransfer, Particles, Tally, Transfer};
 use eddies::grid::MacGrid;
 
-use super::{GpuTransfer, KeepUniform, COUNTS, GATHER, PLACE, WG};
+use super::{GpuTransfer, KeepUniform, TallyUniform, COUNTS, GATHER, PLACE, TALLY, WG};
 use crate::device::{copy_bytes, GpuError, Launch};
 
 impl GpuTransfer {
@@ -234,5 +235,91 @@ impl GpuTransfer {
             };
             copy_bytes(bytemuck::cast_slice_mut(into), bytes);
         })
+    }
+}
+
+/// Values per chunk in `tally.wgsl`'s output.
+const TALLY_STRIDE: u64 = 6;
+/// Threads per workgroup of `tally.wgsl`.
+const TALLY_WG: u64 = 64;
+
+/// The constants of `tally.wgsl`: the CPU's chunks and lanes ([`Tally::CHUNK`], [`Tally::LANES`]), and
+/// whether the positions are added.
+pub(super) fn tally_consts(positions: bool) -> String {
+    format!(
+        "const CHUNK: u32 = {}u;\nconst LANES: u32 = {}u;\nconst POSITIONS: bool = {positions};",
+        Tally::<3>::CHUNK,
+        Tally::<3>::LANES
+    )
+}
+
+impl GpuTransfer {
+    /// The tallies of the particles kept for `owner`, chunk by chunk (see
+    /// [`TransferDevice::tally_kept`](eddies::flip::TransferDevice::tally_kept)); `None` without double
+    /// precision or without particles kept for `owner`.
+    pub(super) fn tally_kept_on<const D: usize>(
+        &mut self,
+        owner: KeptParticles,
+        positions: bool,
+    ) -> Result<Option<Vec<Tally<D>>>, GpuError> {
+        let Some((o, n, _)) = self.kept else {
+            return Ok(None);
+        };
+        if o != owner || !self.gpu.has_f64() {
+            return Ok(None);
+        }
+        let start = Instant::now();
+        let chunks = n.div_ceil(Tally::<D>::CHUNK as u64);
+        if chunks == 0 {
+            return Ok(Some(Vec::new()));
+        }
+        let bytes = chunks * TALLY_STRIDE * 8;
+        if self.tallies.as_ref().is_none_or(|(b, _)| b.size() < bytes) {
+            let gpu = &self.gpu;
+            self.tallies = Some(gpu.allocating("the particles' tallies", || {
+                (
+                    gpu.buffer("particle tallies", bytes),
+                    gpu.uniform::<TallyUniform>("particle tally"),
+                )
+            })?);
+        }
+        let (out, uniform) = self.tallies.as_ref().expect("allocated");
+        let t = TallyUniform {
+            n: n as u32,
+            chunks: chunks as u32,
+            ..Default::default()
+        };
+        self.gpu.write(uniform, &[t]);
+        let b = self
+            .buffers
+            .as_ref()
+            .expect("buffers of the kept particles");
+        let threads = chunks * Tally::<D>::LANES as u64;
+        let launch = self.launch::<D>(
+            "tally",
+            TALLY,
+            &tally_consts(positions),
+            &[uniform, &b.pos, &b.vel, out],
+            threads.div_ceil(TALLY_WG),
+        )?;
+        self.submit(&[launch], 0)?;
+        let ran = Instant::now();
+        let mut values = vec![0.0f64; (chunks * TALLY_STRIDE) as usize];
+        self.gpu.read_into(&[(out, 0, bytes)], |_, b| {
+            copy_bytes(bytemuck::cast_slice_mut(&mut values), b);
+        })?;
+        self.times.record(start, start, ran);
+        Ok(Some(
+            values
+                .chunks_exact(TALLY_STRIDE as usize)
+                .map(|c| Tally {
+                    sum: std::array::from_fn(|a| c[a]),
+                    squares: c[3],
+                    // −1 stands for no particle's −∞ in the kernel.
+                    max2: if c[4] < 0.0 { f64::NEG_INFINITY } else { c[4] },
+                    positions: c[5],
+                })
+                .collect(),
+        ))
     }
 }

@@ -31,7 +31,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use bytemuck::{Pod, Zeroable};
-use eddies::flip::{Advection, KeptParticles, KeptTransfer, Particles, Transfer, TransferDevice};
+use eddies::flip::{
+    Advection, KeptParticles, KeptTransfer, Particles, Tally, Transfer, TransferDevice,
+};
 use eddies::grid::{Grid, MacGrid};
 
 use crate::device::{fold_groups, Bindable, BufferRange, Gpu, GpuError, Launch, Scratch};
@@ -43,6 +45,7 @@ const P2G: &str = include_str!("p2g.wgsl");
 const COUNTS: &str = include_str!("counts.wgsl");
 const GATHER: &str = include_str!("gather.wgsl");
 const PLACE: &str = include_str!("place.wgsl");
+const TALLY: &str = include_str!("tally.wgsl");
 /// The particle pass, followed by the obstacles' distance functions it calls.
 const G2P: &str = concat!(include_str!("g2p.wgsl"), "\n", include_str!("shapes.wgsl"));
 
@@ -102,6 +105,15 @@ struct MoveUniform {
 struct KeepUniform {
     component: u32,
     base: u32,
+    pad: [u32; 2],
+}
+
+/// `Tally` of `tally.wgsl`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
+struct TallyUniform {
+    n: u32,
+    chunks: u32,
     pad: [u32; 2],
 }
 
@@ -178,6 +190,8 @@ pub struct GpuTransfer {
     keep: bool,
     /// `Keep` of `common.wgsl`, one per attribute component, then one for the counts.
     keep_uniforms: Vec<wgpu::Buffer>,
+    /// The kept particles' tallies per chunk (`tally.wgsl`) and their uniform, grown to the largest.
+    tallies: Option<(wgpu::Buffer, wgpu::Buffer)>,
     /// Workgroups per dimension of a launch (the adapter's limit): larger launches fold into two.
     per_axis: u32,
     times: TransferTimes,
@@ -199,6 +213,7 @@ impl GpuTransfer {
             kept: None,
             keep: true,
             keep_uniforms: Vec::new(),
+            tallies: None,
             per_axis,
             times: TransferTimes::default(),
             scratch: Scratch::new(),
@@ -481,6 +496,15 @@ impl<const D: usize> TransferDevice<D> for GpuTransfer {
         self.read_kept_on(owner, particles)
             .map_err(|e| e.to_string())
     }
+
+    fn tally_kept(
+        &mut self,
+        owner: KeptParticles,
+        positions: bool,
+    ) -> Result<Option<Vec<Tally<D>>>, String> {
+        self.tally_kept_on(owner, positions)
+            .map_err(|e| e.to_string())
+    }
 }
 
 /// A [`GpuTransfer`] that a simulation and its caller share (a benchmark reads its times between steps).
@@ -526,10 +550,20 @@ impl<const D: usize> TransferDevice<D> for SharedTransfer {
         let mut dev = self.0.lock().unwrap_or_else(|e| e.into_inner());
         TransferDevice::<D>::read_kept(&mut *dev, owner, particles)
     }
+
+    fn tally_kept(
+        &mut self,
+        owner: KeptParticles,
+        positions: bool,
+    ) -> Result<Option<Vec<Tally<D>>>, String> {
+        let mut dev = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        TransferDevice::<D>::tally_kept(&mut *dev, owner, positions)
+    }
 }
 
 #[cfg(test)]
 mod tests {
+    use super::kept::tally_consts;
     use super::*;
     use crate::device::validate_wgsl;
 
@@ -537,13 +571,15 @@ mod tests {
     #[test]
     fn the_kernels_compile_without_a_gpu() {
         let apic = ["const APIC: bool = false;", "const APIC: bool = true;"];
-        let kernels: [(&str, &str, &[&str]); 6] = [
+        let tally = [&tally_consts(false) as &str, &tally_consts(true) as &str];
+        let kernels: [(&str, &str, &[&str]); 7] = [
             ("keys", KEYS, &[""]),
             ("p2g", P2G, &apic),
             ("g2p", G2P, &[""]),
             ("counts", COUNTS, &[""]),
             ("gather", GATHER, &[""]),
             ("place", PLACE, &[""]),
+            ("tally", TALLY, &tally),
         ];
         for (name, source, variants) in kernels {
             for consts in variants {
@@ -562,6 +598,7 @@ mod tests {
         assert_eq!(std::mem::size_of::<FaceUniform>(), 32);
         assert_eq!(std::mem::size_of::<MoveUniform>(), 96);
         assert_eq!(std::mem::size_of::<KeepUniform>(), 16);
+        assert_eq!(std::mem::size_of::<TallyUniform>(), 16);
         assert_eq!(std::mem::size_of::<shapes::Instr>(), 112);
     }
 }

@@ -39,16 +39,16 @@ impl<const D: usize> FlipSim<D> {
     /// rounding is monotonic.
     pub(crate) fn measure(&self) -> Measured<D> {
         let closed = self.cfg.boundary == Boundary::Closed;
-        let t = Tally::over(&self.particles, closed);
+        self.measured(&Tally::over(&self.particles, closed), self.particles.len())
+    }
+
+    /// The diagnostics of tally `t` of all `n` particles.
+    pub(super) fn measured(&self, t: &Tally<D>, n: usize) -> Measured<D> {
         let mass = self.particle_mass;
         Measured {
             kinetic: 0.5 * mass * t.squares,
             momentum: t.sum.map(|x| mass * x),
-            max_speed: if self.particles.is_empty() {
-                0.0
-            } else {
-                t.max_square().sqrt()
-            },
+            max_speed: if n == 0 { 0.0 } else { t.max_square().sqrt() },
             broken: t.broken(),
         }
     }

@@ -26,7 +26,8 @@
 //! [`PoissonDevice`] ([`FlipSim::set_pressure_device`]) the solves of stage 7: the GPU backend. A device
 //! that keeps the particles ([`TransferDevice::keeps_particles`]) runs stage 1 too when the scene adds and
 //! removes none (no drains, emitters or reseeding band): the particles then stay on it from one substep to
-//! the next, and come back once a step.
+//! the next, and come back once a step, or with [`FlipSim::read_particles_per_frame`] only when a caller
+//! needs them ([`Simulation::complete_records`]).
 //!
 //! A step longer than [`FlipParams::substep_cfl`] cells of travel is split into substeps. The liquid surface
 //! is available as a Zhu–Bridson signed distance (field `surface`). Method notes: `docs/flip.md`.
@@ -50,12 +51,12 @@ mod volume;
 
 pub use fields::{describe, STAGES};
 pub use params::{Boundary, FlipConfig, FlipParams, Inflow, Obstacle, Sink, Transfer};
-pub use particles::Particles;
+pub use particles::{Particles, Tally};
 pub use surface::{SURFACE_KERNEL_RADIUS, SURFACE_PARTICLE_RADIUS};
 pub use transfer::{Advection, CpuTransfer, KeptParticles, KeptTransfer, TransferDevice};
 
 use crate::checkpoint::SavedState;
-use crate::diag::{Quantity, StageTimer};
+use crate::diag::{Quantity, StageTimer, StepRecord};
 use crate::grid::{CellFlag, Grid, MacGrid};
 use crate::linsolve::{PcgParams, PoissonDevice, PoissonSolver};
 use crate::shape::Shape;
@@ -132,8 +133,17 @@ pub struct FlipSim<const D: usize> {
     /// Whether the transfer device keeps this simulation's particles (as `particles` holds them, or moved
     /// since when `host_behind`).
     kept: bool,
-    /// Whether `particles` are older than those the device keeps (within a step).
+    /// Whether `particles` are older than those the device keeps (within a step, or across steps with
+    /// `per_frame`).
     host_behind: bool,
+    /// How many particles the device keeps (its last sort's live ones).
+    kept_len: usize,
+    /// Whether the particles the device keeps stay there after a step, until
+    /// [`Simulation::complete_records`] or a change on the CPU needs them ([`FlipSim::read_particles_per_frame`]).
+    per_frame: bool,
+    /// A device failure met where it could not be returned (a read-back before a change on the CPU):
+    /// the next step reports it.
+    failed: Option<SimError>,
     valid: [Vec<u8>; D],
     front: extrapolate::Front,
     shapes_now: Vec<Shape>,
@@ -158,8 +168,22 @@ impl<const D: usize> FlipSim<D> {
     /// the next when the scene adds and removes none (no emitters, drains or reseeding band): it sorts them
     /// by half cell too, and the CPU reads them back once a step.
     pub fn set_transfer_device(&mut self, device: Box<dyn TransferDevice<D>>) {
+        self.bring_back();
         self.transfer_device = Some(device);
         self.forget_kept();
+    }
+
+    /// With `on`, the particles that the transfer device keeps stay there after each step: the step's
+    /// diagnostics of the particles (energy, momentum, largest speed, the finiteness check) are added up on
+    /// the device in the CPU's order ([`TransferDevice::tally_kept`]), with the same bits, and the particles
+    /// come back only in [`Simulation::complete_records`] (once per output frame in `eddies run`) or before a
+    /// change on the CPU (an impulse, a fill, an obstacle, an emitter's first step). Until then, what reads
+    /// the particles ([`Simulation::particle_positions`], [`particles`](Self::particles), the `surface`
+    /// field, the checksum) sees them as of the last read; [`Simulation::save_state`] refuses. Off by
+    /// default; `eddies run` and the viewer turn it on for the GPU backend. A device that cannot tally the
+    /// particles bit for bit (no double precision) has them read back each step as before.
+    pub fn read_particles_per_frame(&mut self, on: bool) {
+        self.per_frame = on;
     }
 
     /// An empty tank, or the parameter that is out of range.
@@ -205,6 +229,9 @@ impl<const D: usize> FlipSim<D> {
             owner: KeptParticles::unique(),
             kept: false,
             host_behind: false,
+            kept_len: 0,
+            per_frame: false,
+            failed: None,
             valid: std::array::from_fn(|_| Vec::new()),
             front: extrapolate::Front::default(),
             shapes_now: Vec::new(),
@@ -378,6 +405,40 @@ impl<const D: usize> FlipSim<D> {
         }
     }
 
+    /// The particles the device moved, back into `particles` where a change on the CPU is to be made to
+    /// them; a failure is reported by the next step.
+    fn bring_back(&mut self) {
+        if let Err(e) = self.read_kept() {
+            self.failed.get_or_insert(e);
+        }
+    }
+
+    /// How many particles there are (the device's count where the host's copy is behind).
+    fn particle_count(&self) -> usize {
+        if self.host_behind {
+            self.kept_len
+        } else {
+            self.particles.len()
+        }
+    }
+
+    /// With `per_frame`, the tally of the particles the device kept and moved, added up on it; `None` when
+    /// they are to come back instead (not `per_frame`, not behind, or a device that cannot).
+    fn tally_kept(&mut self) -> Result<Option<Tally<D>>, SimError> {
+        if !(self.per_frame && self.host_behind) {
+            return Ok(None);
+        }
+        let closed = self.cfg.boundary == Boundary::Closed;
+        let device = self.transfer_device.as_mut().expect("a device keeps them");
+        let chunks = device
+            .tally_kept(self.owner, closed)
+            .map_err(|detail| SimError::Device {
+                step: self.steps + 1,
+                detail,
+            })?;
+        Ok(chunks.map(|c| Tally::fold(&c)))
+    }
+
     /// The particles the device moved, back into `particles` (a no-op unless they are behind).
     fn read_kept(&mut self) -> Result<(), SimError> {
         if !self.host_behind {
@@ -426,9 +487,10 @@ impl<const D: usize> FlipSim<D> {
             }
             taken = sort(Some(&self.particles))?;
         }
-        if taken.is_none() {
+        let Some(live) = taken else {
             return Err(failed("the GPU did not take the particles".into()));
-        }
+        };
+        self.kept_len = live;
         // The device's particles are now in its sorted order, which the host's copy is not.
         self.kept = true;
         self.host_behind = true;
@@ -443,6 +505,11 @@ impl<const D: usize> FlipSim<D> {
         let t_end = self.time + dt;
 
         let keep = self.keep_on_device();
+        if !keep {
+            // The CPU sorts them: those the device kept after the last step (with `per_frame`, or a scene
+            // that has since gained an emitter) come back first.
+            timer.time("sort", || self.read_kept())?;
+        }
         timer.time("sort", || {
             self.shapes_now.clear();
             self.shapes_now
@@ -667,6 +734,9 @@ impl<const D: usize> Simulation for FlipSim<D> {
     }
 
     fn advance(&mut self, dt: f64, timer: &mut StageTimer) -> Result<Advance, SimError> {
+        if let Some(e) = self.failed.take() {
+            return Err(e);
+        }
         let h = self.cfg.cell_size;
         let g = self.cfg.gravity.iter().map(|g| g * g).sum::<f64>().sqrt();
         let mut speed = self.max_speed;
@@ -689,12 +759,20 @@ impl<const D: usize> Simulation for FlipSim<D> {
             Ok(())
         };
         let moved = substeps();
-        // The particles the device kept and moved come back once a step, for the diagnostics, the outputs
-        // and whatever else reads them between steps; after a failed substep as far as they got, if the
-        // device still has them, and the substep's error is the one reported.
-        let read = timer.time("grid_to_particles_advect", || self.read_kept());
-        moved?;
-        read?;
+        // With `per_frame`, the device tallies the particles it kept and moved; otherwise (or where it
+        // cannot) they come back once a step, for the diagnostics, the outputs and whatever else reads them
+        // between steps: after a failed substep as far as they got, if the device still has them, and the
+        // substep's error is the one reported.
+        let tallied = if moved.is_ok() {
+            timer.time("diagnostics", || self.tally_kept())?
+        } else {
+            None
+        };
+        if tallied.is_none() {
+            let read = timer.time("grid_to_particles_advect", || self.read_kept());
+            moved?;
+            read?;
+        }
         self.steps += 1;
         let (
             Measured {
@@ -709,7 +787,13 @@ impl<const D: usize> Simulation for FlipSim<D> {
                 count_volume,
                 max_divergence: div_after,
             },
-        ) = timer.time("diagnostics", || (self.measure(), self.cell_tally()));
+        ) = timer.time("diagnostics", || {
+            let measured = match tallied {
+                Some(t) => self.measured(&t, self.kept_len),
+                None => self.measure(),
+            };
+            (measured, self.cell_tally())
+        });
         if !(kinetic.is_finite() && max_speed.is_finite()) || broken {
             return Err(SimError::Diverged {
                 stage: "advect",
@@ -723,7 +807,7 @@ impl<const D: usize> Simulation for FlipSim<D> {
             quantities: vec![
                 (
                     "particle_count",
-                    Quantity::Count(self.particles.len() as u64),
+                    Quantity::Count(self.particle_count() as u64),
                 ),
                 ("fluid_volume", Quantity::Scalar(volume)),
                 ("count_volume", Quantity::Scalar(count_volume)),
@@ -734,7 +818,7 @@ impl<const D: usize> Simulation for FlipSim<D> {
                 (
                     "particle_volume",
                     Quantity::Scalar(
-                        self.particles.len() as f64 * self.particle_mass / self.cfg.params.density,
+                        self.particle_count() as f64 * self.particle_mass / self.cfg.params.density,
                     ),
                 ),
                 ("pressure_iterations", Quantity::Count(iterations as u64)),
@@ -806,7 +890,20 @@ impl<const D: usize> Simulation for FlipSim<D> {
     /// are read, and the substep counter is read by nothing. Obstacle cells and the sort's bins are derived
     /// again on restore.
     fn save_state(&self) -> Result<SavedState, SimError> {
+        if self.host_behind {
+            return Err(SimError::InvalidInput(
+                "the particles are on the GPU: complete_records brings them back before a save"
+                    .into(),
+            ));
+        }
         Ok(self.save())
+    }
+
+    /// Brings back the particles that the device keeps ([`FlipSim::read_particles_per_frame`]); the step's
+    /// quantities are complete already.
+    fn complete_records(&mut self, records: &mut [StepRecord]) -> Result<(), SimError> {
+        let _ = records;
+        self.read_kept()
     }
 
     fn restore_state(&mut self, state: &SavedState) -> Result<(), SimError> {
@@ -820,6 +917,7 @@ impl<const D: usize> Simulation for FlipSim<D> {
         velocity: &[f64],
     ) -> Result<(), SimError> {
         let (c, v) = crate::sim::impulse_vectors::<D>(center, velocity)?;
+        self.read_kept()?;
         self.particles.apply_impulse(c, radius, v);
         self.forget_kept();
         Ok(())

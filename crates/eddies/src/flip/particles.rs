@@ -133,30 +133,44 @@ impl<const D: usize> Particles<D> {
 /// Lanes of a [`Tally`]'s chunk, which add side by side in vector registers.
 const LANES: usize = 8;
 
+/// Particles per chunk of a [`Tally`]: short, so that a device that tallies the particles it keeps runs a
+/// thread per lane for every 128 particles (a quarter of a million threads for 32M particles), where
+/// [`PARTICLE_CHUNK`]'s would leave most of a GPU idle.
+const TALLY_CHUNK: usize = 1024;
+
 /// What a step reports of its particles: Σv, Σ|v|², the largest |v|² and a sum of the positions that were
 /// checked, which is not finite exactly when one of them is not (positions lie in the domain, far from
 /// overflow). A non-finite velocity makes Σ|v|² non-finite, so the checks are made once, on the sums
 /// ([`Tally::broken`], [`Tally::max_square`]), and the pass over the particles is only adds.
 ///
-/// [`Tally::over`] cuts the particles into chunks of [`PARTICLE_CHUNK`] and each chunk into [`LANES`] lanes:
+/// [`Tally::over`] cuts the particles into chunks of [`TALLY_CHUNK`] and each chunk into [`LANES`] lanes:
 /// particle `i` of a chunk adds to lane `i mod LANES`, except the last `len mod LANES`, which add to lane 0;
 /// the lanes are combined in lane order and the chunks in chunk order, so the result does not depend on the
 /// thread count.
+///
+/// A device that keeps the particles computes the same tallies chunk by chunk
+/// ([`TransferDevice::tally_kept`](super::TransferDevice::tally_kept)), and [`Tally::fold`] adds them up as
+/// the CPU does.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub(crate) struct Tally<const D: usize> {
+pub struct Tally<const D: usize> {
     /// Σv (m/s).
     pub sum: [f64; D],
     /// Σ|v|² (m²/s²).
     pub squares: f64,
     /// The largest |v|² (m²/s²; NaNs are skipped here and caught by `squares`), −∞ for no particle.
-    max2: f64,
+    pub max2: f64,
     /// Σ of the checked position coordinates (m).
-    positions: f64,
+    pub positions: f64,
 }
 
 impl<const D: usize> Tally<D> {
+    /// Particles per chunk.
+    pub const CHUNK: usize = TALLY_CHUNK;
+    /// Lanes per chunk.
+    pub const LANES: usize = LANES;
+
     /// No particle.
-    const EMPTY: Self = Tally {
+    pub const EMPTY: Self = Tally {
         sum: [0.0; D],
         squares: 0.0,
         max2: f64::NEG_INFINITY,
@@ -164,7 +178,7 @@ impl<const D: usize> Tally<D> {
     };
 
     /// `self` followed by `later`.
-    fn then(self, later: Self) -> Self {
+    pub fn then(self, later: Self) -> Self {
         Tally {
             sum: std::array::from_fn(|k| self.sum[k] + later.sum[k]),
             squares: self.squares + later.squares,
@@ -196,7 +210,12 @@ impl<const D: usize> Tally<D> {
                 Self::chunk::<false>(p, r)
             }
         };
-        crate::par::reduce(p.len(), PARTICLE_CHUNK, Self::EMPTY, chunk, Self::then)
+        crate::par::reduce(p.len(), TALLY_CHUNK, Self::EMPTY, chunk, Self::then)
+    }
+
+    /// The tally of all particles from those of their chunks, in chunk order: [`Tally::over`]'s last step.
+    pub fn fold(chunks: &[Self]) -> Self {
+        chunks.iter().fold(Self::EMPTY, |t, &c| t.then(c))
     }
 
     /// The tally of the particles `r`, lane by lane.

@@ -29,6 +29,7 @@ impl<const D: usize> FlipSim<D> {
 
     /// As [`fill`](Self::fill), with the velocity (m/s) a function of the position (m).
     pub fn fill_with(&mut self, shape: &Shape, velocity: impl Fn([f64; D]) -> [f64; D]) -> usize {
+        self.bring_back();
         // Replace: drop the particles already inside.
         for i in 0..self.particles.len() {
             if shape.sdf(to_dvec3(self.particles.position(i))) <= 0.0 {
@@ -80,6 +81,7 @@ impl<const D: usize> FlipSim<D> {
     /// Adds an obstacle (static, or moving with a prescribed velocity); particles inside it are removed.
     pub fn add_obstacle(&mut self, obstacle: Obstacle<D>) {
         let s = obstacle.shape_at(self.time);
+        self.bring_back();
         for i in 0..self.particles.len() {
             if s.sdf(to_dvec3(self.particles.position(i))) <= 0.0 {
                 self.particles.pos[0][i] = f32::NAN;

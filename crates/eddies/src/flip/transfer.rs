@@ -7,7 +7,7 @@
 //! ever add into the same face and every face takes its sums in one fixed order.
 
 use super::params::{Boundary, Transfer};
-use super::particles::{Particles, PARTICLE_CHUNK};
+use super::particles::{Particles, Tally, PARTICLE_CHUNK};
 use crate::grid::{strides_of, Grid, MacGrid};
 use crate::par::{self, SharedSlice};
 use crate::shape::Shape;
@@ -623,6 +623,24 @@ pub trait TransferDevice<const D: usize>: Send {
     ) -> Result<bool, String> {
         let _ = (owner, particles);
         Ok(false)
+    }
+
+    /// The [`Tally`] of each chunk of the particles the device keeps for `owner`, in chunk order: chunks of
+    /// [`Tally::CHUNK`] particles in their kept order, each cut into [`Tally::LANES`] lanes and its lanes
+    /// combined as [`Tally::over`] does, positions added when `positions`, so that [`Tally::fold`] of them has
+    /// the bits of [`Tally::over`] of the particles [`read_kept`](Self::read_kept) would return. `Ok(None)`
+    /// when the device keeps none for `owner`, or cannot add in double precision: the simulation then reads
+    /// the particles back and tallies them itself.
+    ///
+    /// # Errors
+    /// What the device reported when it failed.
+    fn tally_kept(
+        &mut self,
+        owner: KeptParticles,
+        positions: bool,
+    ) -> Result<Option<Vec<Tally<D>>>, String> {
+        let _ = (owner, positions);
+        Ok(None)
     }
 }
 

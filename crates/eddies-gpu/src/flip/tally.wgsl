@@ -1,0 +1,105 @@
+// The diagnostics' sums over the kept particles, as the CPU's `Tally::over` adds them: the particles in chunks
+// of CHUNK, each chunk in LANES lanes (particle i of a chunk adds to lane i mod LANES, except the chunk's last
+// len mod LANES, which add to lane 0 after its others), each lane's sums in particle order, and the lanes
+// combined in lane order. One thread per lane; the chunks' tallies go to `out` (STRIDE values each: Σv per
+// axis, Σ|v|², the largest |v|², the positions' sum), and the host combines them in chunk order.
+//
+// The products are squares of single-precision values, exact in double precision, so a fused multiply-add
+// rounds as the separate operations do: the sums have the CPU's bits. The largest |v|² of no particle is -1
+// here (WGSL writes no infinity); the host reads it as −∞. NaNs fail `>` and are skipped, as on the CPU.
+
+// CHUNK, LANES and POSITIONS come with the prelude.
+const STRIDE: u32 = 6u;
+const TALLY_WG: u32 = 64u;
+
+struct Tally {
+    // Particles (each attribute holds the axes one after another, n each), chunks.
+    n: u32, chunks: u32, pad0: u32, pad1: u32,
+}
+
+@group(0) @binding(0) var<uniform> t: Tally;
+@group(0) @binding(1) var<storage, read> pos: array<f32>;
+@group(0) @binding(2) var<storage, read> vel: array<f32>;
+@group(0) @binding(3) var<storage, read_write> out: array<f64>;
+
+var<workgroup> lanes: array<f64, 384>; // TALLY_WG · STRIDE
+
+struct Sums {
+    v: array<f64, 3>,
+    squares: f64,
+    max2: f64,
+    positions: f64,
+}
+
+fn add(s: ptr<function, Sums>, i: u32) {
+    var v2 = 0.0lf;
+    for (var a = 0u; a < D; a++) {
+        let vk = f64(vel[a * t.n + i]);
+        (*s).v[a] += vk;
+        v2 += vk * vk;
+    }
+    (*s).squares += v2;
+    if v2 > (*s).max2 {
+        (*s).max2 = v2;
+    }
+    if POSITIONS {
+        var x = 0.0lf;
+        for (var a = 0u; a < D; a++) {
+            x += f64(pos[a * t.n + i]);
+        }
+        (*s).positions += x;
+    }
+}
+
+@compute @workgroup_size(TALLY_WG)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) lid: u32) {
+    let thread = (wid.x + wid.y * nwg.x) * TALLY_WG + lid;
+    let chunk = thread / LANES;
+    let lane = thread % LANES;
+    var s = Sums(array<f64, 3>(0.0lf, 0.0lf, 0.0lf), 0.0lf, -1.0lf, 0.0lf);
+    if chunk < t.chunks {
+        let first = chunk * CHUNK;
+        let end = min(t.n, first + CHUNK);
+        let full = (end - first) / LANES;
+        for (var g = 0u; g < full; g++) {
+            add(&s, first + g * LANES + lane);
+        }
+        if lane == 0u {
+            for (var i = first + full * LANES; i < end; i++) {
+                add(&s, i);
+            }
+        }
+    }
+    let at = lid * STRIDE;
+    lanes[at] = s.v[0];
+    lanes[at + 1u] = s.v[1];
+    lanes[at + 2u] = s.v[2];
+    lanes[at + 3u] = s.squares;
+    lanes[at + 4u] = s.max2;
+    lanes[at + 5u] = s.positions;
+    workgroupBarrier();
+    if lane != 0u || chunk >= t.chunks {
+        return;
+    }
+    // The lanes in order, from no particle: `Tally::then`.
+    var c = Sums(array<f64, 3>(0.0lf, 0.0lf, 0.0lf), 0.0lf, -1.0lf, 0.0lf);
+    for (var l = 0u; l < LANES; l++) {
+        let k = (lid + l) * STRIDE;
+        c.v[0] = c.v[0] + lanes[k];
+        c.v[1] = c.v[1] + lanes[k + 1u];
+        c.v[2] = c.v[2] + lanes[k + 2u];
+        c.squares = c.squares + lanes[k + 3u];
+        if lanes[k + 4u] > c.max2 {
+            c.max2 = lanes[k + 4u];
+        }
+        c.positions = c.positions + lanes[k + 5u];
+    }
+    let o = chunk * STRIDE;
+    out[o] = c.v[0];
+    out[o + 1u] = c.v[1];
+    out[o + 2u] = c.v[2];
+    out[o + 3u] = c.squares;
+    out[o + 4u] = c.max2;
+    out[o + 5u] = c.positions;
+}
