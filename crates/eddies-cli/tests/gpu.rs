@@ -403,6 +403,32 @@ fn info_lists_the_adapters() {
     }
 }
 
+/// Runs `scene` on the GPU with `sets` and `steps_per_frame`, writing NPY arrays: three frames into `whole`,
+/// and two into `parts` with a checkpoint after the second, then resumed there to the third.
+fn whole_and_resumed(dir: &std::path::Path, scene: &str, sets: &[&str], steps_per_frame: &str) {
+    let run = |out: &str, frames: &str, extra: &[&str]| {
+        let mut args = vec!["run", scene, "--backend", "gpu", "--set", "output.npy=true"];
+        for set in sets {
+            args.extend(["--set", set]);
+        }
+        args.extend([
+            "--steps-per-frame",
+            steps_per_frame,
+            "--frames",
+            frames,
+            "--out",
+            out,
+        ]);
+        args.extend_from_slice(extra);
+        let o = eddies(&args, dir);
+        assert_eq!(o.status.code(), Some(0), "{scene}: stderr:\n{}", stderr(&o));
+    };
+    run("whole", "3", &[]);
+    run("parts", "2", &["--set", "output.checkpoint_every=2"]);
+    let o = eddies(&["run", "--resume", "parts", "--frames", "3"], dir);
+    assert_eq!(o.status.code(), Some(0), "{scene}: stderr:\n{}", stderr(&o));
+}
+
 /// A GPU run resumed from its checkpoint (with fixed steps per frame: the adaptive step of the GPU follows a
 /// speed read back without waiting, so it is not repeatable) writes what the run that never stopped writes.
 #[test]
@@ -411,31 +437,12 @@ fn a_gpu_run_resumes_bit_for_bit() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let run = |out: &str, frames: &str, extra: &[&str]| {
-        let mut args = vec![
-            "run",
-            "droplet-splash",
-            "--backend",
-            "gpu",
-            "--set",
-            "domain.resolution=[48,48]",
-            "--set",
-            "output.npy=true",
-            "--steps-per-frame",
-            "6",
-            "--frames",
-            frames,
-            "--out",
-            out,
-        ];
-        args.extend_from_slice(extra);
-        let o = eddies(&args, dir.path());
-        assert_eq!(o.status.code(), Some(0), "stderr:\n{}", stderr(&o));
-    };
-    run("whole", "3", &[]);
-    run("parts", "2", &["--set", "output.checkpoint_every=2"]);
-    let o = eddies(&["run", "--resume", "parts", "--frames", "3"], dir.path());
-    assert_eq!(o.status.code(), Some(0), "stderr:\n{}", stderr(&o));
+    whole_and_resumed(
+        dir.path(),
+        "droplet-splash",
+        &["domain.resolution=[48,48]"],
+        "6",
+    );
     for name in ["field_mass_00002.npy", "particles_00002.npy"] {
         assert_eq!(
             fs::read(dir.path().join("whole").join(name)).unwrap(),
@@ -455,31 +462,12 @@ fn a_flip_run_on_the_gpu_resumes_bit_for_bit() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let run = |out: &str, frames: &str, extra: &[&str]| {
-        let mut args = vec![
-            "run",
-            "dam-break-3d",
-            "--backend",
-            "gpu",
-            "--set",
-            "domain.resolution=[24,12,12]",
-            "--set",
-            "output.npy=true",
-            "--steps-per-frame",
-            "3",
-            "--frames",
-            frames,
-            "--out",
-            out,
-        ];
-        args.extend_from_slice(extra);
-        let o = eddies(&args, dir.path());
-        assert_eq!(o.status.code(), Some(0), "stderr:\n{}", stderr(&o));
-    };
-    run("whole", "3", &[]);
-    run("parts", "2", &["--set", "output.checkpoint_every=2"]);
-    let o = eddies(&["run", "--resume", "parts", "--frames", "3"], dir.path());
-    assert_eq!(o.status.code(), Some(0), "stderr:\n{}", stderr(&o));
+    whole_and_resumed(
+        dir.path(),
+        "dam-break-3d",
+        &["domain.resolution=[24,12,12]"],
+        "3",
+    );
     for frame in 0..3 {
         let name = format!("particles_{frame:05}.npy");
         assert_eq!(
@@ -494,8 +482,7 @@ fn a_flip_run_on_the_gpu_resumes_bit_for_bit() {
             .lines()
             .map(|l| {
                 let mut r: serde_json::Value = serde_json::from_str(l).unwrap();
-                let r_mut = r.as_object_mut().unwrap();
-                r_mut.retain(|k, _| !k.contains("ms"));
+                r.as_object_mut().unwrap().retain(|k, _| !k.contains("ms"));
                 r
             })
             .collect()

@@ -24,30 +24,32 @@ struct Tally {
 
 var<workgroup> lanes: array<f64, 384>; // TALLY_WG · STRIDE
 
-struct Sums {
-    v: array<f64, 3>,
-    squares: f64,
-    max2: f64,
-    positions: f64,
+// A tally: Σv per axis (0–2), Σ|v|² (3), the largest |v|² (4), the positions' sum (5).
+const SQUARES: u32 = 3u;
+const MAX2: u32 = 4u;
+const POSITIONS_SUM: u32 = 5u;
+
+fn empty() -> array<f64, 6> {
+    return array<f64, 6>(0.0lf, 0.0lf, 0.0lf, 0.0lf, -1.0lf, 0.0lf);
 }
 
-fn add(s: ptr<function, Sums>, i: u32) {
+fn add(s: ptr<function, array<f64, 6>>, i: u32) {
     var v2 = 0.0lf;
     for (var a = 0u; a < D; a++) {
         let vk = f64(vel[a * t.n + i]);
-        (*s).v[a] += vk;
+        (*s)[a] += vk;
         v2 += vk * vk;
     }
-    (*s).squares += v2;
-    if v2 > (*s).max2 {
-        (*s).max2 = v2;
+    (*s)[SQUARES] += v2;
+    if v2 > (*s)[MAX2] {
+        (*s)[MAX2] = v2;
     }
     if POSITIONS {
         var x = 0.0lf;
         for (var a = 0u; a < D; a++) {
             x += f64(pos[a * t.n + i]);
         }
-        (*s).positions += x;
+        (*s)[POSITIONS_SUM] += x;
     }
 }
 
@@ -57,7 +59,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     let thread = (wid.x + wid.y * nwg.x) * TALLY_WG + lid;
     let chunk = thread / LANES;
     let lane = thread % LANES;
-    var s = Sums(array<f64, 3>(0.0lf, 0.0lf, 0.0lf), 0.0lf, -1.0lf, 0.0lf);
+    var s = empty();
     if chunk < t.chunks {
         let first = chunk * CHUNK;
         let end = min(t.n, first + CHUNK);
@@ -71,35 +73,26 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
             }
         }
     }
-    let at = lid * STRIDE;
-    lanes[at] = s.v[0];
-    lanes[at + 1u] = s.v[1];
-    lanes[at + 2u] = s.v[2];
-    lanes[at + 3u] = s.squares;
-    lanes[at + 4u] = s.max2;
-    lanes[at + 5u] = s.positions;
+    for (var k = 0u; k < STRIDE; k++) {
+        lanes[lid * STRIDE + k] = s[k];
+    }
     workgroupBarrier();
     if lane != 0u || chunk >= t.chunks {
         return;
     }
     // The lanes in order, from no particle: `Tally::then`.
-    var c = Sums(array<f64, 3>(0.0lf, 0.0lf, 0.0lf), 0.0lf, -1.0lf, 0.0lf);
+    var c = empty();
     for (var l = 0u; l < LANES; l++) {
-        let k = (lid + l) * STRIDE;
-        c.v[0] = c.v[0] + lanes[k];
-        c.v[1] = c.v[1] + lanes[k + 1u];
-        c.v[2] = c.v[2] + lanes[k + 2u];
-        c.squares = c.squares + lanes[k + 3u];
-        if lanes[k + 4u] > c.max2 {
-            c.max2 = lanes[k + 4u];
+        for (var k = 0u; k < STRIDE; k++) {
+            let v = lanes[(lid + l) * STRIDE + k];
+            if k != MAX2 {
+                c[k] = c[k] + v;
+            } else if v > c[k] {
+                c[k] = v;
+            }
         }
-        c.positions = c.positions + lanes[k + 5u];
     }
-    let o = chunk * STRIDE;
-    out[o] = c.v[0];
-    out[o + 1u] = c.v[1];
-    out[o + 2u] = c.v[2];
-    out[o + 3u] = c.squares;
-    out[o + 4u] = c.max2;
-    out[o + 5u] = c.positions;
+    for (var k = 0u; k < STRIDE; k++) {
+        out[chunk * STRIDE + k] = c[k];
+    }
 }
