@@ -20,7 +20,9 @@
 //!   ([`TransferDevice::keeps_particles`]; a scene that adds and removes none on the CPU), the device keeps
 //!   them between the passes: each transfer sorts them, counts them per cell and moves them into the sorted
 //!   order (`counts.wgsl`, `gather.wgsl`, `place.wgsl`; [`TransferDevice::sort_to_grid`]), the particle pass
-//!   moves them in place, and the simulation reads them back once a step. Otherwise each transfer uploads
+//!   moves them in place, and the simulation reads them back once a step, or tallies the step's
+//!   diagnostics on the device (`tally.wgsl`; [`TransferDevice::tally_kept`]) and reads them back once per
+//!   output frame. Otherwise each transfer uploads
 //!   positions and velocities (and the affine matrices with APIC) and reads the face sums back, and the
 //!   grid-to-particle pass uploads the face fields and reads the particles back. Device memory: 12 + 8 D
 //!   bytes per particle (+ 4 D² with APIC), with a fifth spare, and 2ᴰ·4 + 12 D bytes per cell, of which the

@@ -1,8 +1,8 @@
-// The diagnostics' sums over the kept particles, as the CPU's `Tally::over` adds them: the particles in chunks
-// of CHUNK, each chunk in LANES lanes (particle i of a chunk adds to lane i mod LANES, except the chunk's last
-// len mod LANES, which add to lane 0 after its others), each lane's sums in particle order, and the lanes
-// combined in lane order. One thread per lane; the chunks' tallies go to `out` (STRIDE values each: Σv per
-// axis, Σ|v|², the largest |v|², the positions' sum), and the host combines them in chunk order.
+// The diagnostics' sums over the kept particles, as the CPU's `Tally::over` adds them: the particles in
+// chunks of CHUNK, each chunk in LANES lanes (particle i of a chunk adds to lane i mod LANES, except the
+// chunk's last len mod LANES, which add to lane 0 after its others), each lane's sums in particle order, and
+// the lanes combined in lane order. One thread per lane; the chunks' tallies go to `out` (STRIDE values each:
+// Σv per axis, Σ|v|², the largest |v|², the positions' sum), and the host combines them in chunk order.
 //
 // The products are squares of single-precision values, exact in double precision, so a fused multiply-add
 // rounds as the separate operations do: the sums have the CPU's bits. The largest |v|² of no particle is -1

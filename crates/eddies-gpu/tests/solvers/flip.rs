@@ -391,12 +391,12 @@ fn keeping_the_particles_off_a_power_of_two_grid_keeps_the_flow() {
 }
 
 /// With the particles left on the device between frames (`FlipSim::read_particles_per_frame`), the device
-/// adds up the step's diagnostics in the CPU's order: every step reports what the run that reads the particles
-/// back each step reports, bit for bit (the energy, the momentum, the largest speed and so the next time step,
-/// the particle count of an open tank that particles leave), and once `complete_records` has brought them
-/// back, the particles and the density are the same too. Before that the host holds the first step's
-/// particles, which it did not read again. An impulse between steps brings them back first. PIC, FLIP and
-/// APIC, closed and open tanks, two substeps a step (4 000–4 700 particles: five of the tally's chunks of
+/// adds up the step's diagnostics in the CPU's order: every step reports what the run that reads the
+/// particles back each step reports, bit for bit (the energy, the momentum, the largest speed and so the next
+/// time step, the particle count of an open tank that particles leave), and once `complete_records` has
+/// brought them back, the particles and the density are the same too. Before that the host holds the first
+/// step's particles, which it did not read again. An impulse between steps brings them back first. PIC, FLIP
+/// and APIC, closed and open tanks, two substeps a step (4 000–4 700 particles: five of the tally's chunks of
 /// 1024, the last one short); FLIP also on a 32 × 24 × 24 tank of 35 000–38 000 particles.
 #[test]
 fn particles_left_on_the_device_between_frames_change_no_bit() {

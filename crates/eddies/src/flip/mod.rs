@@ -139,7 +139,8 @@ pub struct FlipSim<const D: usize> {
     /// How many particles the device keeps (its last sort's live ones).
     kept_len: usize,
     /// Whether the particles the device keeps stay there after a step, until
-    /// [`Simulation::complete_records`] or a change on the CPU needs them ([`FlipSim::read_particles_per_frame`]).
+    /// [`Simulation::complete_records`] or a change on the CPU needs them
+    /// ([`FlipSim::read_particles_per_frame`]).
     per_frame: bool,
     /// A device failure met where it could not be returned (a read-back before a change on the CPU):
     /// the next step reports it.
@@ -166,7 +167,8 @@ impl<const D: usize> FlipSim<D> {
     ///
     /// A device that keeps the particles ([`TransferDevice::keeps_particles`]) keeps them from one substep to
     /// the next when the scene adds and removes none (no emitters, drains or reseeding band): it sorts them
-    /// by half cell too, and the CPU reads them back once a step.
+    /// by half cell too, and the CPU reads them back once a step (or once per frame,
+    /// [`read_particles_per_frame`](Self::read_particles_per_frame)).
     pub fn set_transfer_device(&mut self, device: Box<dyn TransferDevice<D>>) {
         self.bring_back();
         self.transfer_device = Some(device);

@@ -143,10 +143,10 @@ const TALLY_CHUNK: usize = 1024;
 /// overflow). A non-finite velocity makes Σ|v|² non-finite, so the checks are made once, on the sums
 /// ([`Tally::broken`], [`Tally::max_square`]), and the pass over the particles is only adds.
 ///
-/// [`Tally::over`] cuts the particles into chunks of [`TALLY_CHUNK`] and each chunk into [`LANES`] lanes:
-/// particle `i` of a chunk adds to lane `i mod LANES`, except the last `len mod LANES`, which add to lane 0;
-/// the lanes are combined in lane order and the chunks in chunk order, so the result does not depend on the
-/// thread count.
+/// [`Tally::over`] cuts the particles into chunks of [`Tally::CHUNK`] and each chunk into [`Tally::LANES`]
+/// lanes: particle `i` of a chunk adds to lane `i mod LANES`, except the last `len mod LANES`, which add to
+/// lane 0; the lanes are combined in lane order and the chunks in chunk order, so the result does not depend
+/// on the thread count.
 ///
 /// A device that keeps the particles computes the same tallies chunk by chunk
 /// ([`TransferDevice::tally_kept`](super::TransferDevice::tally_kept)), and [`Tally::fold`] adds them up as

@@ -590,7 +590,8 @@ pub trait TransferDevice<const D: usize>: Send {
     /// Whether the device keeps the particles between its passes: the simulation then leaves them there
     /// from one substep to the next, sorted by [`sort_to_grid`](Self::sort_to_grid), moved by
     /// [`grid_to_particles_advect`](Self::grid_to_particles_advect) with [`Advection::kept`], and read back by
-    /// [`read_kept`](Self::read_kept) once a step.
+    /// [`read_kept`](Self::read_kept) once a step, or tallied by [`tally_kept`](Self::tally_kept) and read
+    /// back once per output frame.
     fn keeps_particles(&self) -> bool {
         false
     }
@@ -627,10 +628,10 @@ pub trait TransferDevice<const D: usize>: Send {
 
     /// The [`Tally`] of each chunk of the particles the device keeps for `owner`, in chunk order: chunks of
     /// [`Tally::CHUNK`] particles in their kept order, each cut into [`Tally::LANES`] lanes and its lanes
-    /// combined as [`Tally::over`] does, positions added when `positions`, so that [`Tally::fold`] of them has
-    /// the bits of [`Tally::over`] of the particles [`read_kept`](Self::read_kept) would return. `Ok(None)`
-    /// when the device keeps none for `owner`, or cannot add in double precision: the simulation then reads
-    /// the particles back and tallies them itself.
+    /// combined as [`Tally::over`] does, positions added when `positions`, so that [`Tally::fold`] of them
+    /// has the bits of [`Tally::over`] of the particles [`read_kept`](Self::read_kept) would return.
+    /// `Ok(None)` when the device keeps none for `owner`, or cannot add in double precision: the simulation
+    /// then reads the particles back and tallies them itself.
     ///
     /// # Errors
     /// What the device reported when it failed.
