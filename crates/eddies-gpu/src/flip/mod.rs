@@ -27,7 +27,7 @@
 //!   grid-to-particle pass uploads the face fields and reads the particles back. Device memory: 12 + 8 D
 //!   bytes per particle (+ 4 D² with APIC), with a fifth spare, and 2ᴰ·4 + 12 D bytes per cell, of which the
 //!   prefix sums' 2ᴰ·4 may be a [`Scratch`] shared with the pressure solve ([`GpuTransfer::share_scratch`]),
-//!   which never runs during a transfer.
+//!   which never runs during a transfer; the tallies, 48 bytes per 1024 kept particles.
 
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -257,7 +257,8 @@ impl GpuTransfer {
 
     /// Device memory held (bytes), apart from the scratch buffer ([`scratch`](Self::scratch)).
     pub fn bytes(&self) -> u64 {
-        self.buffers.as_ref().map_or(0, Buffers::bytes)
+        let tallies = self.tallies.as_ref().map_or(0, |(b, _)| b.size());
+        self.buffers.as_ref().map_or(0, Buffers::bytes) + tallies
     }
 
     /// Buffers for `n` particles, `bins` half cells and `faces` faces, reallocated where they are too small.
