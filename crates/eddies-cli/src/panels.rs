@@ -103,6 +103,10 @@ impl Simulation for Panels {
         })
     }
 
+    fn completes_records_later(&self) -> bool {
+        self.sims.iter().any(|s| s.completes_records_later())
+    }
+
     /// Each panel completes its own copy of the records (a GPU panel reads its diagnostics back here); the
     /// quantities are the first panel's, the clamps those of all.
     fn complete_records(&mut self, records: &mut [StepRecord]) -> Result<(), SimError> {

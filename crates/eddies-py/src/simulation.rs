@@ -42,6 +42,9 @@ struct Run {
     pool: Arc<rayon::ThreadPool>,
     /// The frame clock: frames completed, and the step at which the frame in progress began.
     at: Position,
+    /// Whether the simulation holds state that its `complete_records` brings back (a FLIP simulation's
+    /// particles, left on the GPU), not yet read for this step: what reads the state reads it first.
+    behind: bool,
 }
 
 impl Run {
@@ -59,12 +62,27 @@ impl Run {
             None => runner::step_across_frames(&self.scene, &*self.sim, &mut self.at)?,
         };
         let mut record = self.sim.step(dt)?;
-        // A device backend measures its diagnostics later; a step from Python reads them at once.
-        self.sim
-            .complete_records(std::slice::from_mut(&mut record))?;
+        // A device backend that measures its diagnostics later has a step from Python read them at once;
+        // one whose records are complete brings its state back when something reads it.
+        if self.sim.completes_records_later() {
+            self.sim
+                .complete_records(std::slice::from_mut(&mut record))?;
+            self.behind = false;
+        } else {
+            self.behind = true;
+        }
         // A step of the caller's `dt` may pass several frame times.
         self.count_frames();
         Ok(stats_line(&record))
+    }
+
+    /// The state as of the last step, for what reads it (see `behind`).
+    fn sync(&mut self) -> Result<(), SimError> {
+        if self.behind {
+            self.sim.complete_records(&mut [])?;
+            self.behind = false;
+        }
+        Ok(())
     }
 
     /// Counts the frames the simulation's time (or step count) has completed into the frame clock.
@@ -91,6 +109,15 @@ impl Run {
 impl Simulation {
     fn lock(&self) -> MutexGuard<'_, Run> {
         self.run.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The run, its state brought back from the device where the last step left it there ([`Run::sync`]),
+    /// for what reads the state.
+    fn synced(&self, py: Python<'_>) -> PyResult<MutexGuard<'_, Run>> {
+        let mut run = self.lock();
+        let here: &mut Run = &mut run;
+        py.detach(|| here.sync()).map_err(sim_error)?;
+        Ok(run)
     }
 }
 
@@ -164,6 +191,7 @@ impl Simulation {
                 sim,
                 pool: Arc::new(pool),
                 at: Position::default(),
+                behind: false,
             }),
         })
     }
@@ -257,6 +285,7 @@ impl Simulation {
             )));
         }
         let out = out.unwrap_or_else(|| Path::new("out").join(&run.src.name));
+        py.detach(|| run.sync()).map_err(sim_error)?;
         let result = py.detach(|| {
             let Run {
                 src, sim, pool, at, ..
@@ -289,7 +318,7 @@ impl Simulation {
     /// A grid field by name (`fields` lists them) as a float32 array of shape `(ny, nx)` or `(nz, ny, nx)`,
     /// C order, in the field's SI unit: the array `output.npy` writes.
     fn field<'py>(&self, py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyArrayDyn<f32>>> {
-        let mut run = self.lock();
+        let mut run = self.synced(py)?;
         let sim = &mut run.sim;
         let field = py.detach(move || sim.field(name)).ok_or_else(|| {
             PyKeyError::new_err(format!(
@@ -302,13 +331,13 @@ impl Simulation {
 
     /// Particle positions (m) as a float32 array of shape `(n, dim)`: the array `output.npy` writes.
     fn particles<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyArrayDyn<f32>>> {
-        let run = self.lock();
+        let run = self.synced(py)?;
         points(py, run.sim.particle_positions(), run.sim.dim())
     }
 
     /// Passive tracer positions (m), shape `(n, dim)`; empty where the method has none.
     fn tracers<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyArrayDyn<f32>>> {
-        let run = self.lock();
+        let run = self.synced(py)?;
         points(py, run.sim.tracer_positions(), run.sim.dim())
     }
 
@@ -318,7 +347,7 @@ impl Simulation {
         py: Python<'py>,
         name: &str,
     ) -> PyResult<Bound<'py, PyArrayDyn<f32>>> {
-        let run = self.lock();
+        let run = self.synced(py)?;
         let values = run.sim.particle_values(name).ok_or_else(|| {
             PyKeyError::new_err(format!(
                 "no particle value {name:?}; this simulation has {}",
@@ -333,6 +362,7 @@ impl Simulation {
     /// `(1 − (d/radius)²)²`, from the next step on. Methods that take no impulses raise `ValueError`.
     fn apply_impulse(&self, center: Vec<f64>, radius: f64, velocity: Vec<f64>) -> PyResult<()> {
         let mut run = self.lock();
+        run.sync().map_err(sim_error)?;
         run.sim
             .apply_impulse(&center, radius, &velocity)
             .map_err(sim_error)
@@ -341,7 +371,7 @@ impl Simulation {
     /// The CRC-32 of the simulation's saved state, the one its checkpoint file carries: equal for two
     /// simulations exactly when their states are equal bit for bit, but for a one-in-four-billion chance.
     fn checksum(&self, py: Python<'_>) -> PyResult<u32> {
-        let run = self.lock();
+        let run = self.synced(py)?;
         let state = run.sim.save_state().map_err(sim_error)?;
         Ok(py.detach(|| {
             let file = Checkpoint {

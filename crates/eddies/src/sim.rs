@@ -220,6 +220,14 @@ pub trait Simulation: Send {
         let _ = records;
         Ok(())
     }
+    /// Whether [`Simulation::complete_records`] fills in the quantities and clamps of the steps, which
+    /// [`Simulation::step`] then returns incomplete (the default, and what a driver must assume). `false`: the
+    /// records are complete when a step returns them, and `complete_records` only brings back the state
+    /// that the accessors read (the particles of a FLIP simulation left on the device between frames), so a
+    /// driver that reads nothing between steps may put the call off until it does.
+    fn completes_records_later(&self) -> bool {
+        true
+    }
 
     /// Names of the grid fields [`Simulation::field`] can return.
     fn field_names(&self) -> Vec<&'static str> {
