@@ -182,8 +182,8 @@ impl<const D: usize> FlipSim<D> {
     /// change on the CPU (an impulse, a fill, an obstacle, an emitter's first step). Until then, what reads
     /// the particles ([`Simulation::particle_positions`], [`particles`](Self::particles), the `surface`
     /// field, the checksum) sees them as of the last read; [`Simulation::save_state`] refuses. Off by
-    /// default; `eddies run`, the viewer and Python turn it on for the GPU backend. A device that cannot tally the
-    /// particles bit for bit (no double precision) has them read back each step as before.
+    /// default; `eddies run`, the viewer and Python turn it on for the GPU backend. A device that cannot
+    /// tally the particles bit for bit (no double precision) has them read back each step as before.
     pub fn read_particles_per_frame(&mut self, on: bool) {
         self.per_frame = on;
     }
