@@ -254,14 +254,14 @@ pub(super) fn tally_consts(positions: bool) -> String {
 }
 
 impl GpuTransfer {
-    /// The tallies of the particles kept for `owner`, chunk by chunk (see
+    /// The tally of the particles kept for `owner` (see
     /// [`TransferDevice::tally_kept`](eddies::flip::TransferDevice::tally_kept)); `None` without double
     /// precision or without particles kept for `owner`.
     pub(super) fn tally_kept_on<const D: usize>(
         &mut self,
         owner: KeptParticles,
         positions: bool,
-    ) -> Result<Option<Vec<Tally<D>>>, GpuError> {
+    ) -> Result<Option<Tally<D>>, GpuError> {
         let Some((o, n, _)) = self.kept else {
             return Ok(None);
         };
@@ -271,7 +271,7 @@ impl GpuTransfer {
         let start = Instant::now();
         let chunks = n.div_ceil(Tally::<D>::CHUNK as u64);
         if chunks == 0 {
-            return Ok(Some(Vec::new()));
+            return Ok(Some(Tally::EMPTY));
         }
         let bytes = chunks * TALLY_STRIDE * 8;
         if self.tallies.as_ref().is_none_or(|(b, _)| b.size() < bytes) {
@@ -304,22 +304,23 @@ impl GpuTransfer {
         )?;
         self.submit(&[launch], 0)?;
         let ran = Instant::now();
-        let mut values = vec![0.0f64; (chunks * TALLY_STRIDE) as usize];
+        // The chunks in chunk order, straight from the read-back.
+        let mut total = Tally::EMPTY;
         self.gpu.read_into(&[(out, 0, bytes)], |_, b| {
-            copy_bytes(bytemuck::cast_slice_mut(&mut values), b);
+            let chunk = |c: &[u8]| {
+                let v =
+                    |k: usize| f64::from_le_bytes(c[8 * k..8 * k + 8].try_into().expect("8 bytes"));
+                Tally {
+                    sum: std::array::from_fn(v),
+                    squares: v(3),
+                    // −1 stands for no particle's −∞ in the kernel.
+                    max2: if v(4) < 0.0 { f64::NEG_INFINITY } else { v(4) },
+                    positions: v(5),
+                }
+            };
+            total = Tally::fold(b.chunks_exact(8 * TALLY_STRIDE as usize).map(chunk));
         })?;
         self.times.record(start, start, ran);
-        Ok(Some(
-            values
-                .chunks_exact(TALLY_STRIDE as usize)
-                .map(|c| Tally {
-                    sum: std::array::from_fn(|a| c[a]),
-                    squares: c[3],
-                    // −1 stands for no particle's −∞ in the kernel.
-                    max2: if c[4] < 0.0 { f64::NEG_INFINITY } else { c[4] },
-                    positions: c[5],
-                })
-                .collect(),
-        ))
+        Ok(Some(total))
     }
 }

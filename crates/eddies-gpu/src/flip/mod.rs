@@ -504,7 +504,7 @@ impl<const D: usize> TransferDevice<D> for GpuTransfer {
         &mut self,
         owner: KeptParticles,
         positions: bool,
-    ) -> Result<Option<Vec<Tally<D>>>, String> {
+    ) -> Result<Option<Tally<D>>, String> {
         self.tally_kept_on(owner, positions)
             .map_err(|e| e.to_string())
     }
@@ -558,7 +558,7 @@ impl<const D: usize> TransferDevice<D> for SharedTransfer {
         &mut self,
         owner: KeptParticles,
         positions: bool,
-    ) -> Result<Option<Vec<Tally<D>>>, String> {
+    ) -> Result<Option<Tally<D>>, String> {
         let mut dev = self.0.lock().unwrap_or_else(|e| e.into_inner());
         TransferDevice::<D>::tally_kept(&mut *dev, owner, positions)
     }

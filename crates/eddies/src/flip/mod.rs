@@ -432,13 +432,12 @@ impl<const D: usize> FlipSim<D> {
         }
         let closed = self.cfg.boundary == Boundary::Closed;
         let device = self.transfer_device.as_mut().expect("a device keeps them");
-        let chunks = device
+        device
             .tally_kept(self.owner, closed)
             .map_err(|detail| SimError::Device {
                 step: self.steps + 1,
                 detail,
-            })?;
-        Ok(chunks.map(|c| Tally::fold(&c)))
+            })
     }
 
     /// The particles the device moved, back into `particles` (a no-op unless they are behind).

@@ -148,9 +148,8 @@ const TALLY_CHUNK: usize = 1024;
 /// lane 0; the lanes are combined in lane order and the chunks in chunk order, so the result does not depend
 /// on the thread count.
 ///
-/// A device that keeps the particles computes the same tallies chunk by chunk
-/// ([`TransferDevice::tally_kept`](super::TransferDevice::tally_kept)), and [`Tally::fold`] adds them up as
-/// the CPU does.
+/// A device that keeps the particles computes the same tallies chunk by chunk and adds them up with
+/// [`Tally::fold`] ([`TransferDevice::tally_kept`](super::TransferDevice::tally_kept)).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Tally<const D: usize> {
     /// Σv (m/s).
@@ -214,8 +213,8 @@ impl<const D: usize> Tally<D> {
     }
 
     /// The tally of all particles from those of their chunks, in chunk order: [`Tally::over`]'s last step.
-    pub fn fold(chunks: &[Self]) -> Self {
-        chunks.iter().fold(Self::EMPTY, |t, &c| t.then(c))
+    pub fn fold(chunks: impl IntoIterator<Item = Self>) -> Self {
+        chunks.into_iter().fold(Self::EMPTY, Self::then)
     }
 
     /// The tally of the particles `r`, lane by lane.

@@ -626,12 +626,11 @@ pub trait TransferDevice<const D: usize>: Send {
         Ok(false)
     }
 
-    /// The [`Tally`] of each chunk of the particles the device keeps for `owner`, in chunk order: chunks of
-    /// [`Tally::CHUNK`] particles in their kept order, each cut into [`Tally::LANES`] lanes and its lanes
-    /// combined as [`Tally::over`] does, positions added when `positions`, so that [`Tally::fold`] of them
-    /// has the bits of [`Tally::over`] of the particles [`read_kept`](Self::read_kept) would return.
-    /// `Ok(None)` when the device keeps none for `owner`, or cannot add in double precision: the simulation
-    /// then reads the particles back and tallies them itself.
+    /// [`Tally::over`] of the particles the device keeps for `owner` (positions added when `positions`), with
+    /// its bits: each chunk of [`Tally::CHUNK`] particles in their kept order cut into [`Tally::LANES`] lanes
+    /// and its lanes combined as [`Tally::over`] does, and the chunks by [`Tally::fold`]. `Ok(None)` when the
+    /// device keeps none for `owner`, or cannot add in double precision: the simulation then reads the
+    /// particles back and tallies them itself.
     ///
     /// # Errors
     /// What the device reported when it failed.
@@ -639,7 +638,7 @@ pub trait TransferDevice<const D: usize>: Send {
         &mut self,
         owner: KeptParticles,
         positions: bool,
-    ) -> Result<Option<Vec<Tally<D>>>, String> {
+    ) -> Result<Option<Tally<D>>, String> {
         let _ = (owner, positions);
         Ok(None)
     }
