@@ -15,8 +15,7 @@ struct Level {
     strides: vec4<u32>,
     // h² of the level (m²).
     h2: f32,
-    // Groups of unknowns without a Dirichlet neighbour (the coarsest level's null space).
-    null_groups: u32,
+    _pad: u32,
     // Where the level's entries start in the packed vectors of the V-cycle (`base`) and in its packed ghost
     // coefficients (`ghost_base`; 2·DIM per cell, coarse levels only).
     base: u32,
@@ -29,9 +28,12 @@ struct Cg {
     // 1/h² of the finest level (1/m²).
     scale: f64,
     tolerance: f64,
-    // Cells of the null space's group (0: the operator is regular).
-    null_size: f64,
-    _pad: f64,
+    // Groups of unknowns without a Dirichlet neighbour (0: the operator is regular), and the slots of their
+    // per-workgroup sums (`null.wgsl`).
+    null_groups: u32,
+    null_entries: u32,
+    _pad0: u32,
+    _pad1: u32,
     max_iterations: u32,
     // Partial sums that a pass over the finest level writes.
     partials: u32,
@@ -46,7 +48,6 @@ struct State {
     rz: f64,
     alpha: f64,
     beta: f64,
-    mean: f64,
     residual: f64,
     iteration: u32,
     // RUNNING, or why the solve stopped.

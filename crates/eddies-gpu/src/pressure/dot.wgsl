@@ -1,12 +1,11 @@
-// Partial sums of a · b over the finest level (MASKED: of a over the null space's group, for its mean).
+// Partial sums of a · b over the finest level.
 
 @group(0) @binding(0) var<uniform> cg: Cg;
 @group(0) @binding(1) var<storage, read> state: State;
 // read_write: the vectors share one scratch buffer, and a dispatch may bind a buffer read-only or writable, not both.
 @group(0) @binding(2) var<storage, read_write> a: array<f64>;
 @group(0) @binding(3) var<storage, read_write> b: array<f64>;
-@group(0) @binding(4) var<storage, read> labels: array<u32>;
-@group(0) @binding(5) var<storage, read_write> partials: array<f64>;
+@group(0) @binding(4) var<storage, read_write> partials: array<f64>;
 
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
@@ -15,13 +14,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     let i = thread_index(wid, nwg, lid);
     var term = 0.0lf;
     if live && i < cg.level.padded.w {
-        if MASKED {
-            if labels[i] == 0u {
-                term = a[i];
-            }
-        } else {
-            term = a[i] * b[i];
-        }
+        term = a[i] * b[i];
     }
     let total = workgroup_sum(lid, term);
     let g = group_index(wid, nwg);

@@ -23,7 +23,8 @@ struct Build {
 @group(0) @binding(3) var<storage, read_write> weights: array<f32>;
 @group(0) @binding(4) var<storage, read_write> diag: array<f32>;
 @group(0) @binding(5) var<storage, read_write> ghost: array<f32>;
-// The coarsest level's labels (0: in the null space's group; NO_LABEL: not), then as many words of work.
+// The coarsest level's labels (its group, 0, 1, …; NO_LABEL: none), then as many words of work, of which the
+// first receives the number of groups at the end.
 @group(0) @binding(6) var<storage, read_write> labels: array<atomic<u32>>;
 // The unknowns of each level (integer sums: their total does not depend on the order). The CPU's hierarchy
 // ends above the first level without one, and so does the device's cycle.
@@ -263,8 +264,8 @@ fn sync() {
 
 // Step 3, one workgroup over the coarsest level: each unknown takes the smallest index of its group (integer
 // minima until nothing changes, so the result does not depend on the order of the updates), each group that
-// touches a Dirichlet cell is marked at its root, and the unknowns of the unmarked group (one at most: the
-// device takes only problems whose finest level has one) are labelled 0.
+// touches a Dirichlet cell is marked at its root, and the unmarked groups are numbered in the order of their
+// roots, their first cells (as the CPU numbers them), by one thread.
 fn null_space(lid: u32) {
     let k = levels[build.coarse];
     let n = k.padded.w;
@@ -320,16 +321,27 @@ fn null_space(lid: u32) {
         }
     }
     sync();
-    for (var i = lid; i < n; i += WG) {
+    if lid != 0u {
+        return;
+    }
+    // A root comes before the other cells of its group: its number is set when they read it.
+    var groups = 0u;
+    for (var i = 0u; i < n; i++) {
         var label = NO_LABEL;
         if kind_at(k, i) == UNKNOWN {
             let root = atomicLoad(&labels[n + i]) & ~REACHED;
             if (atomicLoad(&labels[n + root]) & REACHED) == 0u {
-                label = 0u;
+                if root == i {
+                    label = groups;
+                    groups += 1u;
+                } else {
+                    label = atomicLoad(&labels[root]);
+                }
             }
         }
         atomicStore(&labels[i], label);
     }
+    atomicStore(&labels[n], groups);
 }
 
 @compute @workgroup_size(WG)

@@ -2,7 +2,8 @@
 // one workgroup: the same steps as `mg_level.wgsl` (`mg_common.wgsl`), each looped over a level's cells,
 // with barriers between them; the coarsest level is solved as on the CPU by SWEEPS/2 red-black sweeps red
 // first and as many black first, then the mean of each group of unknowns without a Dirichlet neighbour is
-// removed. Small levels cost a launch each more than their arithmetic; here they cost one launch together.
+// removed: `labels` holds each cell's group (0, 1, …; u32::MAX for none), then the number of groups. Small
+// levels cost a launch each more than their arithmetic; here they cost one launch together.
 
 @group(0) @binding(8) var<storage, read> labels: array<u32>;
 
@@ -60,22 +61,26 @@ fn main(@builtin(local_invocation_index) lid: u32) {
     sweep_level(lid, live, last, half, 0u);
     sweep_level(lid, live, last, half, 1u);
     if live && lid == 0u {
-        // In the fixed order of the cells, one group at a time.
+        // Each group's mean in the fixed order of the cells, summed where the level's t and b are free after
+        // its solve: group g's sum in t and its count in b, at the level's entry g.
         let c = levels[last];
-        for (var g = 0u; g < c.null_groups; g++) {
-            var sum = 0.0;
-            var n = 0u;
-            for (var i = 0u; i < c.padded.w; i++) {
-                if labels[i] == g {
-                    sum += x[c.base + i];
-                    n += 1u;
-                }
+        let n = c.padded.w;
+        let groups = labels[n];
+        for (var g = 0u; g < groups; g++) {
+            t[c.base + g] = 0.0;
+            b[c.base + g] = 0.0;
+        }
+        for (var i = 0u; i < n; i++) {
+            let g = labels[i];
+            if g < groups {
+                t[c.base + g] += x[c.base + i];
+                b[c.base + g] += 1.0;
             }
-            let mean = sum / f32(max(n, 1u));
-            for (var i = 0u; i < c.padded.w; i++) {
-                if labels[i] == g {
-                    x[c.base + i] -= mean;
-                }
+        }
+        for (var i = 0u; i < n; i++) {
+            let g = labels[i];
+            if g < groups {
+                x[c.base + i] -= t[c.base + g] / max(b[c.base + g], 1.0);
             }
         }
     }

@@ -23,8 +23,11 @@
 //!   a fixed order, and no kernel writes a cell that another thread of the same pass reads: a solve repeats
 //!   bit for bit on one device. Red-black Gauss–Seidel updates one colour per pass (per barrier in one
 //!   workgroup).
-//! * **Null space.** A closed container's constant pressure is removed as on the CPU when the unknowns form
-//!   one such group; with several (separate pockets of liquid sealed by walls), the CPU solves.
+//! * **Null space.** Where groups of unknowns touch no Dirichlet cell (a closed container full of liquid;
+//!   the volume correction's bodies of liquid, each sealed by the air it treats as a wall), each group's
+//!   mean is removed as on the CPU: on the finest level by per-workgroup sums that each group's workgroups
+//!   then add in a fixed order (`null.wgsl`, its index built on the host, [`null`]), on the coarsest by one
+//!   thread in cell order (`mg_small.wgsl`).
 
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -40,12 +43,16 @@ use crate::device::{
     copy_bytes, fold_groups, Bindable, BufferRange, Gpu, GpuError, Launch, Scratch,
 };
 
+mod null;
+use null::{null_index, NullIndex};
+
 const COMMON: &str = include_str!("common.wgsl");
 const APPLY: &str = include_str!("apply.wgsl");
 const DOT: &str = include_str!("dot.wgsl");
 const REDUCE: &str = include_str!("reduce.wgsl");
 const UPDATE: &str = include_str!("update.wgsl");
 const ELEMENTWISE: &str = include_str!("elementwise.wgsl");
+const NULL: &str = include_str!("null.wgsl");
 const INCOMPLETE_POISSON: &str = include_str!("incomplete_poisson.wgsl");
 const MG_LOAD: &str = include_str!("mg_load.wgsl");
 const MG_COMMON: &str = include_str!("mg_common.wgsl");
@@ -60,23 +67,28 @@ const MAX_FIRST_BATCH: usize = 256;
 /// Every kernel with the constants its variants take (for the tests that compile them without a GPU); the
 /// V-cycle's kernels come after `mg_common.wgsl`.
 #[cfg(test)]
-const KERNELS: [(&str, &str, &[&str]); 11] = [
+const KERNELS: [(&str, &str, &[&str]); 12] = [
     (
         "apply",
         APPLY,
         &["const MODE: u32 = 0u;", "const MODE: u32 = 1u;"],
     ),
-    (
-        "dot",
-        DOT,
-        &["const MASKED: bool = false;", "const MASKED: bool = true;"],
-    ),
+    ("dot", DOT, &[""]),
     ("reduce", REDUCE, &["const ACTION: u32 = 4u;"]),
     ("update", UPDATE, &[""]),
     (
         "elementwise",
         ELEMENTWISE,
-        &["const OP: u32 = 0u;", "const OP: u32 = 3u;"],
+        &["const OP: u32 = 0u;", "const OP: u32 = 2u;"],
+    ),
+    (
+        "null",
+        NULL,
+        &[
+            "const OP: u32 = 0u;",
+            "const OP: u32 = 1u;",
+            "const OP: u32 = 2u;",
+        ],
     ),
     (
         "incomplete-poisson",
@@ -158,7 +170,7 @@ struct LevelUniform {
     padded: [u32; 4],
     strides: [u32; 4],
     h2: f32,
-    null_groups: u32,
+    _pad: u32,
     base: u32,
     ghost_base: u32,
 }
@@ -170,8 +182,9 @@ struct CgUniform {
     level: LevelUniform,
     scale: f64,
     tolerance: f64,
-    null_size: f64,
-    _pad: f64,
+    null_groups: u32,
+    null_entries: u32,
+    _pad: [u32; 2],
     max_iterations: u32,
     partials: u32,
     identity: u32,
@@ -186,7 +199,6 @@ struct State {
     rz: f64,
     alpha: f64,
     beta: f64,
-    mean: f64,
     residual: f64,
     iteration: u32,
     done: u32,
@@ -211,13 +223,16 @@ const FIRST_RZ: u32 = 2;
 const ALPHA: u32 = 3;
 const RESIDUAL: u32 = 4;
 const BETA: u32 = 5;
-const MEAN: u32 = 6;
 
 // `OP` of `elementwise.wgsl`.
 const XPBY: u32 = 0;
 const COPY: u32 = 1;
-const SUBTRACT_MEAN: u32 = 2;
-const JACOBI: u32 = 3;
+const JACOBI: u32 = 2;
+
+// `OP` of `null.wgsl`.
+const NULL_SUMS: u32 = 0;
+const NULL_MEANS: u32 = 1;
+const NULL_SUBTRACT: u32 = 2;
 
 /// Workgroups for one thread per entry of a vector of `n`, folded into two dimensions of at most `per_axis`
 /// each, and how many of them there are.
@@ -231,7 +246,6 @@ fn groups_for(n: u64, per_axis: u32) -> ([u32; 3], u32) {
 fn level_uniform<const D: usize>(
     l: &Layout<D>,
     spacing: f64,
-    null_groups: usize,
     base: u64,
     ghost_base: u64,
 ) -> LevelUniform {
@@ -240,7 +254,7 @@ fn level_uniform<const D: usize>(
         padded: [1; 4],
         strides: [0; 4],
         h2: (spacing * spacing) as f32,
-        null_groups: null_groups as u32,
+        _pad: 0,
         base: base as u32,
         ghost_base: ghost_base as u32,
     };
@@ -312,7 +326,11 @@ struct Finest {
     history: wgpu::Buffer,
     partials: wgpu::Buffer,
     diag: wgpu::Buffer,
+    /// Each cell's group of the null space (`u32::MAX`: none).
     labels: wgpu::Buffer,
+    /// The null space's index (`null.wgsl`, [`null`]) and its sums and means.
+    null_index: wgpu::Buffer,
+    null_sums: wgpu::Buffer,
     /// The Krylov vectors, ranges of the solver's [`Scratch`] (of its generation `generation`).
     x: BufferRange,
     r: BufferRange,
@@ -353,8 +371,6 @@ pub struct GpuPoisson {
     gpu: Arc<Gpu>,
     finest: Option<Finest>,
     hierarchy: Option<Hierarchy>,
-    /// A 4-byte buffer bound where a kernel's variant reads nothing.
-    dummy: wgpu::Buffer,
     /// Workgroups per dimension of a launch (the adapter's limit): larger launches fold into two.
     per_axis: u32,
     /// What the solves since the last [`take_times`](Self::take_times) took.
@@ -374,6 +390,8 @@ pub struct GpuPoisson {
     small_cells: u64,
     /// The finest level's cell kinds as bytes, for the upload.
     kind_bytes: Vec<u8>,
+    /// The null space's groups and slots of the operator in the buffers ([`NullIndex`]).
+    null: (u32, u32),
 }
 
 /// What a [`Plan`]'s launches depend on: the dimension, the preconditioner, the null space, and the buffers
@@ -383,6 +401,9 @@ struct PlanKey {
     dim: usize,
     kind: PreconditionerKind,
     singular: bool,
+    /// Workgroups of the null space's means: its groups rounded up to a power of two (the launch's extra
+    /// workgroups return at once), so that a new operator re-records the plan only when they double.
+    null_groups: u32,
     per_axis: u32,
     small_cells: u64,
     /// The V-cycle's sweeps on every level and on the coarsest.
@@ -412,7 +433,6 @@ impl GpuPoisson {
                 gpu.adapter().name
             )));
         }
-        let dummy = gpu.buffer("pressure dummy", 8);
         let per_axis = gpu.limits().max_compute_workgroups_per_dimension;
         let small_cells = if gpu.adapter().software {
             SMALL_CELLS
@@ -425,11 +445,11 @@ impl GpuPoisson {
             gpu,
             finest: None,
             hierarchy: None,
-            dummy,
             times: SolveTimes::default(),
             uploaded: None,
             plan: None,
             kind_bytes: Vec::new(),
+            null: (0, 0),
             scratch: Scratch::new(),
         })
     }
@@ -474,6 +494,8 @@ impl GpuPoisson {
                 f.cells,
                 f.history.size(),
                 f.labels.size(),
+                f.null_index.size(),
+                f.null_sums.size(),
                 f.separate_z as u64,
                 f.generation,
             ]);
@@ -489,10 +511,19 @@ impl GpuPoisson {
     /// the Krylov vectors.
     pub fn bytes(&self) -> u64 {
         let finest = self.finest.as_ref().map_or(0, |f| {
-            [&f.cg, &f.state, &f.history, &f.partials, &f.diag, &f.labels]
-                .iter()
-                .map(|b| b.size())
-                .sum::<u64>()
+            [
+                &f.cg,
+                &f.state,
+                &f.history,
+                &f.partials,
+                &f.diag,
+                &f.labels,
+                &f.null_index,
+                &f.null_sums,
+            ]
+            .iter()
+            .map(|b| b.size())
+            .sum::<u64>()
         });
         let levels: u64 = self.hierarchy.as_ref().map_or(0, |h| {
             [
@@ -599,6 +630,8 @@ impl GpuPoisson {
                 partials: gpu.buffer("pressure partials", 8 * partials as u64),
                 diag: gpu.buffer("pressure diagonal", 4 * diag_cells),
                 labels: gpu.buffer("pressure null space", labels),
+                null_index: gpu.buffer("pressure null space index", 16),
+                null_sums: gpu.buffer("pressure null space sums", 16),
                 x: vector(0),
                 r: vector(1),
                 p: vector(2),
@@ -695,20 +728,7 @@ impl GpuPoisson {
         for (l, d) in h.dims.iter().enumerate() {
             let layout = Layout::new(std::array::from_fn::<_, D, _>(|a| d[a]));
             let spacing = op.spacing() * (1u64 << l) as f64;
-            // Only the coarsest level in use reads its groups: the finest level's own, or on a coarse level
-            // the one group that a problem the device takes can have.
-            let groups = if l == 0 {
-                groups.len()
-            } else {
-                singular as usize
-            };
-            uniforms.push(level_uniform(
-                &layout,
-                spacing,
-                groups,
-                h.base[l],
-                h.ghost_base[l],
-            ));
+            uniforms.push(level_uniform(&layout, spacing, h.base[l], h.ghost_base[l]));
         }
         self.gpu.write(&h.levels, &uniforms);
         let kinds = op.kinds();
@@ -738,13 +758,17 @@ impl GpuPoisson {
         let counts: Vec<u32> =
             bytemuck::pod_collect_to_vec(&self.gpu.read(&[(&h.counts, 0, 4 * levels as u64)])?[0]);
         let used = 1 + counts[1..].iter().take_while(|&&c| c > 0).count();
-        // The labels of the coarsest level in use, and as many words of work; the geometric coarsest level's
-        // unless a level without unknowns ends the hierarchy earlier.
+        // The labels of the coarsest level in use, then the number of its groups, which the cycle reads
+        // (`mg_small.wgsl`): 0 for a regular problem. A singular one's labelling takes as many words of work
+        // as labels, the first of which receives the number. The coarsest level in use is the geometric
+        // coarsest level unless a level without unknowns ends the hierarchy earlier.
+        let n = h.cells[used - 1];
         let need = match used {
-            1 => 4 * h.cells[0],
-            _ => 8 * h.cells[used - 1],
+            1 => 4 * n + 4,
+            _ if singular => 8 * n,
+            _ => 4 * n + 4,
         };
-        if singular && h.labels.size() < need {
+        if h.labels.size() < need {
             let gpu = self.gpu.clone();
             let labels =
                 gpu.allocating("the multigrid levels", || gpu.buffer("mg null space", need))?;
@@ -755,18 +779,20 @@ impl GpuPoisson {
             h.label = None;
         }
         let h = self.hierarchy.as_ref().expect("made before");
-        if singular {
-            if used == 1 {
-                self.gpu.write(&h.labels, labels);
-            } else {
-                if h.label.as_ref().is_none_or(|(l, _)| *l != used - 1) {
-                    let launch = self.build_step::<D>(3, used - 1, outside, WG)?;
-                    self.hierarchy.as_mut().expect("made before").label = Some((used - 1, launch));
-                }
-                let h = self.hierarchy.as_ref().expect("made before");
-                let (_, launch) = h.label.as_ref().expect("recorded above");
-                self.submit(&[std::slice::from_ref(launch)]);
+        let count = |groups: usize| bytemuck::bytes_of(&(groups as u32)).to_vec();
+        if !singular {
+            self.gpu.write_at(&h.labels, 4 * n, &count(0));
+        } else if used == 1 {
+            self.gpu.write(&h.labels, labels);
+            self.gpu.write_at(&h.labels, 4 * n, &count(groups.len()));
+        } else {
+            if h.label.as_ref().is_none_or(|(l, _)| *l != used - 1) {
+                let launch = self.build_step::<D>(3, used - 1, outside, WG)?;
+                self.hierarchy.as_mut().expect("made before").label = Some((used - 1, launch));
             }
+            let h = self.hierarchy.as_ref().expect("made before");
+            let (_, launch) = h.label.as_ref().expect("recorded above");
+            self.submit(&[std::slice::from_ref(launch)]);
         }
         let h = self.hierarchy.as_mut().expect("made before");
         h.singular = singular;
@@ -852,6 +878,34 @@ impl GpuPoisson {
         );
     }
 
+    /// Writes the null space's `index` into the finest level's buffers, growing them where it does not fit:
+    /// the index, and the sums of its slots and groups.
+    fn upload_null_index(&mut self, index: &NullIndex) -> Result<(), GpuError> {
+        let gpu = self.gpu.clone();
+        let f = self.finest.as_mut().expect("buffers of a solve");
+        let words = 4 * index.words.len() as u64;
+        let sums = 8 * (index.entries as u64 + index.groups as u64);
+        gpu.check_binding("the null space's index", words)?;
+        if f.null_index.size() < words || f.null_sums.size() < sums {
+            let (i, s) = gpu.allocating("the null space's index", || {
+                (
+                    gpu.buffer(
+                        "pressure null space index",
+                        words.max(f.null_index.size()).next_power_of_two(),
+                    ),
+                    gpu.buffer(
+                        "pressure null space sums",
+                        sums.max(f.null_sums.size()).next_power_of_two(),
+                    ),
+                )
+            })?;
+            f.null_index = i;
+            f.null_sums = s;
+        }
+        gpu.write(&f.null_index, &index.words);
+        Ok(())
+    }
+
     /// Reads the solve's state.
     fn state(&self) -> Result<State, GpuError> {
         let f = self.finest.as_ref().expect("buffers of a solve");
@@ -871,13 +925,10 @@ impl GpuPoisson {
         let kind = solver.preconditioner();
         let op = solver.operator();
         let (labels, groups) = op.null_space();
-        if groups.len() > 1
-            || matches!(
-                kind,
-                PreconditionerKind::IncompleteCholesky
-                    | PreconditionerKind::ModifiedIncompleteCholesky
-            )
-        {
+        if matches!(
+            kind,
+            PreconditionerKind::IncompleteCholesky | PreconditionerKind::ModifiedIncompleteCholesky
+        ) {
             return Ok(Ok(None));
         }
         let params = solver.params;
@@ -905,7 +956,7 @@ impl GpuPoisson {
         }
         let start = Instant::now();
         let cells = n as u64;
-        let singular = groups.len() == 1;
+        let singular = !groups.is_empty();
         match &mg {
             Some(p) => self.hierarchy(op.layout().dims, p)?,
             None => self.hierarchy = None,
@@ -919,17 +970,27 @@ impl GpuPoisson {
             kind == PreconditionerKind::IncompletePoisson,
         )?;
         let (grid, partials) = groups_for(cells, self.per_axis);
+        let fresh = self.uploaded != Some(solver.operator_id());
+        if fresh {
+            self.null = (0, 0);
+            if singular {
+                let index = null_index(labels, groups, WG as usize);
+                self.upload_null_index(&index)?;
+                self.null = (index.groups, index.entries);
+            }
+        }
         let f = self.finest.as_ref().expect("just made");
         let gpu = &self.gpu;
         let identity = kind == PreconditionerKind::None;
         gpu.write(
             &f.cg,
             &[CgUniform {
-                level: level_uniform(op.layout(), op.spacing(), 0, 0, 0),
+                level: level_uniform(op.layout(), op.spacing(), 0, 0),
                 scale: op.scale(),
                 tolerance: params.tolerance,
-                null_size: groups.first().copied().unwrap_or(0) as f64,
-                _pad: 0.0,
+                null_groups: self.null.0,
+                null_entries: self.null.1,
+                _pad: [0; 2],
                 max_iterations: params.max_iterations as u32,
                 partials,
                 identity: identity as u32,
@@ -939,7 +1000,6 @@ impl GpuPoisson {
         gpu.write(&f.state, &[State::default()]);
         gpu.write_at(&f.r.buffer, f.r.offset, bytemuck::cast_slice(b));
         gpu.write_at(&f.x.buffer, f.x.offset, bytemuck::cast_slice(x));
-        let fresh = self.uploaded != Some(solver.operator_id());
         if fresh {
             gpu.write(&f.diag, op.diagonal_units());
             if singular {
@@ -959,6 +1019,7 @@ impl GpuPoisson {
             dim: D,
             kind,
             singular,
+            null_groups: self.null.0.next_power_of_two(),
             per_axis: self.per_axis,
             small_cells: self.small_cells,
             sweeps: mg.map(|p| (p.pre_sweeps as u32, p.coarsest_sweeps as u32)),
@@ -1102,9 +1163,9 @@ impl GpuPoisson {
                 "dot",
                 DOT,
                 true,
-                "const MASKED: bool = false;",
+                "",
                 grid,
-                &[&f.cg, &f.state, a, b, &self.dummy, &f.partials],
+                &[&f.cg, &f.state, a, b, &f.partials],
             )
         };
         let elementwise = |op: u32, gated: bool, s: &dyn Bindable, target: &dyn Bindable| {
@@ -1114,26 +1175,33 @@ impl GpuPoisson {
                 gated,
                 &format!("const OP: u32 = {op}u;"),
                 grid,
-                &[&f.cg, &f.state, s, &f.diag, &f.labels, target],
+                &[&f.cg, &f.state, s, &f.diag, target],
             )
         };
-        // v −= its mean over the null space's group.
+        // v −= its mean over each group of the null space (`null.wgsl`): the groups' sums per workgroup,
+        // their means (a workgroup per group), the subtraction.
         let remove_mean = |v: &dyn Bindable, gated: bool| -> Result<Vec<Launch>, GpuError> {
             if !singular {
                 return Ok(Vec::new());
             }
-            Ok(vec![
+            let groups = fold_groups(key.null_groups as u64, self.per_axis);
+            [
+                (NULL_SUMS, grid),
+                (NULL_MEANS, groups),
+                (NULL_SUBTRACT, grid),
+            ]
+            .into_iter()
+            .map(|(op, over)| {
                 self.launch::<D>(
-                    "dot",
-                    DOT,
+                    "null",
+                    NULL,
                     gated,
-                    "const MASKED: bool = true;",
-                    grid,
-                    &[&f.cg, &f.state, v, &self.dummy, &f.labels, &f.partials],
-                )?,
-                reduce(MEAN, gated)?,
-                elementwise(SUBTRACT_MEAN, gated, &self.dummy, v)?,
-            ])
+                    &format!("const OP: u32 = {op}u;"),
+                    over,
+                    &[&f.cg, &f.state, v, &f.labels, &f.null_index, &f.null_sums],
+                )
+            })
+            .collect()
         };
         let identity = kind == PreconditionerKind::None;
         // z = M⁻¹ r (without its null-space part), rᵀz reduced with `action`, and the direction set from z by
@@ -1216,7 +1284,7 @@ impl GpuPoisson {
                 true,
                 &format!("const OP: u32 = {JACOBI}u;"),
                 grid,
-                &[&f.cg, &f.state, &f.r, &f.diag, &f.labels, &f.z],
+                &[&f.cg, &f.state, &f.r, &f.diag, &f.z],
             )?]),
             PreconditionerKind::IncompletePoisson => {
                 // q is free between the update and the next product.
@@ -1470,6 +1538,6 @@ mod tests {
     fn uniforms_match_the_shaders() {
         assert_eq!(std::mem::size_of::<LevelUniform>(), 64);
         assert_eq!(std::mem::size_of::<CgUniform>(), 112);
-        assert_eq!(std::mem::size_of::<State>(), 64);
+        assert_eq!(std::mem::size_of::<State>(), 56);
     }
 }

@@ -8,7 +8,6 @@ const FIRST_RZ: u32 = 2u;   // rᵀz of the first preconditioned residual
 const ALPHA: u32 = 3u;      // α = rᵀz / pᵀAp
 const RESIDUAL: u32 = 4u;   // the iteration's residual from r · r; the stopping rule
 const BETA: u32 = 5u;       // β = rᵀz (new) / rᵀz
-const MEAN: u32 = 6u;       // the null space's group mean
 
 @group(0) @binding(0) var<uniform> cg: Cg;
 @group(0) @binding(1) var<storage, read_write> state: State;
@@ -91,12 +90,9 @@ fn main(@builtin(local_invocation_index) lid: u32) {
                 state.rz = total;
             }
         }
-        case 5u: { // BETA
+        default: { // BETA
             state.beta = total / state.rz;
             state.rz = total;
-        }
-        default: { // MEAN
-            state.mean = total / cg.null_size;
         }
     }
 }

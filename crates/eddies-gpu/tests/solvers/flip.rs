@@ -534,3 +534,46 @@ fn changes_between_steps_start_from_the_particles_the_device_moved() {
     }
     assert_eq!(each.1, per_frame.1, "particle state");
 }
+
+/// Two columns of liquid at the two ends of a closed tank: the volume correction, which treats the air as a
+/// wall, solves for two closed bodies, each a group of its operator's null space. The device takes every
+/// volume correction as well as every projection (it handed the corrections with two bodies or more back to
+/// the CPU until it removed each group's mean).
+#[test]
+fn separate_bodies_are_corrected_on_the_device() {
+    let Some(gpu) = super::gpu() else {
+        return;
+    };
+    let dev = SharedPoisson(std::sync::Arc::new(std::sync::Mutex::new(
+        GpuPoisson::new(gpu.clone()).unwrap(),
+    )));
+    let cfg = FlipConfig::<3> {
+        resolution: [24, 12, 8],
+        cell_size: 1.0 / 12.0,
+        ..FlipConfig::default()
+    };
+    let mut sim = FlipSim::new(cfg).unwrap();
+    for x in [0.0, 1.6] {
+        sim.fill(
+            &Shape::Box {
+                min: DVec3::new(x, 0.0, 0.0),
+                max: DVec3::new(x + 0.4, 0.7, 0.67),
+            },
+            [0.0; 3],
+        );
+    }
+    sim.set_pressure_device(Box::new(dev.clone()));
+    let mut substeps = 0;
+    for _ in 0..4 {
+        let dt = sim.max_dt(1.0);
+        substeps += sim.step(dt).unwrap().substeps as usize;
+    }
+    // Each substep's projection and volume correction: these columns have some excess to correct at every
+    // substep (a correction without any solves nothing).
+    let solves = dev.0.lock().unwrap().take_times().solves;
+    assert_eq!(
+        solves,
+        2 * substeps,
+        "solves on the device in {substeps} substeps"
+    );
+}
