@@ -45,7 +45,7 @@ bench vpm-gpu-direct-sum 60
 bench flip-gpu-dam-break 150
 bench flip-gpu-pressure-tank 90
 # The stages moved to the device since the last hardware run, each against the CPU.
-bench flip-gpu-pressure-bodies 45
+bench flip-gpu-pressure-bodies 90
 bench vpm-gpu-splat 30
 bench vpm-gpu-gaussian-splat 30
 bench vpm-gpu-sampling 30

@@ -4,7 +4,8 @@
 // 0: the cell kinds, four cells (one packed word) per thread, and the level's unknowns counted;
 // 1: the Dirichlet link weights and the diagonal, a cell per thread;
 // 2: the ghost coefficients, a cell per thread;
-// 3: the coarsest level's null space (its unknowns out of reach of every Dirichlet cell), in one workgroup.
+// 3: the coarsest level's null space (its unknowns out of reach of every Dirichlet cell), in one workgroup;
+// 4: the finest level's diagonal (build.coarse = 0), a cell per thread.
 // Every step reads only what an earlier launch wrote, so the result depends on nothing but the finest level.
 
 struct Build {
@@ -262,6 +263,21 @@ fn sync() {
     workgroupBarrier();
 }
 
+// Step 4: the finest level's diagonal as the CPU's operator has it (poisson.rs, from_kinds): an unknown's
+// neighbours that are not solid, every link of weight 1 there; 0 off the unknowns. A small integer, exact in
+// f32 whatever the order of the sum, so the host need not send it.
+fn finest_diagonal(i: u32) {
+    let l = levels[0];
+    var sum = 0u;
+    if kind_at(l, i) == UNKNOWN {
+        for (var a = 0u; a < DIM; a++) {
+            let st = l.strides[a];
+            sum += u32(kind_at(l, i - st) != SOLID) + u32(kind_at(l, i + st) != SOLID);
+        }
+    }
+    diag[i] = f32(sum);
+}
+
 // Step 3, one workgroup over the coarsest level: each unknown takes the smallest index of its group (integer
 // minima until nothing changes, so the result does not depend on the order of the updates), each group that
 // touches a Dirichlet cell is marked at its root, and the unmarked groups are numbered in the order of their
@@ -365,8 +381,13 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
                 ghosts(i);
             }
         }
-        default: {
+        case 3u: {
             null_space(lid);
+        }
+        default: {
+            if i < cells {
+                finest_diagonal(i);
+            }
         }
     }
 }

@@ -130,6 +130,7 @@ const KERNELS: [(&str, &str, &[&str]); 12] = [
             "const OP: u32 = 1u;",
             "const OP: u32 = 2u;",
             "const OP: u32 = 3u;",
+            "const OP: u32 = 4u;",
         ],
     ),
 ];
@@ -559,9 +560,8 @@ impl GpuPoisson {
                 ranges.push((&h.ghost, 4 * h.ghost_base[l], 4 * ghost_len(l)));
             }
         }
-        if h.singular {
-            ranges.push((&h.labels, 0, 4 * h.cells[last]));
-        }
+        // The coarsest level's labels and, after them, the number of its groups that the cycle reads.
+        ranges.push((&h.labels, 0, 4 * h.cells[last] + 4));
         let mut bytes = self.gpu.read(&ranges)?.into_iter();
         let mut levels = Vec::with_capacity(last + 1);
         for l in 0..=last {
@@ -575,9 +575,13 @@ impl GpuPoisson {
                 diagonal_units,
                 ghost,
                 labels: None,
+                groups: None,
             });
         }
-        levels[last].labels = bytes.next().map(|b| bytemuck::pod_collect_to_vec(&b));
+        let mut words: Vec<u32> = bytemuck::pod_collect_to_vec(&bytes.next().expect("read"));
+        let groups = words.pop().expect("the count");
+        levels[last].groups = Some(groups);
+        levels[last].labels = h.singular.then_some(words);
         Ok(Some(levels))
     }
 
@@ -742,7 +746,9 @@ impl GpuPoisson {
         self.gpu.write(&h.counts, &vec![0u32; levels]);
         let build_key = (outside, self.buffer_sizes());
         if h.build.is_empty() || h.build_key != build_key {
-            let mut build = Vec::new();
+            // The finest level's diagonal from its kinds (the host sends the kinds, a byte a cell, instead of
+            // the diagonal's four), then each coarse level from the one above it.
+            let mut build = vec![self.build_step::<D>(4, 0, outside, h.cells[0])?];
             for l in 1..levels {
                 build.push(self.build_step::<D>(0, l, outside, h.cells[l].div_ceil(4))?);
                 build.push(self.build_step::<D>(1, l, outside, h.cells[l])?);
@@ -800,8 +806,8 @@ impl GpuPoisson {
         Ok(())
     }
 
-    /// A launch of step `op` of `mg_build.wgsl` building level `coarse` (from the one above it) over
-    /// `threads` threads.
+    /// A launch of step `op` of `mg_build.wgsl` building level `coarse` (from the one above it; the finest
+    /// level, 0, from its own kinds) over `threads` threads.
     fn build_step<const D: usize>(
         &self,
         op: u32,
@@ -815,8 +821,10 @@ impl GpuPoisson {
             .as_ref()
             .expect("the hierarchy of a multigrid solve");
         let uniform = self.gpu.uniform::<[u32; 4]>("mg build");
-        self.gpu
-            .write(&uniform, &[[coarse as u32 - 1, coarse as u32, outside, 0]]);
+        self.gpu.write(
+            &uniform,
+            &[[coarse.saturating_sub(1) as u32, coarse as u32, outside, 0]],
+        );
         let groups = if op == 3 {
             [1, 1, 1]
         } else {
@@ -832,7 +840,7 @@ impl GpuPoisson {
                 &uniform, &h.levels, &h.kinds, &h.weights, &f.diag, &h.ghost, &h.labels, &h.counts,
             ],
         )?;
-        const STEPS: [&str; 4] = ["kinds", "weights", "ghosts", "null space"];
+        const STEPS: [&str; 5] = ["kinds", "weights", "ghosts", "null space", "diagonal"];
         launch.name = format!("mg-build {} of level {coarse}", STEPS[op as usize]);
         launch.keep = Some(uniform);
         Ok(launch)
@@ -972,12 +980,14 @@ impl GpuPoisson {
         let (grid, partials) = groups_for(cells, self.per_axis);
         let fresh = self.uploaded != Some(solver.operator_id());
         if fresh {
-            self.null = (0, 0);
-            if singular {
+            let index = if singular {
                 let index = null_index(labels, groups, WG as usize);
                 self.upload_null_index(&index)?;
-                self.null = (index.groups, index.entries);
-            }
+                index
+            } else {
+                NullIndex::default()
+            };
+            self.null = (index.groups, index.entries);
         }
         let f = self.finest.as_ref().expect("just made");
         let gpu = &self.gpu;
@@ -1001,7 +1011,10 @@ impl GpuPoisson {
         gpu.write_at(&f.r.buffer, f.r.offset, bytemuck::cast_slice(b));
         gpu.write_at(&f.x.buffer, f.x.offset, bytemuck::cast_slice(x));
         if fresh {
-            gpu.write(&f.diag, op.diagonal_units());
+            // With multigrid the device derives the diagonal from the cell kinds it builds the hierarchy from.
+            if mg.is_none() {
+                gpu.write(&f.diag, op.diagonal_units());
+            }
             if singular {
                 gpu.write(&f.labels, labels);
             }
@@ -1476,9 +1489,13 @@ pub struct BuiltLevel {
     /// As [`Multigrid::ghost_coefficients`](eddies::linsolve::Multigrid::ghost_coefficients) (empty on the
     /// finest level).
     pub ghost: Vec<f32>,
-    /// On the coarsest level of a problem with a null space: 0 for each unknown of the null space's group,
-    /// `u32::MAX` elsewhere (a single level keeps the finest level's labels).
+    /// On the coarsest level of a problem with a null space: the group of each cell (0, 1, … in the order of
+    /// their first cells, as the CPU numbers them), `u32::MAX` off the groups (a single level keeps the
+    /// finest level's labels).
     pub labels: Option<Vec<u32>>,
+    /// On the coarsest level: the number of groups whose means the V-cycle removes there (0 for a problem
+    /// without a null space).
+    pub groups: Option<u32>,
 }
 
 /// A [`GpuPoisson`] that a simulation and its caller share (a benchmark reads its times between steps).

@@ -210,8 +210,8 @@ fn a_closed_tank_is_solved_without_its_constant() {
 }
 
 /// The volume correction's problem: the air counted as a wall, so that each body of liquid is a group of
-/// unknowns without a Dirichlet neighbour: a pool, blocks of two to three cells a side above it (droplets),
-/// one sealed pocket behind the pillar. `dims` cells.
+/// unknowns without a Dirichlet neighbour: a pool, and blocks of two to three cells a side above it
+/// (droplets). `dims` cells.
 fn bodies<const D: usize>(dims: [usize; D]) -> Grid<CellFlag, D> {
     Grid::from_fn(dims, [0.0; D], 0.05, |_, c| {
         let block = |a: usize| c[a] % 6 < 2 + (c[a] / 6) % 2;
@@ -279,6 +279,48 @@ where
     }
     assert!(runs[0] == runs[1], "two runs differ");
     sizes.len()
+}
+
+/// A solve without a null space after one with many groups on the same buffers: the count of groups that
+/// the V-cycle reads on the coarsest level is the new problem's (none), not the one left behind, so the
+/// solve has the bits it has on a device that solved nothing before.
+#[test]
+fn a_regular_solve_after_a_singular_one_keeps_its_bits() {
+    let Some(gpu) = gpu() else { return };
+    let dims = [24, 20, 14];
+    // Liquid everywhere, open all round: every level down to the coarsest has unknowns, as the bodies' have.
+    let regular = PoissonSolver::from_flags(
+        &Grid::new(dims, [0.0; 3], 0.05, CellFlag::Fluid),
+        DomainBoundary::Open,
+        PreconditionerKind::Multigrid,
+        PARAMS,
+    )
+    .unwrap();
+    let singular = PoissonSolver::from_flags(
+        &bodies(dims),
+        DomainBoundary::Solid,
+        PreconditionerKind::Multigrid,
+        PARAMS,
+    )
+    .unwrap();
+    assert!(!regular.operator().is_singular() && singular.operator().is_singular());
+    let b = rhs(&regular);
+    let solve = |dev: &mut GpuPoisson| {
+        let mut x = vec![0.0; b.len()];
+        PoissonDevice::<3>::solve(dev, &regular, &b, &mut x)
+            .unwrap()
+            .unwrap();
+        x.iter().map(|v| v.to_bits()).collect::<Vec<_>>()
+    };
+    let fresh = solve(&mut GpuPoisson::new(gpu.clone()).unwrap());
+    let mut used = GpuPoisson::new(gpu.clone()).unwrap();
+    let c = rhs(&singular);
+    let mut y = vec![0.0; c.len()];
+    PoissonDevice::<3>::solve(&mut used, &singular, &c, &mut y)
+        .unwrap()
+        .unwrap();
+    let again = solve(&mut used);
+    assert!(again == fresh, "the singular solve before changed the bits");
 }
 
 /// Run to run, the same bits; and a zero right-hand side gives zero at once.
@@ -502,6 +544,11 @@ where
     }
     let last = cpu.levels() - 1;
     let (labels, groups) = cpu.level_operator(last).null_space();
+    assert_eq!(
+        built[last].groups,
+        Some(groups.len() as u32),
+        "the groups the cycle reads on the coarsest level"
+    );
     if last > 0 {
         match &built[last].labels {
             Some(device) => {
@@ -571,8 +618,11 @@ fn launches_fold_beyond_the_workgroup_limit() {
         GpuPoisson::new(gpu).unwrap()
     };
     folded.limit_workgroups_per_dimension(7);
-    for kind in KINDS {
-        let flags = splash([20, 16, 12]);
+    // The volume correction's bodies too: more groups than 7, whose means' launch folds.
+    for (kind, flags) in KINDS
+        .into_iter()
+        .flat_map(|k| [(k, splash([20, 16, 12])), (k, bodies([20, 16, 12]))])
+    {
         let solver =
             PoissonSolver::from_flags(&flags, DomainBoundary::Solid, kind, PARAMS).unwrap();
         let b = rhs(&solver);
