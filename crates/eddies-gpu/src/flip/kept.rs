@@ -243,11 +243,12 @@ const TALLY_STRIDE: u64 = 6;
 /// Threads per workgroup of `tally.wgsl`.
 const TALLY_WG: u64 = 64;
 
-/// The constants of `tally.wgsl`: the CPU's chunks and lanes ([`Tally::CHUNK`], [`Tally::LANES`]), and
-/// whether the positions are added.
+/// The constants of `tally.wgsl`: the CPU's chunks and lanes ([`Tally::CHUNK`], [`Tally::LANES`]), the
+/// values per chunk and the threads per workgroup, and whether the positions are added.
 pub(super) fn tally_consts(positions: bool) -> String {
     format!(
-        "const CHUNK: u32 = {}u;\nconst LANES: u32 = {}u;\nconst POSITIONS: bool = {positions};",
+        "const CHUNK: u32 = {}u;\nconst LANES: u32 = {}u;\nconst STRIDE: u32 = {TALLY_STRIDE}u;\n\
+         const TALLY_WG: u32 = {TALLY_WG}u;\nconst POSITIONS: bool = {positions};",
         Tally::<3>::CHUNK,
         Tally::<3>::LANES
     )

@@ -8,9 +8,7 @@
 // rounds as the separate operations do: the sums have the CPU's bits. The largest |v|² of no particle is -1
 // here (WGSL writes no infinity); the host reads it as −∞. NaNs fail `>` and are skipped, as on the CPU.
 
-// CHUNK, LANES and POSITIONS come with the prelude.
-const STRIDE: u32 = 6u;
-const TALLY_WG: u32 = 64u;
+// CHUNK, LANES, STRIDE (6: the values of a tally below), TALLY_WG and POSITIONS come with the prelude.
 
 struct Tally {
     // Particles (each attribute holds the axes one after another, n each), chunks.
@@ -22,7 +20,7 @@ struct Tally {
 @group(0) @binding(2) var<storage, read> vel: array<f32>;
 @group(0) @binding(3) var<storage, read_write> out: array<f64>;
 
-var<workgroup> lanes: array<f64, 384>; // TALLY_WG · STRIDE
+var<workgroup> lanes: array<f64, TALLY_WG * STRIDE>;
 
 // A tally: Σv per axis (0–2), Σ|v|² (3), the largest |v|² (4), the positions' sum (5).
 const SQUARES: u32 = 3u;
