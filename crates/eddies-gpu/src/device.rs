@@ -929,6 +929,12 @@ impl Scratch {
     pub fn same(&self, other: &Scratch) -> bool {
         Arc::ptr_eq(&self.0, &other.0)
     }
+
+    /// A number that names this scratch buffer while it lives: its clones report the same, any other
+    /// buffer alive at the same time another.
+    pub fn id(&self) -> u64 {
+        Arc::as_ptr(&self.0) as usize as u64
+    }
 }
 
 /// Workgroups for `cells` along each axis with workgroups of `size` threads per axis.

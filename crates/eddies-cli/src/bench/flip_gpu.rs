@@ -112,6 +112,7 @@ fn dam_break(sizes: &[usize], quick: bool) -> Result<Vec<BenchRow>, BenchError> 
     // As `eddies run` sets them up: the solves and the particle passes share their scratch memory.
     let mut moving = GpuTransfer::new(setup::gpu()?);
     moving.share_scratch(dev.lock().unwrap().scratch().clone());
+    dev.lock().unwrap().share_faces(moving.faces().clone());
     let transfer = Arc::new(Mutex::new(moving));
     let mut rows = Vec::new();
     let mut per_cell_s: Option<f64> = None;
@@ -169,6 +170,8 @@ fn dam_break(sizes: &[usize], quick: bool) -> Result<Vec<BenchRow>, BenchError> 
         rows.push(r("gpu-solve-iterate", part(|t| t.iterate_ms), "ms"));
         rows.push(r("gpu-solve-record", part(|t| t.record_ms), "ms"));
         rows.push(r("gpu-solve-download", part(|t| t.download_ms), "ms"));
+        // Volume corrections whose solution and displacement stayed on the device, per step.
+        rows.push(r("gpu-solves-kept", part(|t| t.kept as f64), "count"));
         let moved = |f: fn(&TransferTimes) -> f64| {
             let mut v: Vec<f64> = transfer_times.iter().map(f).collect();
             median(&mut v)
@@ -177,11 +180,11 @@ fn dam_break(sizes: &[usize], quick: bool) -> Result<Vec<BenchRow>, BenchError> 
         rows.push(r("gpu-transfer-kernels", moved(|t| t.kernels_ms), "ms"));
         rows.push(r("gpu-transfer-download", moved(|t| t.download_ms), "ms"));
         // The particle passes' own buffers hold particle arrays (36 B each, with a fifth spare) and the face
-        // fields (12·D B per cell): their per-cell share apart from their per-particle share. The scratch
-        // memory that they share with the solves (the sort's prefix sums, 2ᴰ·4 B per cell; the Krylov
-        // vectors) counts once, per cell.
+        // fields (12·D + 4 B per cell, the displacement's field included): their per-cell share apart from
+        // their per-particle share. The scratch memory that they share with the solves (the sort's prefix
+        // sums, 2ᴰ·4 B per cell; the Krylov vectors) counts once, per cell.
         let particles = sim.particles().len() as f64;
-        let transfer_cell = (12 * 3) as f64;
+        let transfer_cell = (12 * 3 + 4) as f64;
         let transfer_bytes = transfer.lock().unwrap().bytes() as f64;
         let solver = dev.lock().unwrap();
         rows.push(r(

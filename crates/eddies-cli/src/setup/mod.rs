@@ -104,6 +104,8 @@ where
         let mut transfer = GpuTransfer::new(gpu()?);
         transfer.share_scratch(pressure.scratch().clone());
         pressure.share_scratch(transfer.scratch().clone());
+        // The volume correction's displacement goes from the solve to the particle pass on the device.
+        pressure.share_faces(transfer.faces().clone());
         sim.set_pressure_device(Box::new(pressure));
         sim.set_transfer_device(Box::new(transfer));
         // The particles stay on the device between frames; the step's diagnostics are tallied there.

@@ -3,7 +3,7 @@
 
 use std::time::Instant;
 
-use eddies::flip::{Advection, Boundary, Particles, Transfer};
+use eddies::flip::{Advection, Boundary, Displacement, Particles, Transfer};
 use rayon::prelude::*;
 
 use super::shapes;
@@ -63,8 +63,23 @@ impl GpuTransfer {
                 )
             })?);
         }
-        // `[u, u − u_old, displacement]` per face, component after component.
+        // `[u, u − u_old]` per face, component after component, and the displacement laid out alike.
         let mut fields = Vec::new();
+        let faces: usize = grid.u.iter().map(|g| g.data.len()).sum();
+        if matches!(step.displacement, Displacement::Device)
+            && self.faces.bytes() < 4 * faces as u64
+        {
+            return Err(GpuError::Internal(
+                "the particle pass was asked for a displacement that no solve left on the device"
+                    .into(),
+            ));
+        }
+        let (disp_buffer, _) = self.faces.get(
+            &self.gpu,
+            "the volume correction's displacement",
+            4 * faces as u64,
+        )?;
+        let mut disp_host = Vec::new();
         for k in 0..D {
             uniform.base[k] = fields.len() as u32;
             for a in 0..D {
@@ -74,18 +89,25 @@ impl GpuTransfer {
                 uniform.dims[k][a] = 1;
             }
             let (u, old) = (&grid.u[k].data, &step.u_old.u[k].data);
-            let disp = step.displacement.map(|d| &d.u[k].data[..]);
-            fields.par_extend((0..u.len()).into_par_iter().map(|j| {
-                let d = disp.map_or(0.0, |d| d[j]);
-                [u[j] as f32, (u[j] - old[j]) as f32, d as f32]
-            }));
+            fields.par_extend(
+                (0..u.len())
+                    .into_par_iter()
+                    .map(|j| [u[j] as f32, (u[j] - old[j]) as f32]),
+            );
+            if let Displacement::Host(d) = step.displacement {
+                disp_host.par_extend(d.u[k].data.par_iter().map(|&d| d as f32));
+            }
         }
+        uniform.displaced = !matches!(step.displacement, Displacement::None) as u32;
         let gpu = self.gpu.clone();
         let b = self.buffers.as_ref().expect("buffers ensured");
         let (program_buffer, ranges_buffer) = self.obstacles.as_ref().expect("obstacles' buffers");
         gpu.write(&b.moves, &[uniform]);
         gpu.write(&b.fields, &fields);
         self.fields = fields;
+        if !disp_host.is_empty() {
+            gpu.write(&disp_buffer, &disp_host);
+        }
         gpu.write(program_buffer, program);
         gpu.write(ranges_buffer, ranges);
         let uploaded = Instant::now();
@@ -103,6 +125,7 @@ impl GpuTransfer {
                 &b.affine,
                 program_buffer,
                 ranges_buffer,
+                &disp_buffer,
             ],
             n.div_ceil(WG),
         )?;

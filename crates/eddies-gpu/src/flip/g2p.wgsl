@@ -10,8 +10,8 @@ struct Move {
     dims: array<vec4<u32>, 3>,
     base: vec4<u32>,
     dt: f32, pic_ratio: f32, mode: u32, closed: u32,
-    // Obstacles in `ranges`.
-    obstacles: u32, pad0: u32, pad1: u32, pad2: u32,
+    // Obstacles in `ranges`; whether `displacement` holds this substep's volume correction (else it is 0).
+    obstacles: u32, displaced: u32, pad1: u32, pad2: u32,
 }
 
 const PIC: u32 = 0u;
@@ -22,7 +22,7 @@ const MARGIN: f32 = 1e-3;
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<uniform> m: Move;
-// `[u, u − u_old, displacement]` per face, three floats each (no padding: the upload is a quarter smaller).
+// `[u, u − u_old]` per face, two floats each.
 @group(0) @binding(2) var<storage, read> fields: array<f32>;
 @group(0) @binding(3) var<storage, read_write> pos: array<f32>;
 @group(0) @binding(4) var<storage, read_write> vel: array<f32>;
@@ -30,6 +30,9 @@ const MARGIN: f32 = 1e-3;
 // The obstacles' programs, and each one's range of instructions in x, y.
 @group(0) @binding(6) var<storage, read> program: array<Instr>;
 @group(0) @binding(7) var<storage, read> ranges: array<vec4<u32>>;
+// The volume correction's displacement per face (m), laid out as the fields: from the host, or left there by
+// the volume correction's solve on the device.
+@group(0) @binding(8) var<storage, read> displacement: array<f32>;
 
 // The multilinear stencil of point `t` (cells) on component `k`'s faces: the lower corner's index and the
 // fractions towards the upper faces. Along its own axis a component's faces sit at whole positions (n + 1 of
@@ -68,7 +71,11 @@ fn stride_of(k: u32, a: u32) -> u32 {
 }
 
 fn field(face: u32) -> vec3<f32> {
-    return vec3<f32>(fields[3u * face], fields[3u * face + 1u], fields[3u * face + 2u]);
+    var d = 0.0;
+    if m.displaced == 1u {
+        d = displacement[face];
+    }
+    return vec3<f32>(fields[2u * face], fields[2u * face + 1u], d);
 }
 
 // The fields interpolated at the stencil: along x in each row, then along y, then z.
@@ -96,7 +103,7 @@ fn gradient(k: u32, s: Stencil) -> vec3<f32> {
     for (var corner = 0u; corner < (1u << D); corner++) {
         let up = vec3<u32>(corner & 1u, (corner >> 1u) & 1u, (corner >> 2u) & 1u);
         let w = select(1.0 - s.frac, s.frac, up == vec3<u32>(1u));
-        let u = fields[3u * (s.base + up.x + up.y * sy + up.z * sz)];
+        let u = fields[2u * (s.base + up.x + up.y * sy + up.z * sz)];
         for (var a = 0u; a < D; a++) {
             if !s.inside[a] {
                 continue;

@@ -25,9 +25,12 @@
 //!   output frame. Otherwise each transfer uploads
 //!   positions and velocities (and the affine matrices with APIC) and reads the face sums back, and the
 //!   grid-to-particle pass uploads the face fields and reads the particles back. Device memory: 12 + 8 D
-//!   bytes per particle (+ 4 D² with APIC), with a fifth spare, and 2ᴰ·4 + 12 D bytes per cell, of which the
-//!   prefix sums' 2ᴰ·4 may be a [`Scratch`] shared with the pressure solve ([`GpuTransfer::share_scratch`]),
-//!   which never runs during a transfer; the tallies, 48 bytes per 1024 kept particles.
+//!   bytes per particle (+ 4 D² with APIC), with a fifth spare, and 2ᴰ·4 + 12 D + 4 bytes per cell, of which
+//!   the prefix sums' 2ᴰ·4 may be a [`Scratch`] shared with the pressure solve
+//!   ([`GpuTransfer::share_scratch`]), which never runs during a transfer; the tallies, 48 bytes per 1024 kept particles. The volume
+//!   correction's displacement (4 D bytes per cell of those) is a face field of its own, which the
+//!   correction's solve may write on the device ([`GpuTransfer::share_faces`]) so that it never crosses the
+//!   bus.
 
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -98,7 +101,8 @@ struct MoveUniform {
     mode: u32,
     closed: u32,
     obstacles: u32,
-    pad: [u32; 3],
+    displaced: u32,
+    pad: [u32; 2],
 }
 
 /// `Keep` of `common.wgsl`.
@@ -142,8 +146,8 @@ struct Buffers {
     params: wgpu::Buffer,
     faces_uniform: Vec<wgpu::Buffer>,
     moves: wgpu::Buffer,
-    /// `[u, u − u_old, displacement]` per face for the grid-to-particle pass; the particle-to-grid
-    /// transfer's sums `[Σ w, Σ w u]` per face before it, in its first two thirds.
+    /// `[u, u − u_old]` per face for the grid-to-particle pass; the particle-to-grid transfer's sums
+    /// `[Σ w, Σ w u]` per face before it, and after them the kept particles' counts per cell.
     fields: wgpu::Buffer,
     pos: wgpu::Buffer,
     vel: wgpu::Buffer,
@@ -178,8 +182,11 @@ pub struct GpuTransfer {
     buffers: Option<Buffers>,
     /// The obstacles' programs and ranges (`shapes.wgsl`), grown to the largest.
     obstacles: Option<(wgpu::Buffer, wgpu::Buffer)>,
-    /// `[u, u − u_old, displacement]` per face, gathered on the host for the particle pass.
-    fields: Vec<[f32; 3]>,
+    /// `[u, u − u_old]` per face, gathered on the host for the particle pass.
+    fields: Vec<[f32; 2]>,
+    /// The volume correction's displacement per face (f32): written by the host, or shared with a pressure
+    /// solve that leaves it there ([`GpuTransfer::share_faces`]).
+    faces: Scratch,
     /// The particles whose positions and velocities the buffers hold as the last particle-to-grid transfer
     /// sent them, until the buffers change or the particle pass moves them: the address of their first
     /// array and their count, which tell them from another simulation's sharing this device (a live array's
@@ -219,8 +226,21 @@ impl GpuTransfer {
             per_axis,
             times: TransferTimes::default(),
             scratch: Scratch::new(),
+            faces: Scratch::new(),
             sort: CountingSort::default(),
         }
+    }
+
+    /// Reads the volume correction's displacement from `faces`, into which a pressure solve writes it
+    /// (`GpuPoisson::share_faces`), so that it need not cross the bus
+    /// ([`TransferDevice::face_field`]).
+    pub fn share_faces(&mut self, faces: Scratch) {
+        self.faces = faces;
+    }
+
+    /// The face field from which the particle pass reads the displacement.
+    pub fn faces(&self) -> &Scratch {
+        &self.faces
     }
 
     /// Keeps the sort's prefix sums in `scratch`, which solves that never run during a particle pass share
@@ -255,23 +275,30 @@ impl GpuTransfer {
         std::mem::take(&mut self.times)
     }
 
-    /// Device memory held (bytes), apart from the scratch buffer ([`scratch`](Self::scratch)).
+    /// Device memory held (bytes), apart from the scratch buffer ([`scratch`](Self::scratch)), the face field
+    /// ([`faces`](Self::faces)) included.
     pub fn bytes(&self) -> u64 {
         let tallies = self.tallies.as_ref().map_or(0, |(b, _)| b.size());
-        self.buffers.as_ref().map_or(0, Buffers::bytes) + tallies
+        self.buffers.as_ref().map_or(0, Buffers::bytes) + tallies + self.faces.bytes()
     }
 
-    /// Buffers for `n` particles, `bins` half cells and `faces` faces, reallocated where they are too small.
+    /// Buffers for `n` particles, `bins` half cells, `faces` faces and `cells` cells, reallocated where they
+    /// are too small.
     fn ensure(
         &mut self,
         dim: usize,
         n: u64,
         bins: u64,
         faces: u64,
+        cells: u64,
         apic: bool,
     ) -> Result<(), GpuError> {
         let fits = self.buffers.as_ref().is_some_and(|b| {
-            b.particles >= n && b.bins == bins && b.faces == faces && (b.apic || !apic)
+            b.particles >= n
+                && b.bins == bins
+                && b.faces == faces
+                && b.fields.size() >= faces * 8 + cells * 4
+                && (b.apic || !apic)
         });
         if fits {
             return Ok(());
@@ -291,7 +318,7 @@ impl GpuTransfer {
             ("the particles' positions", per_particle),
             ("the APIC matrices", affine),
             ("the sort's prefix sums", scan_entries * 4),
-            ("the particle passes' face fields", faces * 12),
+            ("the particle passes' face fields", faces * 8 + cells * 4),
         ] {
             gpu.check_binding(what, bytes)?;
         }
@@ -320,7 +347,7 @@ impl GpuTransfer {
                 size: scan_entries * 4,
             },
             moves: gpu.uniform::<MoveUniform>("particle move"),
-            fields: gpu.buffer("face fields", faces * 12),
+            fields: gpu.buffer("face fields", faces * 8 + cells * 4),
         })?;
         self.buffers = Some(buffers);
         Ok(())
@@ -382,7 +409,8 @@ impl GpuTransfer {
                 "{n} particles on {bins} half cells: too many for the GPU transfer's 32-bit indices"
             )));
         }
-        self.ensure(D, n, bins, faces, apic)?;
+        let cells_total = cells.iter().map(|&c| c as u64).product();
+        self.ensure(D, n, bins, faces, cells_total, apic)?;
         let gpu = &self.gpu;
         let b = self.buffers.as_ref().expect("buffers ensured");
         let mut params = ParamsUniform {
@@ -487,6 +515,10 @@ impl<const D: usize> TransferDevice<D> for GpuTransfer {
         self.keep
     }
 
+    fn face_field(&self) -> Option<u64> {
+        Some(self.faces.id())
+    }
+
     fn sort_to_grid(&mut self, t: KeptTransfer<'_, D>) -> Result<Option<usize>, String> {
         self.sort_to_grid_on(t).map_err(|e| e.to_string())
     }
@@ -538,6 +570,11 @@ impl<const D: usize> TransferDevice<D> for SharedTransfer {
     fn keeps_particles(&self) -> bool {
         let dev = self.0.lock().unwrap_or_else(|e| e.into_inner());
         TransferDevice::<D>::keeps_particles(&*dev)
+    }
+
+    fn face_field(&self) -> Option<u64> {
+        let dev = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        TransferDevice::<D>::face_field(&*dev)
     }
 
     fn sort_to_grid(&mut self, t: KeptTransfer<'_, D>) -> Result<Option<usize>, String> {

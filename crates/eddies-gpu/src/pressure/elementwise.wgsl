@@ -1,6 +1,6 @@
 // One pass over the finest level, as OP says:
 // 0: p = s + β p (the new search direction);   1: p = s (the first one);
-// 2: p = s / A_ii (Jacobi).
+// 2: p = s / A_ii (Jacobi);   3: p = s on the unknowns, 0 elsewhere (a kept solution as the next guess).
 
 @group(0) @binding(0) var<uniform> cg: Cg;
 @group(0) @binding(1) var<storage, read> state: State;
@@ -22,6 +22,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         }
         case 1u: {
             p[i] = s[i];
+        }
+        case 3u: {
+            p[i] = select(0.0lf, s[i], diag[i] > 0.0);
         }
         default: {
             let d = diag[i];

@@ -34,7 +34,7 @@ use std::time::Instant;
 
 use bytemuck::{Pod, Zeroable};
 use eddies::linsolve::{
-    CellKind, DomainBoundary, Info, Layout, MultigridParams, PoissonDevice, PoissonOperator,
+    CellKind, DomainBoundary, Guess, Info, Layout, MultigridParams, PoissonDevice, PoissonOperator,
     PoissonSolver, PreconditionerKind, Smoother, SolveError, StopReason,
 };
 use rayon::prelude::*;
@@ -60,6 +60,7 @@ const MG_LEVEL: &str = include_str!("mg_level.wgsl");
 const MG_SMALL: &str = include_str!("mg_small.wgsl");
 const MG_BUILD: &str = include_str!("mg_build.wgsl");
 const MG_ENDS: &str = include_str!("mg_ends.wgsl");
+const FACES: &str = include_str!("faces.wgsl");
 
 /// The longest first batch of iterations ([`PoissonSolver::expected_iterations`]).
 const MAX_FIRST_BATCH: usize = 256;
@@ -67,7 +68,7 @@ const MAX_FIRST_BATCH: usize = 256;
 /// Every kernel with the constants its variants take (for the tests that compile them without a GPU); the
 /// V-cycle's kernels come after `mg_common.wgsl`.
 #[cfg(test)]
-const KERNELS: [(&str, &str, &[&str]); 12] = [
+const KERNELS: [(&str, &str, &[&str]); 13] = [
     (
         "apply",
         APPLY,
@@ -79,8 +80,13 @@ const KERNELS: [(&str, &str, &[&str]); 12] = [
     (
         "elementwise",
         ELEMENTWISE,
-        &["const OP: u32 = 0u;", "const OP: u32 = 2u;"],
+        &[
+            "const OP: u32 = 0u;",
+            "const OP: u32 = 2u;",
+            "const OP: u32 = 3u;",
+        ],
     ),
+    ("faces", FACES, &[""]),
     (
         "null",
         NULL,
@@ -192,6 +198,42 @@ struct CgUniform {
     _pad2: u32,
 }
 
+/// `Faces` of `faces.wgsl`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
+struct FacesUniform {
+    dims: [[u32; 4]; 3],
+    coef: f64,
+    total: u32,
+    _pad: u32,
+}
+
+/// Where a solve's guess comes from and its solution goes ([`GpuPoisson::run`]).
+enum Solution<'a> {
+    /// The guess in, the solution out, on the host.
+    Host(&'a mut [f64]),
+    /// The guess given or kept; the solution kept, its gradient into the face field
+    /// ([`PoissonDevice::solve_gradient`]).
+    Device(Guess<'a>),
+}
+
+/// A solution kept on the device ([`PoissonDevice::solve_gradient`]).
+struct Kept {
+    buffer: wgpu::Buffer,
+    /// The token that names it, and its padded length.
+    token: u64,
+    len: u64,
+}
+
+/// The guess of a solve that the host gave.
+fn guess_of<'a>(out: &'a Solution<'_>) -> Option<&'a [f64]> {
+    match out {
+        Solution::Host(x) => Some(x),
+        Solution::Device(Guess::Given(g)) => Some(g),
+        Solution::Device(Guess::Kept(_)) => None,
+    }
+}
+
 /// `State` of `common.wgsl`.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
@@ -229,6 +271,7 @@ const BETA: u32 = 5;
 const XPBY: u32 = 0;
 const COPY: u32 = 1;
 const JACOBI: u32 = 2;
+const MASK: u32 = 3;
 
 // `OP` of `null.wgsl`.
 const NULL_SUMS: u32 = 0;
@@ -364,6 +407,9 @@ pub struct SolveTimes {
     /// Of `iterate_ms`, recording and submitting the batches' launches on the CPU (the device waits for
     /// each batch's recording).
     pub record_ms: f64,
+    /// Of `solves`, those whose solution stayed on the device, its gradient in the face field
+    /// ([`PoissonDevice::solve_gradient`]).
+    pub kept: usize,
 }
 
 /// The pressure solve on the GPU (see the module documentation). Its buffers grow to the largest problem and
@@ -393,6 +439,12 @@ pub struct GpuPoisson {
     kind_bytes: Vec<u8>,
     /// The null space's groups and slots of the operator in the buffers ([`NullIndex`]).
     null: (u32, u32),
+    /// The face field into which [`PoissonDevice::solve_gradient`] writes, shared with the particle pass
+    /// that reads it ([`share_faces`](Self::share_faces)); `None`: the solve is not offered.
+    faces: Option<Scratch>,
+    /// The solution the last [`PoissonDevice::solve_gradient`] kept, and the next token.
+    kept: Option<Kept>,
+    next_token: u64,
 }
 
 /// What a [`Plan`]'s launches depend on: the dimension, the preconditioner, the null space, and the buffers
@@ -452,7 +504,16 @@ impl GpuPoisson {
             kind_bytes: Vec::new(),
             null: (0, 0),
             scratch: Scratch::new(),
+            faces: None,
+            kept: None,
+            next_token: 0,
         })
+    }
+
+    /// Offers [`PoissonDevice::solve_gradient`], writing the gradient into `faces`, from which FLIP's
+    /// particle pass reads the volume correction's displacement (`GpuTransfer::share_faces`).
+    pub fn share_faces(&mut self, faces: Scratch) {
+        self.faces = Some(faces);
     }
 
     /// Keeps the Krylov vectors in `scratch`, which passes that never run during a solve share (FLIP's
@@ -534,7 +595,8 @@ impl GpuPoisson {
             .map(|b| b.size())
             .sum()
         });
-        finest + levels
+        let kept = self.kept.as_ref().map_or(0, |k| k.buffer.size());
+        finest + levels + kept
     }
 
     /// The multigrid levels that the device built for the last multigrid solve and its cycle uses, finest
@@ -928,7 +990,7 @@ impl GpuPoisson {
         &mut self,
         solver: &PoissonSolver<D>,
         b: &[f64],
-        x: &mut [f64],
+        mut out: Solution<'_>,
     ) -> Result<Result<Option<Info>, SolveError>, GpuError> {
         let kind = solver.preconditioner();
         let op = solver.operator();
@@ -947,11 +1009,12 @@ impl GpuPoisson {
             ))));
         }
         let n = op.layout().len();
+        let guess = guess_of(&out);
         for (what, v) in [
-            ("the right-hand side", b.len()),
-            ("the initial guess", x.len()),
+            ("the right-hand side", Some(b.len())),
+            ("the initial guess", guess.map(<[f64]>::len)),
         ] {
-            if v != n {
+            if let Some(v) = v.filter(|&v| v != n) {
                 return Ok(Err(SolveError::BadInput(format!(
                     "{what} has {v} entries, the operator {n}"
                 ))));
@@ -961,6 +1024,20 @@ impl GpuPoisson {
         if mg.is_some_and(|p| p.smoother != Smoother::RedBlackGaussSeidel) {
             // The device's V-cycle smooths by red-black Gauss–Seidel only.
             return Ok(Ok(None));
+        }
+        if matches!(out, Solution::Device(_)) && self.faces.is_none() {
+            return Ok(Ok(None));
+        }
+        if let Solution::Device(Guess::Kept(token)) = out {
+            if !self
+                .kept
+                .as_ref()
+                .is_some_and(|k| k.token == token && k.len == n as u64)
+            {
+                return Ok(Err(SolveError::Device(
+                    "the solution kept as this solve's guess is no longer on the device".into(),
+                )));
+            }
         }
         let start = Instant::now();
         let cells = n as u64;
@@ -1009,7 +1086,9 @@ impl GpuPoisson {
         );
         gpu.write(&f.state, &[State::default()]);
         gpu.write_at(&f.r.buffer, f.r.offset, bytemuck::cast_slice(b));
-        gpu.write_at(&f.x.buffer, f.x.offset, bytemuck::cast_slice(x));
+        if let Some(x) = guess {
+            gpu.write_at(&f.x.buffer, f.x.offset, bytemuck::cast_slice(x));
+        }
         if fresh {
             // With multigrid the device derives the diagonal from the cell kinds it builds the hierarchy from.
             if mg.is_none() {
@@ -1024,6 +1103,20 @@ impl GpuPoisson {
         let start = Instant::now();
         if fresh && mg.is_some() {
             self.build_hierarchy(op, singular)?;
+        }
+        if let Solution::Device(Guess::Kept(_)) = out {
+            // The kept solution on this operator's unknowns (the diagonal is this operator's now).
+            let f = self.finest.as_ref().expect("buffers of a solve");
+            let kept = &self.kept.as_ref().expect("checked above").buffer;
+            let mask = self.launch::<D>(
+                "elementwise",
+                ELEMENTWISE,
+                false,
+                &format!("const OP: u32 = {MASK}u;"),
+                grid,
+                &[&f.cg, &f.state, kept, &f.diag, &f.x],
+            )?;
+            self.submit(&[std::slice::from_ref(&mask)]);
         }
         self.uploaded = Some(solver.operator_id());
         let build_ms = start.elapsed().as_secs_f64() * 1e3;
@@ -1047,7 +1140,6 @@ impl GpuPoisson {
                 plan
             }
         };
-        let gpu = &self.gpu;
         let start = Instant::now();
         let mut batches = 0;
         let mut record_ms = 0.0;
@@ -1079,25 +1171,31 @@ impl GpuPoisson {
             batch = next;
             next = (2 * next).min(16);
         }
-        let f = self.finest.as_ref().expect("buffers of a solve");
         let iterations = state.iteration as usize;
         let outcome = match state.done {
             CONVERGED => {
                 self.submit(&[&plan.finish]);
+                if matches!(out, Solution::Device(_)) {
+                    self.keep_solution::<D>(op, false)?;
+                }
+                let (gpu, f) = (&self.gpu, self.finest.as_ref().expect("buffers of a solve"));
                 gpu.finish()?;
                 let iterate_ms = start.elapsed().as_secs_f64() * 1e3;
                 let done = Instant::now();
                 let mut history = Vec::new();
-                gpu.read_into(
-                    &[
-                        (&f.x.buffer, f.x.offset, 8 * cells),
-                        (&f.history, 0, 8 * (iterations as u64 + 1)),
-                    ],
-                    |k, bytes| match k {
-                        0 => copy_bytes(bytemuck::cast_slice_mut(x), bytes),
-                        _ => history = bytemuck::pod_collect_to_vec(bytes),
-                    },
-                )?;
+                let history_range = (&f.history, 0, 8 * (iterations as u64 + 1));
+                match &mut out {
+                    Solution::Host(x) => gpu.read_into(
+                        &[(&f.x.buffer, f.x.offset, 8 * cells), history_range],
+                        |k, bytes| match k {
+                            0 => copy_bytes(bytemuck::cast_slice_mut(x), bytes),
+                            _ => history = bytemuck::pod_collect_to_vec(bytes),
+                        },
+                    )?,
+                    Solution::Device(_) => gpu.read_into(&[history_range], |_, bytes| {
+                        history = bytemuck::pod_collect_to_vec(bytes)
+                    })?,
+                }
                 let t = &mut self.times;
                 t.solves += 1;
                 t.upload_ms += upload_ms;
@@ -1106,6 +1204,7 @@ impl GpuPoisson {
                 t.download_ms += done.elapsed().as_secs_f64() * 1e3;
                 t.batches += batches;
                 t.record_ms += record_ms;
+                t.kept += usize::from(matches!(out, Solution::Device(_)));
                 Ok(Some(Info {
                     iterations,
                     residual: state.residual,
@@ -1113,10 +1212,18 @@ impl GpuPoisson {
                     stop: StopReason::Converged,
                 }))
             }
-            ZERO_RHS => match eddies::linsolve::vector::first_non_finite(x) {
-                Some(i) => Err(non_finite("the initial guess", x, i)),
+            ZERO_RHS => match guess_of(&out)
+                .and_then(|x| eddies::linsolve::vector::first_non_finite(x).map(|i| (x, i)))
+            {
+                Some((x, i)) => Err(non_finite("the initial guess", x, i)),
                 None => {
-                    x.fill(0.0);
+                    match &mut out {
+                        Solution::Host(x) => x.fill(0.0),
+                        Solution::Device(_) => {
+                            self.keep_solution::<D>(op, true)?;
+                            self.gpu.finish()?;
+                        }
+                    }
                     Ok(Some(Info {
                         iterations: 0,
                         residual: 0.0,
@@ -1129,10 +1236,17 @@ impl GpuPoisson {
                 Some(i) => non_finite("the right-hand side", b, i),
                 None => SolveError::BadInput("the right-hand side's norm overflows".into()),
             }),
-            BAD_GUESS => Err(match eddies::linsolve::vector::first_non_finite(x) {
-                Some(i) => non_finite("the initial guess", x, i),
-                None => SolveError::BadInput("the initial residual's norm overflows".into()),
-            }),
+            BAD_GUESS => Err(
+                match guess_of(&out)
+                    .and_then(|x| eddies::linsolve::vector::first_non_finite(x).map(|i| (x, i)))
+                {
+                    Some((x, i)) => non_finite("the initial guess", x, i),
+                    None => SolveError::BadInput(
+                        "the initial residual's norm overflows (or the kept guess is not finite)"
+                            .into(),
+                    ),
+                },
+            ),
             NO_CONVERGENCE => Err(SolveError::NoConvergence {
                 iterations,
                 residual: state.residual,
@@ -1154,6 +1268,84 @@ impl GpuPoisson {
             }
         };
         Ok(outcome)
+    }
+
+    /// Keeps the finest level's solution `x` of `op` (zeros, with `zero`) under a new token, and writes its
+    /// gradient into the face field (`faces.wgsl`), without waiting for the device.
+    fn keep_solution<const D: usize>(
+        &mut self,
+        op: &PoissonOperator<D>,
+        zero: bool,
+    ) -> Result<(), GpuError> {
+        let gpu = self.gpu.clone();
+        let len = op.layout().len() as u64;
+        let dims = op.layout().dims;
+        let mut uniform = FacesUniform {
+            coef: 1.0 / op.spacing(),
+            ..Default::default()
+        };
+        let mut total = 0u64;
+        for k in 0..D {
+            let mut d = [1u32; 4];
+            for a in 0..D {
+                d[a] = (dims[a] + usize::from(a == k)) as u32;
+            }
+            d[3] = total as u32;
+            total += d[..3].iter().map(|&v| v as u64).product::<u64>();
+            uniform.dims[k] = d;
+        }
+        for d in uniform.dims.iter_mut().skip(D) {
+            *d = [1, 1, 1, total as u32];
+        }
+        uniform.total = total as u32;
+        let faces = self.faces.as_ref().expect("a face field");
+        let (out, _) = faces.get(&gpu, "the volume correction's displacement", 4 * total)?;
+        gpu.check_binding("the kept solution", 8 * len)?;
+        if self.kept.as_ref().is_none_or(|k| k.buffer.size() < 8 * len) {
+            self.kept = None;
+            let buffer = gpu.allocating("the kept solution", || {
+                gpu.buffer("pressure kept solution", 8 * len)
+            })?;
+            self.kept = Some(Kept {
+                buffer,
+                token: 0,
+                len,
+            });
+        }
+        let kept = self.kept.as_mut().expect("just made");
+        kept.token = self.next_token;
+        kept.len = len;
+        self.next_token += 1;
+        let kept = &self.kept.as_ref().expect("just made").buffer;
+        let f = self.finest.as_ref().expect("buffers of a solve");
+        if zero {
+            gpu.submit_launches(
+                "kept solution",
+                |e| {
+                    e.clear_buffer(kept, 0, Some(8 * len));
+                    e.clear_buffer(&out, 0, Some(4 * total));
+                },
+                [],
+            );
+            return Ok(());
+        }
+        let u = gpu.uniform::<FacesUniform>("pressure faces");
+        gpu.write(&u, &[uniform]);
+        let launch = self.launch::<D>(
+            "faces",
+            FACES,
+            false,
+            "",
+            fold_groups(total.div_ceil(WG), self.per_axis),
+            &[&f.cg, &u, &f.diag, &f.x, &out],
+        )?;
+        let (x, to) = (&f.x, kept);
+        gpu.submit_launches(
+            "kept solution",
+            |e| e.copy_buffer_to_buffer(&x.buffer, x.offset, to, 0, 8 * len),
+            [&launch],
+        );
+        Ok(())
     }
 
     /// The launches of a solve: the start, one iteration, and the end.
@@ -1512,6 +1704,26 @@ impl<const D: usize> PoissonDevice<D> for SharedPoisson {
         let mut dev = self.0.lock().unwrap_or_else(|e| e.into_inner());
         PoissonDevice::<D>::solve(&mut *dev, solver, b, x)
     }
+
+    fn face_field(&self) -> Option<u64> {
+        let dev = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        PoissonDevice::<D>::face_field(&*dev)
+    }
+
+    fn solve_gradient(
+        &mut self,
+        solver: &PoissonSolver<D>,
+        b: &[f64],
+        guess: Guess<'_>,
+    ) -> Result<Option<(Info, u64)>, SolveError> {
+        let mut dev = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        PoissonDevice::<D>::solve_gradient(&mut *dev, solver, b, guess)
+    }
+
+    fn read_solution(&mut self, token: u64, x: &mut [f64]) -> Result<(), SolveError> {
+        let mut dev = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        PoissonDevice::<D>::read_solution(&mut *dev, token, x)
+    }
 }
 
 impl<const D: usize> PoissonDevice<D> for GpuPoisson {
@@ -1521,8 +1733,39 @@ impl<const D: usize> PoissonDevice<D> for GpuPoisson {
         b: &[f64],
         x: &mut [f64],
     ) -> Result<Option<Info>, SolveError> {
-        self.run(solver, b, x)
+        self.run(solver, b, Solution::Host(x))
             .unwrap_or_else(|e| Err(SolveError::Device(e.to_string())))
+    }
+
+    fn face_field(&self) -> Option<u64> {
+        self.faces.as_ref().map(Scratch::id)
+    }
+
+    fn solve_gradient(
+        &mut self,
+        solver: &PoissonSolver<D>,
+        b: &[f64],
+        guess: Guess<'_>,
+    ) -> Result<Option<(Info, u64)>, SolveError> {
+        let info = self
+            .run(solver, b, Solution::Device(guess))
+            .unwrap_or_else(|e| Err(SolveError::Device(e.to_string())))?;
+        Ok(info.map(|i| (i, self.kept.as_ref().expect("kept by the solve").token)))
+    }
+
+    fn read_solution(&mut self, token: u64, x: &mut [f64]) -> Result<(), SolveError> {
+        let kept = self
+            .kept
+            .as_ref()
+            .filter(|k| k.token == token && k.len == x.len() as u64)
+            .ok_or_else(|| {
+                SolveError::Device("the kept solution is no longer on the device".into())
+            })?;
+        self.gpu
+            .read_into(&[(&kept.buffer, 0, 8 * kept.len)], |_, bytes| {
+                copy_bytes(bytemuck::cast_slice_mut(x), bytes)
+            })
+            .map_err(|e| SolveError::Device(e.to_string()))
     }
 }
 

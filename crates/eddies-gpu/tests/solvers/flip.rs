@@ -10,6 +10,7 @@ use eddies::{Shape, Simulation};
 use eddies_gpu::flip::GpuTransfer;
 use eddies_gpu::pressure::{GpuPoisson, SharedPoisson};
 use glam::DVec3;
+use std::sync::{Arc, Mutex};
 
 /// The suite's device, as the simulations of every test share it.
 fn shared() -> Option<SharedPoisson> {
@@ -246,6 +247,83 @@ fn sharing_scratch_memory_changes_no_bit() {
     assert_eq!(alone, shared, "sharing the scratch memory changed the run");
     assert!(!a.same(&b) && c.same(&d));
     assert_eq!(c.bytes(), a.bytes().max(b.bytes()));
+}
+
+/// The volume correction's displacement may stay on the device, from the solve to the particle pass, and its
+/// potential there from one substep to the next as the next solve's guess (`GpuPoisson::share_faces`): the
+/// gradient is the CPU's double-precision arithmetic on the same solution, and the guess the bits that the
+/// host would have read back and padded again, so the run is bit for bit the one that sends both across the
+/// bus. With the particles left on the device between steps (as `eddies run` does), and brought back in the
+/// middle (`complete_records`, after which the next solve takes the host's potential as its guess). PIC,
+/// FLIP and APIC, a spinning ball in the liquid; and a 2D tank.
+#[test]
+fn the_displacement_left_on_the_device_changes_no_bit() {
+    let Some(gpu) = super::gpu() else { return };
+    let run = |transfer: Transfer, faces: bool| {
+        let mut sim = splash(transfer, true);
+        let solves = Arc::new(Mutex::new(GpuPoisson::new(gpu.clone()).unwrap()));
+        let passes = GpuTransfer::new(gpu.clone());
+        if faces {
+            solves.lock().unwrap().share_faces(passes.faces().clone());
+        }
+        sim.set_pressure_device(Box::new(SharedPoisson(solves.clone())));
+        sim.set_transfer_device(Box::new(passes));
+        sim.read_particles_per_frame(true);
+        let mut iterations = Vec::new();
+        for step in 0..6 {
+            let dt = 2.0 * sim.max_dt(1.0);
+            let rec = sim.step(dt).unwrap();
+            iterations.push(rec.scalar("pressure_iterations").unwrap());
+            if step == 2 {
+                sim.complete_records(&mut []).unwrap();
+            }
+        }
+        sim.complete_records(&mut []).unwrap();
+        let times = solves.lock().unwrap().take_times();
+        (sim.checksum(), iterations, times.kept, times.solves)
+    };
+    for transfer in [Transfer::Pic, Transfer::Flip, Transfer::Apic] {
+        let (kept, sent) = (run(transfer, true), run(transfer, false));
+        assert_eq!(kept.1, sent.1, "{transfer:?}: pressure iterations");
+        assert_eq!(kept.0, sent.0, "{transfer:?}: particle state");
+        // The correction ran (most substeps solve it), and on the device path with the shared faces only.
+        assert!(
+            kept.2 >= 6 && sent.2 == 0,
+            "{transfer:?}: {} and {} kept",
+            kept.2,
+            sent.2
+        );
+        assert!(
+            kept.2 < kept.3,
+            "{transfer:?}: {} of {} solves kept",
+            kept.2,
+            kept.3
+        );
+    }
+    let tank = |faces: bool| {
+        let cfg = FlipConfig::<2> {
+            resolution: [40, 24],
+            cell_size: 1.0 / 32.0,
+            ..Default::default()
+        };
+        let mut sim = FlipSim::new(cfg).unwrap();
+        sim.fill(&Shape::box2([0.0, 0.0], [0.4, 0.5]), [0.0, 0.0]);
+        let mut solves = GpuPoisson::new(gpu.clone()).unwrap();
+        let passes = GpuTransfer::new(gpu.clone());
+        if faces {
+            solves.share_faces(passes.faces().clone());
+        }
+        sim.set_pressure_device(Box::new(solves));
+        sim.set_transfer_device(Box::new(passes));
+        sim.read_particles_per_frame(true);
+        for _ in 0..8 {
+            let dt = 2.0 * sim.max_dt(1.0);
+            sim.step(dt).unwrap();
+        }
+        sim.complete_records(&mut []).unwrap();
+        sim.checksum()
+    };
+    assert_eq!(tank(true), tank(false), "2D tank: particle state");
 }
 
 /// The device that keeps the particles between its passes (sorting them itself, the CPU reading them back

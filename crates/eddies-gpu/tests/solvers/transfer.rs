@@ -2,7 +2,9 @@
 //! (`eddies::flip::CpuTransfer`): the same transfer sums and moved particles to single-precision rounding,
 //! the same bits run to run.
 
-use eddies::flip::{Advection, Boundary, CpuTransfer, Particles, Transfer, TransferDevice};
+use eddies::flip::{
+    Advection, Boundary, CpuTransfer, Displacement, Particles, Transfer, TransferDevice,
+};
 use eddies::grid::{Grid, MacGrid};
 use eddies::rng::SplitMix64;
 use eddies::Shape;
@@ -183,9 +185,9 @@ fn the_gpu_particle_pass_matches_the_cpus() {
         for transfer in [Transfer::Pic, Transfer::Flip, Transfer::Apic] {
             for boundary in [Boundary::Closed, Boundary::Open] {
                 for (displacement, obstacles) in [
-                    (None, &[][..]),
-                    (Some(&disp), &[][..]),
-                    (Some(&disp), &shapes[..]),
+                    (Displacement::None, &[][..]),
+                    (Displacement::Host(&disp), &[][..]),
+                    (Displacement::Host(&disp), &shapes[..]),
                 ] {
                     let step = Advection {
                         u: &u,
@@ -227,7 +229,7 @@ fn the_gpu_particle_pass_matches_the_cpus() {
                     }
                     println!(
                         "{D}D {transfer:?} {boundary:?} displaced {}, {} obstacles: {dx:.1e} cells, {dv:.1e} m/s, {dc:.1e} of C, {gone} NaN",
-                        displacement.is_some(),
+                        !matches!(displacement, Displacement::None),
                         obstacles.len()
                     );
                     if !obstacles.is_empty() && boundary == Boundary::Closed {
@@ -286,7 +288,7 @@ fn the_gpu_particle_pass_matches_the_cpus() {
         let step = Advection {
             u: &u,
             u_old: &u_old,
-            displacement: None,
+            displacement: Displacement::None,
             transfer: Transfer::Flip,
             pic_ratio: 0.05,
             obstacles: &[deep],

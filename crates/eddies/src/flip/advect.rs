@@ -5,8 +5,8 @@
 use super::params::{Boundary, Transfer};
 use super::particles::{Particles, PARTICLE_CHUNK};
 use super::transfer::{
-    self, particles_to_grid, sort_particles, Advection, CpuTransfer, FaceStencils, HalfCellBins,
-    TransferDevice, SAMPLE_BATCH,
+    self, particles_to_grid, sort_particles, Advection, CpuTransfer, Displacement, FaceStencils,
+    HalfCellBins, TransferDevice, SAMPLE_BATCH,
 };
 use crate::grid::{to_dvec3, Grid, MacGrid};
 use crate::par::{self, SharedSlice};
@@ -257,13 +257,20 @@ impl<const D: usize> TransferDevice<D> for CpuTransfer {
         particles: &mut Particles<D>,
         step: &Advection<'_, D>,
     ) -> Result<bool, String> {
+        let displacement = match step.displacement {
+            Displacement::None => None,
+            Displacement::Host(d) => Some(d),
+            Displacement::Device => {
+                return Err("the CPU's transfer reads no displacement on a device".into())
+            }
+        };
         transfer_and_advect(
             particles,
             step.u,
             step.u_old,
             step.transfer,
             step.pic_ratio,
-            step.displacement,
+            displacement,
             &mut Packed::default(),
             step.obstacles,
             step.boundary,

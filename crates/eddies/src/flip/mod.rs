@@ -53,7 +53,9 @@ pub use fields::{describe, STAGES};
 pub use params::{Boundary, FlipConfig, FlipParams, Inflow, Obstacle, Sink, Transfer};
 pub use particles::{Particles, Tally};
 pub use surface::{SURFACE_KERNEL_RADIUS, SURFACE_PARTICLE_RADIUS};
-pub use transfer::{Advection, CpuTransfer, KeptParticles, KeptTransfer, TransferDevice};
+pub use transfer::{
+    Advection, CpuTransfer, Displacement, KeptParticles, KeptTransfer, TransferDevice,
+};
 
 use crate::checkpoint::SavedState;
 use crate::diag::{Quantity, StageTimer, StepRecord};
@@ -63,6 +65,7 @@ use crate::shape::Shape;
 use crate::sim::{Advance, Description, Field, SimError, Simulation};
 use measure::{CellTally, Measured};
 use transfer::HalfCellBins;
+use volume::Correction;
 
 /// A PIC/FLIP/APIC liquid simulation.
 ///
@@ -114,6 +117,9 @@ pub struct FlipSim<const D: usize> {
     excess: Grid<f64, D>,
     /// Potential (m²) and displacement (m) of the volume correction.
     excess_potential: Grid<f64, D>,
+    /// The token under which the pressure device keeps the volume correction's last potential
+    /// ([`PoissonDevice::solve_gradient`]), which `excess_potential` then lags.
+    potential_kept: Option<u64>,
     disp: MacGrid<D>,
     /// The face fields of the particle pass (`advect::pack`).
     packed: advect::Packed<D>,
@@ -158,6 +164,10 @@ impl<const D: usize> FlipSim<D> {
     /// backend); every other stage stays on this CPU. A device failure ends the step with
     /// [`SimError::Device`].
     pub fn set_pressure_device(&mut self, device: Box<dyn PoissonDevice<D>>) {
+        // The volume correction's potential that the old device kept comes back first.
+        if let Err(e) = self.read_potential() {
+            self.failed.get_or_insert(e);
+        }
         self.pressure_device = Some(device);
     }
 
@@ -219,6 +229,7 @@ impl<const D: usize> FlipSim<D> {
             fill: Grid::new(dims, origin, h, 0.0),
             excess: Grid::new(dims, origin, h, 0.0),
             excess_potential: Grid::new(dims, origin, h, 0.0),
+            potential_kept: None,
             disp: MacGrid::new(dims, origin, h),
             packed: advect::Packed::default(),
             closed_flags: Grid::new(dims, origin, h, CellFlag::Air),
@@ -440,8 +451,18 @@ impl<const D: usize> FlipSim<D> {
             })
     }
 
-    /// The particles the device moved, back into `particles` (a no-op unless they are behind).
+    /// Whether the volume correction's displacement may stay on the devices this substep: the particles stay
+    /// on the transfer device, and the pressure device writes the face field that it reads.
+    fn faces_on_device(&self, keep: bool) -> bool {
+        let pressure = self.pressure_device.as_ref().and_then(|d| d.face_field());
+        let transfer = self.transfer_device.as_ref().and_then(|d| d.face_field());
+        keep && pressure.is_some() && pressure == transfer
+    }
+
+    /// The particles the device moved, back into `particles` (a no-op unless they are behind), and the
+    /// volume correction's potential that the pressure device kept.
     fn read_kept(&mut self) -> Result<(), SimError> {
+        self.read_potential()?;
         if !self.host_behind {
             return Ok(());
         }
@@ -616,8 +637,9 @@ impl<const D: usize> FlipSim<D> {
             .map_or((0, 0.0), |i| (i.iterations, i.residual));
         timer.time("project", || self.u.divergence_into(&mut self.div_after));
 
+        let faces_on_device = self.faces_on_device(keep);
         let correct = timer.time("volume_correction", || {
-            self.volume_correction(info.is_some())
+            self.volume_correction(info.is_some(), faces_on_device)
         })?;
 
         timer.time("extrapolate", || {
@@ -646,7 +668,11 @@ impl<const D: usize> FlipSim<D> {
                     let step = Advection {
                         u: &self.u,
                         u_old: &self.u_old,
-                        displacement: correct.then_some(&self.disp),
+                        displacement: match correct {
+                            Correction::None => Displacement::None,
+                            Correction::Host => Displacement::Host(&self.disp),
+                            Correction::Device => Displacement::Device,
+                        },
                         transfer: p.transfer,
                         pic_ratio: p.pic_ratio,
                         obstacles: &self.shapes_now,
@@ -670,13 +696,16 @@ impl<const D: usize> FlipSim<D> {
                 // The CPU moves them: those the device keeps first come back, and are not kept any more.
                 self.read_kept()?;
                 self.kept = false;
+                if correct == Correction::Device {
+                    self.displacement_on_host()?;
+                }
                 advect::transfer_and_advect(
                     &mut self.particles,
                     &self.u,
                     &self.u_old,
                     p.transfer,
                     p.pic_ratio,
-                    correct.then_some(&self.disp),
+                    (correct != Correction::None).then_some(&self.disp),
                     &mut self.packed,
                     &self.shapes_now,
                     self.cfg.boundary,
@@ -891,9 +920,10 @@ impl<const D: usize> Simulation for FlipSim<D> {
     /// are read, and the substep counter is read by nothing. Obstacle cells and the sort's bins are derived
     /// again on restore.
     fn save_state(&self) -> Result<SavedState, SimError> {
-        if self.host_behind {
+        if self.host_behind || self.potential_kept.is_some() {
             return Err(SimError::InvalidInput(
-                "the particles are on the GPU: complete_records brings them back before a save"
+                "the particles or the volume correction's potential are on the GPU: complete_records brings \
+                 them back before a save"
                     .into(),
             ));
         }

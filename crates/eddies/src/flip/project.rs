@@ -273,8 +273,17 @@ pub(crate) fn volume_displacement<const D: usize>(
     device: Option<&mut dyn PoissonDevice<D>>,
 ) -> Result<Info, SolveError> {
     let info = solver.solve_grid_on(device, excess, q)?;
-    apply_gradient(disp, flags, Boundary::Closed, 1.0, q, Write::Set);
+    displacement_of(disp, flags, q);
     Ok(info)
+}
+
+/// The displacement `disp = −∇q` (m) of the volume correction's potential `q` ([`volume_displacement`]).
+pub(crate) fn displacement_of<const D: usize>(
+    disp: &mut MacGrid<D>,
+    flags: &Grid<CellFlag, D>,
+    q: &Grid<f64, D>,
+) {
+    apply_gradient(disp, flags, Boundary::Closed, 1.0, q, Write::Set);
 }
 
 #[cfg(test)]

@@ -507,8 +507,8 @@ pub struct Advection<'a, const D: usize> {
     pub u: &'a MacGrid<D>,
     /// The grid velocity saved after the particle-to-grid transfer (m/s), for the FLIP update.
     pub u_old: &'a MacGrid<D>,
-    /// The volume correction's displacement (m) on the faces, when it ran this step.
-    pub displacement: Option<&'a MacGrid<D>>,
+    /// The volume correction's displacement (m) on the faces.
+    pub displacement: Displacement<'a, D>,
     pub transfer: Transfer,
     /// The PIC share of the FLIP blend.
     pub pic_ratio: f64,
@@ -523,6 +523,19 @@ pub struct Advection<'a, const D: usize> {
     /// Whose particles the device keeps, when the pass is to move those ([`TransferDevice::sort_to_grid`]
     /// of the same substep) and leave the `particles` it is given as they are.
     pub kept: Option<KeptParticles>,
+}
+
+/// Where the grid-to-particle pass finds the volume correction's displacement ([`Advection::displacement`]).
+#[derive(Clone, Copy)]
+pub enum Displacement<'a, const D: usize> {
+    /// None: no correction ran this substep.
+    None,
+    /// On the faces of this grid (m).
+    Host(&'a MacGrid<D>),
+    /// On the device's face field ([`TransferDevice::face_field`]), where the pressure device's
+    /// [`PoissonDevice::solve_gradient`](crate::linsolve::PoissonDevice::solve_gradient) of this substep
+    /// left it.
+    Device,
 }
 
 /// The particles a device keeps between its passes, named by the simulation that keeps them there
@@ -586,6 +599,14 @@ pub trait TransferDevice<const D: usize>: Send {
         particles: &mut Particles<D>,
         step: &Advection<'_, D>,
     ) -> Result<bool, String>;
+
+    /// The face field from which [`grid_to_particles_advect`](Self::grid_to_particles_advect) reads a
+    /// [`Displacement::Device`]: the id that a pressure device writing into the same field reports
+    /// ([`PoissonDevice::face_field`](crate::linsolve::PoissonDevice::face_field)). `None` (the default): it
+    /// reads none.
+    fn face_field(&self) -> Option<u64> {
+        None
+    }
 
     /// Whether the device keeps the particles between its passes: the simulation then leaves them there
     /// from one substep to the next, sorted by [`sort_to_grid`](Self::sort_to_grid), moved by

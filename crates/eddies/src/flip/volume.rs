@@ -13,9 +13,14 @@ const VOLUME_TOLERANCE: f64 = 3e-2;
 impl<const D: usize> FlipSim<D> {
     /// The volume correction of this substep ([`project::volume_displacement`]): sets `excess` from the
     /// particle counts and, where some cell holds more than the seeding count, the displacement `disp`.
-    /// Returns whether particles are to be moved by it. `solved` says whether the projection ran (there was
-    /// liquid).
-    pub(super) fn volume_correction(&mut self, solved: bool) -> Result<bool, SimError> {
+    /// Returns where the particles' displacement is, if any. `solved` says whether the projection ran (there
+    /// was liquid). With `on_device`, the displacement may stay on the devices
+    /// ([`FlipSim::faces_on_device`]), the potential too, as the next solve's guess.
+    pub(super) fn volume_correction(
+        &mut self,
+        solved: bool,
+        on_device: bool,
+    ) -> Result<Correction, SimError> {
         let kappa = self.cfg.params.volume_correction;
         let (flags, fill) = (&self.flags, &self.fill);
         let (dims, strides) = (flags.dims, flags.strides());
@@ -66,7 +71,7 @@ impl<const D: usize> FlipSim<D> {
             }
         });
         if !(solved && kappa > 0.0 && self.excess.data.iter().any(|&e| e != 0.0)) {
-            return Ok(false);
+            return Ok(Correction::None);
         }
         // The correction moves liquid within the liquid: air counts as a wall (see
         // `project::volume_displacement`).
@@ -102,6 +107,22 @@ impl<const D: usize> FlipSim<D> {
         };
         // The last substep's potential is the initial guess: the liquid compresses in the same places from
         // one substep to the next.
+        if on_device {
+            let device = self.pressure_device.as_mut().expect("faces on the device");
+            let guess = match self.potential_kept {
+                Some(token) => Err(token),
+                None => Ok(&self.excess_potential),
+            };
+            if let Some((_, token)) = solver
+                .solve_gradient_on(&mut **device, &self.excess, guess)
+                .map_err(diverged)?
+            {
+                self.potential_kept = Some(token);
+                return Ok(Correction::Device);
+            }
+        }
+        self.read_potential()?;
+        let solver = self.closed_solver.as_mut().expect("made above");
         project::volume_displacement(
             &mut self.disp,
             &self.closed_flags,
@@ -113,6 +134,47 @@ impl<const D: usize> FlipSim<D> {
                 .map(|d| &mut **d as &mut dyn PoissonDevice<D>),
         )
         .map_err(diverged)?;
-        Ok(true)
+        Ok(Correction::Host)
     }
+
+    /// The volume correction's potential that the pressure device kept, back into `excess_potential` (a
+    /// no-op when it kept none).
+    pub(super) fn read_potential(&mut self) -> Result<(), SimError> {
+        let Some(token) = self.potential_kept else {
+            return Ok(());
+        };
+        let step = self.steps + 1;
+        let failed = |detail: String| SimError::Device { step, detail };
+        let (Some(device), Some(solver)) =
+            (self.pressure_device.as_mut(), self.closed_solver.as_mut())
+        else {
+            return Err(failed(
+                "the volume correction's potential was left on a device that is gone".into(),
+            ));
+        };
+        solver
+            .read_solution_from(&mut **device, token, &mut self.excess_potential)
+            .map_err(|e| failed(e.to_string()))?;
+        self.potential_kept = None;
+        Ok(())
+    }
+
+    /// The displacement of a correction whose potential the device kept ([`Correction::Device`]), on the
+    /// CPU: for a grid-to-particle pass that runs here after all.
+    pub(super) fn displacement_on_host(&mut self) -> Result<(), SimError> {
+        self.read_potential()?;
+        project::displacement_of(&mut self.disp, &self.closed_flags, &self.excess_potential);
+        Ok(())
+    }
+}
+
+/// Where a substep's volume correction left the particles' displacement.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Correction {
+    /// Nowhere: no cell held an excess, or there was no liquid.
+    None,
+    /// In `FlipSim::disp`.
+    Host,
+    /// On the devices' shared face field.
+    Device,
 }

@@ -35,7 +35,7 @@ pub use multigrid::{Multigrid, MultigridParams, MultigridPreconditioner, Restric
 pub use pcg::{pcg, PcgParams};
 pub use poisson::{CellKind, DomainBoundary, Layout, PoissonOperator};
 pub use precond::{IncompleteCholesky, IncompletePoisson, Jacobi, MIC_SAFETY, MIC_TUNING};
-pub use solver::{PoissonDevice, PoissonSolver, PreconditionerKind};
+pub use solver::{Guess, PoissonDevice, PoissonSolver, PreconditionerKind};
 
 /// A symmetric linear operator `y = A x` on vectors of [`len`](LinearOperator::len) entries.
 pub trait LinearOperator: Sync {

@@ -347,6 +347,57 @@ impl<const D: usize> PoissonSolver<D> {
         Ok(info)
     }
 
+    /// As [`solve_on`](Self::solve_on) with [`PoissonDevice::solve_gradient`]: the solution and its gradient
+    /// stay on `device`. `guess` is the initial guess in [`Grid`] layout, or `None` for the solution the
+    /// device kept under the token `kept`. `Ok(None)` when the device declines (the caller then solves with
+    /// [`solve_grid_on`](Self::solve_grid_on)).
+    ///
+    /// # Errors
+    /// As [`solve_grid_on`](Self::solve_grid_on).
+    pub fn solve_gradient_on(
+        &mut self,
+        device: &mut dyn PoissonDevice<D>,
+        rhs: &Grid<f64, D>,
+        guess: Result<&Grid<f64, D>, u64>,
+    ) -> Result<Option<(Info, u64)>, SolveError> {
+        let dims = self.op.layout().dims;
+        if rhs.dims != dims {
+            return Err(SolveError::BadInput(format!(
+                "the right-hand side has {:?} cells, the operator {dims:?}",
+                rhs.dims
+            )));
+        }
+        self.op.pad_unknowns(&rhs.data, &mut self.b);
+        if let Ok(p) = guess {
+            self.op.pad_unknowns(&p.data, &mut self.x);
+        }
+        let guess = match guess {
+            Ok(_) => Guess::Given(&self.x),
+            Err(token) => Guess::Kept(token),
+        };
+        let out = device.solve_gradient(self, &self.b, guess)?;
+        if let Some((info, _)) = &out {
+            self.expected = Some(info.iterations);
+        }
+        Ok(out)
+    }
+
+    /// The solution that `device` kept under `token` ([`solve_gradient_on`](Self::solve_gradient_on)), into
+    /// `p` in [`Grid`] layout.
+    ///
+    /// # Errors
+    /// As [`PoissonDevice::read_solution`].
+    pub fn read_solution_from(
+        &mut self,
+        device: &mut dyn PoissonDevice<D>,
+        token: u64,
+        p: &mut Grid<f64, D>,
+    ) -> Result<(), SolveError> {
+        device.read_solution(token, &mut self.x)?;
+        self.op.layout().unpad(&self.x, &mut p.data);
+        Ok(())
+    }
+
     /// Solves `−∇²p = rhs` for grids in [`Grid`] layout: `rhs` is read on the unknowns, `p` is the initial
     /// guess there and receives the solution (zero on every other cell).
     ///
@@ -413,4 +464,53 @@ pub trait PoissonDevice<const D: usize>: Send {
         b: &[f64],
         x: &mut [f64],
     ) -> Result<Option<Info>, SolveError>;
+
+    /// The face field into which [`solve_gradient`](Self::solve_gradient) writes: an id that a transfer
+    /// device reading the same field reports too
+    /// ([`TransferDevice::face_field`](crate::flip::TransferDevice::face_field)). `None` (the default): this
+    /// device offers no such solve.
+    fn face_field(&self) -> Option<u64> {
+        None
+    }
+
+    /// Solves as [`solve`](Self::solve), but leaves the solution on the device instead of returning it: it
+    /// keeps `x` as a later call's guess ([`Guess::Kept`]) and writes `−∇x` to its face field, component
+    /// after component, each a grid of the faces with x fastest, as f32: on a face between two unknowns
+    /// `0 − (x_above − x_below) / h` in f64 (the CPU's arithmetic), 0 on every other face. Returns the
+    /// record and a token that names the kept solution; `Ok(None)` where [`solve`](Self::solve) would.
+    ///
+    /// # Errors
+    /// As [`solve`](Self::solve); [`SolveError::Device`] for a [`Guess::Kept`] whose solution the device no
+    /// longer holds.
+    fn solve_gradient(
+        &mut self,
+        solver: &PoissonSolver<D>,
+        b: &[f64],
+        guess: Guess<'_>,
+    ) -> Result<Option<(Info, u64)>, SolveError> {
+        let _ = (solver, b, guess);
+        Ok(None)
+    }
+
+    /// The solution that [`solve_gradient`](Self::solve_gradient) kept under `token`, into `x` (padded).
+    ///
+    /// # Errors
+    /// [`SolveError::Device`] when the device fails or holds that solution no longer.
+    fn read_solution(&mut self, token: u64, x: &mut [f64]) -> Result<(), SolveError> {
+        let _ = (token, x);
+        Err(SolveError::Device(
+            "this device keeps no solution to read back".into(),
+        ))
+    }
+}
+
+/// The initial guess of [`PoissonDevice::solve_gradient`].
+#[derive(Clone, Copy, Debug)]
+pub enum Guess<'a> {
+    /// This padded vector.
+    Given(&'a [f64]),
+    /// The solution the device kept under this token, on the unknowns of the new operator (0 elsewhere):
+    /// the bits of that solution read back, unpadded and padded again
+    /// ([`PoissonOperator::pad_unknowns`](super::PoissonOperator::pad_unknowns)).
+    Kept(u64),
 }
