@@ -64,7 +64,10 @@ impl GpuTransfer {
             })?);
         }
         // `[u, u − u_old]` per face, component after component, and the displacement laid out alike.
-        let mut fields = Vec::new();
+        let mut fields = std::mem::take(&mut self.fields);
+        let mut disp_host = std::mem::take(&mut self.displacement);
+        fields.clear();
+        disp_host.clear();
         let faces: usize = grid.u.iter().map(|g| g.data.len()).sum();
         if matches!(step.displacement, Displacement::Device)
             && self.faces.bytes() < 4 * faces as u64
@@ -79,7 +82,6 @@ impl GpuTransfer {
             "the volume correction's displacement",
             4 * faces as u64,
         )?;
-        let mut disp_host = Vec::new();
         for k in 0..D {
             uniform.base[k] = fields.len() as u32;
             for a in 0..D {
@@ -104,10 +106,11 @@ impl GpuTransfer {
         let (program_buffer, ranges_buffer) = self.obstacles.as_ref().expect("obstacles' buffers");
         gpu.write(&b.moves, &[uniform]);
         gpu.write(&b.fields, &fields);
-        self.fields = fields;
         if !disp_host.is_empty() {
             gpu.write(&disp_buffer, &disp_host);
         }
+        self.fields = fields;
+        self.displacement = disp_host;
         gpu.write(program_buffer, program);
         gpu.write(ranges_buffer, ranges);
         let uploaded = Instant::now();

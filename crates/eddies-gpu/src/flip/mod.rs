@@ -27,10 +27,10 @@
 //!   grid-to-particle pass uploads the face fields and reads the particles back. Device memory: 12 + 8 D
 //!   bytes per particle (+ 4 D² with APIC), with a fifth spare, and 2ᴰ·4 + 12 D + 4 bytes per cell, of which
 //!   the prefix sums' 2ᴰ·4 may be a [`Scratch`] shared with the pressure solve
-//!   ([`GpuTransfer::share_scratch`]), which never runs during a transfer; the tallies, 48 bytes per 1024 kept particles. The volume
-//!   correction's displacement (4 D bytes per cell of those) is a face field of its own, which the
-//!   correction's solve may write on the device ([`GpuTransfer::share_faces`]) so that it never crosses the
-//!   bus.
+//!   ([`GpuTransfer::share_scratch`]), which never runs during a transfer; the tallies, 48 bytes per 1024
+//!   kept particles. The volume correction's displacement (4 D bytes per cell of those) is a face field of
+//!   its own, which the correction's solve may write on the device ([`GpuTransfer::share_faces`]) so that it
+//!   never crosses the bus.
 
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -182,8 +182,10 @@ pub struct GpuTransfer {
     buffers: Option<Buffers>,
     /// The obstacles' programs and ranges (`shapes.wgsl`), grown to the largest.
     obstacles: Option<(wgpu::Buffer, wgpu::Buffer)>,
-    /// `[u, u − u_old]` per face, gathered on the host for the particle pass.
+    /// `[u, u − u_old]` per face, and the displacement when it comes from the host, gathered on the host
+    /// for the particle pass (kept for the next pass's gathering).
     fields: Vec<[f32; 2]>,
+    displacement: Vec<f32>,
     /// The volume correction's displacement per face (f32): written by the host, or shared with a pressure
     /// solve that leaves it there ([`GpuTransfer::share_faces`]).
     faces: Scratch,
@@ -218,6 +220,7 @@ impl GpuTransfer {
             buffers: None,
             obstacles: None,
             fields: Vec::new(),
+            displacement: Vec::new(),
             resident: None,
             kept: None,
             keep: true,

@@ -442,9 +442,11 @@ pub struct GpuPoisson {
     /// The face field into which [`PoissonDevice::solve_gradient`] writes, shared with the particle pass
     /// that reads it ([`share_faces`](Self::share_faces)); `None`: the solve is not offered.
     faces: Option<Scratch>,
-    /// The solution the last [`PoissonDevice::solve_gradient`] kept, and the next token.
+    /// The solution the last [`PoissonDevice::solve_gradient`] kept, the next token, and the uniform of
+    /// the gradient's kernel.
     kept: Option<Kept>,
     next_token: u64,
+    faces_uniform: Option<wgpu::Buffer>,
 }
 
 /// What a [`Plan`]'s launches depend on: the dimension, the preconditioner, the null space, and the buffers
@@ -507,6 +509,7 @@ impl GpuPoisson {
             faces: None,
             kept: None,
             next_token: 0,
+            faces_uniform: None,
         })
     }
 
@@ -1294,29 +1297,28 @@ impl GpuPoisson {
             total += d[..3].iter().map(|&v| v as u64).product::<u64>();
             uniform.dims[k] = d;
         }
-        for d in uniform.dims.iter_mut().skip(D) {
-            *d = [1, 1, 1, total as u32];
-        }
         uniform.total = total as u32;
         let faces = self.faces.as_ref().expect("a face field");
         let (out, _) = faces.get(&gpu, "the volume correction's displacement", 4 * total)?;
         gpu.check_binding("the kept solution", 8 * len)?;
-        if self.kept.as_ref().is_none_or(|k| k.buffer.size() < 8 * len) {
-            self.kept = None;
-            let buffer = gpu.allocating("the kept solution", || {
+        // The buffer of the last kept solution, where it is large enough (the old one goes first).
+        let buffer = match self.kept.take() {
+            Some(k) if k.buffer.size() >= 8 * len => k.buffer,
+            _ => gpu.allocating("the kept solution", || {
                 gpu.buffer("pressure kept solution", 8 * len)
-            })?;
-            self.kept = Some(Kept {
-                buffer,
-                token: 0,
-                len,
-            });
-        }
-        let kept = self.kept.as_mut().expect("just made");
-        kept.token = self.next_token;
-        kept.len = len;
+            })?,
+        };
+        let u = match self.faces_uniform.take() {
+            Some(u) => u,
+            None => gpu.uniform::<FacesUniform>("pressure faces"),
+        };
+        gpu.write(&u, &[uniform]);
+        let token = self.next_token;
         self.next_token += 1;
-        let kept = &self.kept.as_ref().expect("just made").buffer;
+        self.kept = Some(Kept { buffer, token, len });
+        self.faces_uniform = Some(u);
+        let kept = &self.kept.as_ref().expect("just kept").buffer;
+        let u = self.faces_uniform.as_ref().expect("just kept");
         let f = self.finest.as_ref().expect("buffers of a solve");
         if zero {
             gpu.submit_launches(
@@ -1329,15 +1331,13 @@ impl GpuPoisson {
             );
             return Ok(());
         }
-        let u = gpu.uniform::<FacesUniform>("pressure faces");
-        gpu.write(&u, &[uniform]);
         let launch = self.launch::<D>(
             "faces",
             FACES,
             false,
             "",
             fold_groups(total.div_ceil(WG), self.per_axis),
-            &[&f.cg, &u, &f.diag, &f.x, &out],
+            &[&f.cg, u, &f.diag, &f.x, &out],
         )?;
         let (x, to) = (&f.x, kept);
         gpu.submit_launches(

@@ -109,12 +109,9 @@ impl<const D: usize> FlipSim<D> {
         // one substep to the next.
         if on_device {
             let device = self.pressure_device.as_mut().expect("faces on the device");
-            let guess = match self.potential_kept {
-                Some(token) => Err(token),
-                None => Ok(&self.excess_potential),
-            };
+            let (q, kept) = (&self.excess_potential, self.potential_kept);
             if let Some((_, token)) = solver
-                .solve_gradient_on(&mut **device, &self.excess, guess)
+                .solve_gradient_on(&mut **device, &self.excess, q, kept)
                 .map_err(diverged)?
             {
                 self.potential_kept = Some(token);

@@ -348,9 +348,9 @@ impl<const D: usize> PoissonSolver<D> {
     }
 
     /// As [`solve_on`](Self::solve_on) with [`PoissonDevice::solve_gradient`]: the solution and its gradient
-    /// stay on `device`. `guess` is the initial guess in [`Grid`] layout, or `None` for the solution the
-    /// device kept under the token `kept`. `Ok(None)` when the device declines (the caller then solves with
-    /// [`solve_grid_on`](Self::solve_grid_on)).
+    /// stay on `device`. The initial guess is the solution that the device kept under the token `kept`, or
+    /// without one `p` (in [`Grid`] layout). `Ok(None)` when the device declines (the caller then solves
+    /// with [`solve_grid_on`](Self::solve_grid_on)).
     ///
     /// # Errors
     /// As [`solve_grid_on`](Self::solve_grid_on).
@@ -358,28 +358,37 @@ impl<const D: usize> PoissonSolver<D> {
         &mut self,
         device: &mut dyn PoissonDevice<D>,
         rhs: &Grid<f64, D>,
-        guess: Result<&Grid<f64, D>, u64>,
+        p: &Grid<f64, D>,
+        kept: Option<u64>,
     ) -> Result<Option<(Info, u64)>, SolveError> {
-        let dims = self.op.layout().dims;
-        if rhs.dims != dims {
-            return Err(SolveError::BadInput(format!(
-                "the right-hand side has {:?} cells, the operator {dims:?}",
-                rhs.dims
-            )));
-        }
+        self.check_grids(rhs, p)?;
         self.op.pad_unknowns(&rhs.data, &mut self.b);
-        if let Ok(p) = guess {
-            self.op.pad_unknowns(&p.data, &mut self.x);
-        }
-        let guess = match guess {
-            Ok(_) => Guess::Given(&self.x),
-            Err(token) => Guess::Kept(token),
+        let guess = match kept {
+            Some(token) => Guess::Kept(token),
+            None => {
+                self.op.pad_unknowns(&p.data, &mut self.x);
+                Guess::Given(&self.x)
+            }
         };
         let out = device.solve_gradient(self, &self.b, guess)?;
         if let Some((info, _)) = &out {
             self.expected = Some(info.iterations);
         }
         Ok(out)
+    }
+
+    /// [`SolveError::BadInput`] unless the right-hand side `rhs` and the solution `p` have the operator's
+    /// cells.
+    fn check_grids(&self, rhs: &Grid<f64, D>, p: &Grid<f64, D>) -> Result<(), SolveError> {
+        let dims = self.op.layout().dims;
+        for (what, d) in [("the right-hand side", rhs.dims), ("the solution", p.dims)] {
+            if d != dims {
+                return Err(SolveError::BadInput(format!(
+                    "{what} has {d:?} cells, the operator {dims:?}"
+                )));
+            }
+        }
+        Ok(())
     }
 
     /// The solution that `device` kept under `token` ([`solve_gradient_on`](Self::solve_gradient_on)), into
@@ -423,14 +432,7 @@ impl<const D: usize> PoissonSolver<D> {
         rhs: &Grid<f64, D>,
         p: &mut Grid<f64, D>,
     ) -> Result<Info, SolveError> {
-        let dims = self.op.layout().dims;
-        for (what, d) in [("the right-hand side", rhs.dims), ("the solution", p.dims)] {
-            if d != dims {
-                return Err(SolveError::BadInput(format!(
-                    "{what} has {d:?} cells, the operator {dims:?}"
-                )));
-            }
-        }
+        self.check_grids(rhs, p)?;
         self.op.pad_unknowns(&rhs.data, &mut self.b);
         self.op.pad_unknowns(&p.data, &mut self.x);
         let (mut b, mut x) = (std::mem::take(&mut self.b), std::mem::take(&mut self.x));
