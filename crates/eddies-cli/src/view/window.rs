@@ -60,8 +60,10 @@ pub struct App {
     stats: Stats,
     controls: Controls,
     camera: OrbitCamera,
-    /// The cursor's last domain point while pushing, and when it was there.
-    drag: Option<(glam::DVec3, Instant)>,
+    /// The cursor's last domain point while a left drag pushes the fluid.
+    stroke: Option<glam::DVec3>,
+    /// When the window last read the pointer's events: the ones it reads next happened since.
+    pointer_read: Instant,
     first_picture: Option<Instant>,
     frames: u64,
     /// Displayed frames per second over the last second.
@@ -94,7 +96,8 @@ impl App {
             stats: Stats::default(),
             controls,
             camera,
-            drag: None,
+            stroke: None,
+            pointer_read: Instant::now(),
             first_picture: None,
             frames: 0,
             recent_frames: Vec::new(),
@@ -322,27 +325,77 @@ impl App {
                 commands.push(panel::Action::Send(Command::Camera(self.camera)));
             }
         }
-        let pushing = !alt && response.dragged_by(PointerButton::Primary);
-        match (pushing, response.interact_pointer_pos(), self.pick) {
-            (true, Some(p), Some(pick)) => {
-                let u = ((p.x - rect.min.x) / rect.width()) as f64;
-                let v = ((p.y - rect.min.y) / rect.height()) as f64;
-                let here = pick.point(u, v, (rect.width() / rect.height()) as f64);
-                let now = Instant::now();
-                if let Some((before, then)) = self.drag {
-                    let dt = now.duration_since(then).as_secs_f64();
-                    if dt > 0.0 && here != before {
-                        commands.push(panel::Action::Send(Command::Impulse {
-                            center: here,
-                            velocity: (here - before) / dt,
-                        }));
+        self.push(ui, rect, commands);
+        Some(rect)
+    }
+
+    /// A left drag that starts on the picture (without Alt) pushes the fluid along the cursor's path: every
+    /// position the pointer's events since the last frame went through, so that a window slower than the
+    /// mouse (a software renderer, a loaded machine) pushes along the same path as a fast one, at the
+    /// cursor's mean speed over the frame.
+    fn push(&mut self, ui: &egui::Ui, rect: Rect, commands: &mut Vec<panel::Action>) {
+        let now = Instant::now();
+        let dt = now.duration_since(self.pointer_read).as_secs_f64();
+        self.pointer_read = now;
+        let Some(pick) = self.pick else {
+            self.stroke = None;
+            return;
+        };
+        let aspect = (rect.width() / rect.height()) as f64;
+        let domain = |p: egui::Pos2| {
+            let u = ((p.x - rect.min.x) / rect.width()) as f64;
+            let v = ((p.y - rect.min.y) / rect.height()) as f64;
+            pick.point(u, v, aspect)
+        };
+        let picture_layer = ui.layer_id();
+        let mut path = Vec::new();
+        for event in ui.input(|i| i.events.clone()) {
+            match event {
+                egui::Event::PointerButton {
+                    pos,
+                    button: PointerButton::Primary,
+                    pressed: true,
+                    modifiers,
+                } => {
+                    let on_picture =
+                        rect.contains(pos) && ui.ctx().layer_id_at(pos) == Some(picture_layer);
+                    self.stroke = (on_picture && !modifiers.alt).then(|| domain(pos));
+                }
+                egui::Event::PointerMoved(pos) => {
+                    if let Some(from) = self.stroke {
+                        let to = domain(pos);
+                        path.push((from, to));
+                        self.stroke = Some(to);
                     }
                 }
-                self.drag = Some((here, now));
+                egui::Event::PointerButton {
+                    pos,
+                    button: PointerButton::Primary,
+                    pressed: false,
+                    ..
+                } => {
+                    if let Some(from) = self.stroke.take() {
+                        path.push((from, domain(pos)));
+                    }
+                }
+                egui::Event::PointerGone => self.stroke = None,
+                _ => {}
             }
-            _ => self.drag = None,
         }
-        Some(rect)
+        let length: f64 = path.iter().map(|(from, to)| from.distance(*to)).sum();
+        if !(length > 0.0 && dt > 0.0) {
+            return;
+        }
+        let speed = length / dt;
+        for (from, to) in path {
+            if from != to {
+                commands.push(panel::Action::Send(Command::Push {
+                    from,
+                    to,
+                    velocity: (to - from).normalize() * speed,
+                }));
+            }
+        }
     }
 }
 
