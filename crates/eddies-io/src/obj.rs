@@ -174,10 +174,11 @@ mod tests {
         assert_eq!(mesh(&nan, &[], &[]), Err(ObjError::NonFinite(1)));
     }
 
+    /// A large mesh (500k vertices, 1M triangles, about 45 MB) has a line for each vertex, normal and face,
+    /// and its last face names the last vertices, counted from 1. How fast it is written is `eddies bench
+    /// outputs-3d-flip` (`write-mesh`), not a test's concern.
     #[test]
-    fn a_million_triangles_write_quickly() {
-        // 500k vertices and 1M triangles, about 45 MB: the bound is loose (it takes well under a second),
-        // it catches an accidentally quadratic or per-character path.
+    fn a_million_triangles_are_a_line_each() {
         let n = 500_000u32;
         let pos: Vec<[f32; 3]> = (0..n)
             .map(|i| [i as f32 * 1e-3, (i % 977) as f32 / 977.0, 0.5])
@@ -185,10 +186,12 @@ mod tests {
         let tri: Vec<[u32; 3]> = (0..2 * n)
             .map(|i| [i / 2, (i / 2 + 1) % n, (i / 2 + 2) % n])
             .collect();
-        let start = std::time::Instant::now();
         let text = mesh(&pos, &pos, &tri).expect("valid");
-        let took = start.elapsed();
         assert_eq!(text.lines().count(), 1 + 2 * n as usize + tri.len());
-        assert!(took.as_secs_f64() < 5.0, "{took:?}");
+        let [a, b, c] = tri.last().unwrap().map(|v| v + 1);
+        assert_eq!(
+            text.lines().last(),
+            Some(format!("f {a}//{a} {b}//{b} {c}//{c}").as_str())
+        );
     }
 }

@@ -269,16 +269,18 @@ fn reader_rejects_malformed_files() {
     ));
 }
 
+/// A large cloud (4M points with a velocity, 67 MB) is its header and every point's 24 bytes, nothing more:
+/// the sizes and offsets hold past what a small test reaches. How fast it encodes is `eddies bench
+/// outputs-3d-flip` (`write-ply`), not a test's concern.
 #[test]
-fn a_large_point_cloud_encodes_quickly() {
-    // 4M points with a velocity: 67 MB. The bound is loose (the encoder takes about 0.1 s on one core of
-    // the 2-core CI machine); it catches a per-value formatting path, which takes many seconds.
+fn a_large_point_cloud_is_every_points_bytes_after_the_header() {
     let n = 4_000_000;
     let pos: Vec<[f32; 3]> = (0..n).map(|i| [i as f32, 0.0, 1.0]).collect();
     let vel = vec![[1.0f32, 2.0, 3.0]; n];
-    let start = std::time::Instant::now();
     let bytes = points(&pos, &[Attribute::new("velocity", Values::Vec3(&vel))]).expect("valid");
-    let took = start.elapsed();
-    assert_eq!(bytes.len(), split_header(&bytes).0.len() + n * 24);
-    assert!(took.as_secs_f64() < 2.0, "{took:?}");
+    let header = split_header(&bytes).0.len();
+    assert_eq!(bytes.len(), header + n * 24);
+    let last = &bytes[header + (n - 1) * 24..];
+    let x = f32::from_le_bytes(last[..4].try_into().unwrap());
+    assert_eq!(x, (n - 1) as f32);
 }
