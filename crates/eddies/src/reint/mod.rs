@@ -436,13 +436,19 @@ impl<const D: usize> ReintSim<D> {
     }
 
     /// Adds `velocity` (m/s) to the fluid within `radius` (m) of `center` (m), weighted by the smooth
-    /// falloff `(1 − (d/radius)²)²`: a push from a mouse or a game event.
+    /// falloff `(1 − (d/radius)²)²`: a push from a mouse or a game event. It visits the cells around the
+    /// push only, so that a viewer's drag, many small pushes a frame, costs little on a large grid.
     pub fn apply_impulse(&mut self, center: [f64; D], radius: f64, velocity: [f32; D]) {
         let h = self.cfg.cell_size;
         let v = velocity.map(|x| x / h as f32);
+        // The particle of cell c lies within [c h, (c + 1) h] on each axis: only the cells of the box around
+        // the push can be within `radius` of its centre (a cell more on each side against rounding).
+        let reach = radius.abs();
+        let lo = center.map(|x| (((x - reach) / h).floor() - 1.0).max(0.0) as usize);
+        let hi = center.map(|x| (((x + reach) / h).floor() + 1.0).max(0.0) as usize);
         let layout = &self.layout;
         let mut hits = Vec::new();
-        layout.for_each_cell(|i, c| {
+        layout.for_each_cell_in(lo, hi, |i, c| {
             let d2: f64 = (0..D)
                 .map(|a| {
                     let x = (c[a] as f64 + 0.5 + self.cur.pos[a][i] as f64) * h;

@@ -103,6 +103,35 @@ impl<const D: usize> CellLayout<D> {
             }
         }
     }
+
+    /// Calls `f(padded_index, coords)` for every interior cell with `lo[a] ≤ c[a] ≤ hi[a]` on each axis (the
+    /// box clipped to the grid), in index order.
+    pub fn for_each_cell_in(
+        &self,
+        lo: [usize; D],
+        hi: [usize; D],
+        mut f: impl FnMut(usize, [usize; D]),
+    ) {
+        let hi: [usize; D] = std::array::from_fn(|a| hi[a].min(self.n[a] - 1));
+        if (0..D).any(|a| lo[a] > hi[a]) {
+            return;
+        }
+        let mut c = lo;
+        'rows: loop {
+            for x in lo[0]..=hi[0] {
+                c[0] = x;
+                f(self.index(c), c);
+            }
+            for a in 1..D {
+                if c[a] < hi[a] {
+                    c[a] += 1;
+                    continue 'rows;
+                }
+                c[a] = lo[a];
+            }
+            return;
+        }
+    }
 }
 
 /// The particle state, one particle per cell, struct of arrays over the padded layout.

@@ -222,6 +222,79 @@ fn impulse_pushes_nearby_fluid() {
     assert_eq!(far.velocity, [0.0, 0.0]);
 }
 
+/// An impulse reaches every particle within its radius, wherever in its cell the particle sits, and no other:
+/// particles at random offsets, many on their cells' edges (offset ±½), in a 3D grid whose cell size is not
+/// a power of two, pushed from centres near and beyond the walls with radii from a fifth of a cell to the
+/// whole grid. Each push starts from rest, so a particle's new velocity is its falloff times the push: to
+/// f32 rounding (1e-5 relative) where the falloff is more than 1e-4, and exactly 0 beyond the radius.
+#[test]
+fn an_impulse_reaches_every_particle_within_its_radius_and_no_other() {
+    let n = 12;
+    let h = 0.1;
+    let cfg = ReintConfig::<3> {
+        resolution: [n; 3],
+        cell_size: h,
+        ..Default::default()
+    };
+    let mut seed = 0x2545_f491_4f6c_dd1du64;
+    let mut next = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        (seed >> 11) as f64 / (1u64 << 53) as f64
+    };
+    let side = n as f64 * h;
+    for push in 0..24 {
+        let mut sim = ReintSim::new(cfg.clone()).expect("valid config");
+        for z in 0..n {
+            for y in 0..n {
+                for x in 0..n {
+                    let offset = [0; 3].map(|_| match (next() * 4.0) as u32 {
+                        0 => -0.5,
+                        1 => 0.5,
+                        _ => (next() - 0.5) as f32,
+                    });
+                    sim.set_particle([x, y, z], &[1.0], offset, [0.0; 3]);
+                }
+            }
+        }
+        let center = [0; 3].map(|_| (next() * 1.4 - 0.2) * side);
+        let radius = h * [0.2, 0.5, 1.0, 1.5, 3.7, 20.0][push % 6];
+        let velocity = [1.0f32, -2.0, 0.5];
+        sim.apply_impulse(center, radius, velocity);
+        for z in 0..n {
+            for y in 0..n {
+                for x in 0..n {
+                    let p = sim.particle([x, y, z]);
+                    let d2: f64 = (0..3).map(|a| (p.position[a] - center[a]).powi(2)).sum();
+                    let w = if d2 < radius * radius {
+                        (1.0 - d2 / (radius * radius)).powi(2)
+                    } else {
+                        0.0
+                    };
+                    for a in 0..3 {
+                        let (got, want) = (p.velocity[a] as f64, w * velocity[a] as f64);
+                        if w == 0.0 {
+                            assert_eq!(
+                                got,
+                                0.0,
+                                "push {push}: cell {:?} beyond the radius",
+                                [x, y, z]
+                            );
+                        } else if w > 1e-4 {
+                            assert!(
+                                (got - want).abs() <= 1e-5 * want.abs(),
+                                "push {push}: cell {:?}: {got} against {want}",
+                                [x, y, z]
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// Out-of-range parameters are errors that name the parameter, never panics.
 #[test]
 fn bad_parameters_are_rejected_with_a_reason() {
