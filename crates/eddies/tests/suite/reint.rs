@@ -272,8 +272,8 @@ fn an_impulse_reaches_every_particle_within_its_radius_and_no_other() {
                     } else {
                         0.0
                     };
-                    for a in 0..3 {
-                        let (got, want) = (p.velocity[a] as f64, w * velocity[a] as f64);
+                    for (&got, &pushed) in p.velocity.iter().zip(&velocity) {
+                        let (got, want) = (got as f64, w * pushed as f64);
                         if w == 0.0 {
                             assert_eq!(
                                 got,
