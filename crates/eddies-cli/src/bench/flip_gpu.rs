@@ -8,7 +8,9 @@
 //!   device between the passes and between the steps, as in `eddies run` (the device tallies the step's
 //!   diagnostics); `particles-read-back` is their read-back after the timed steps, as a frame's outputs
 //!   take it, and `step-time-particles-sent` times the same steps with them sent and read back at every
-//!   pass and sorted on the CPU.
+//!   pass and sorted on the CPU. There the host extrapolates the velocity
+//!   (`stage-extrapolate-particles-sent`); where the device keeps the particles, the particle pass does
+//!   (`stage-extrapolate` then times no work on the host).
 //! * `flip-gpu-pressure-tank`, `flip-gpu-pressure-dam-break`, `flip-gpu-pressure-bodies`: the
 //!   pressure-solver table of `eddies bench pressure` on the GPU, every preconditioner it runs, 32³ to
 //!   256³: iterations, and the solve's time with the vectors already on the device (`iterate`; `record`,
@@ -143,7 +145,13 @@ fn dam_break(sizes: &[usize], quick: bool) -> Result<Vec<BenchRow>, BenchError> 
         transfer.lock().unwrap().keep_particles(false);
         let sent = timed_dam_break(n, reps, &dev, &transfer);
         transfer.lock().unwrap().keep_particles(true);
-        let mut sent_steps: Vec<f64> = sent?.records.iter().map(|r| r.wall_ms).collect();
+        let sent = sent?;
+        let mut sent_steps: Vec<f64> = sent.records.iter().map(|r| r.wall_ms).collect();
+        // There the host extrapolates the velocity (the device does where it keeps the particles).
+        let host_extrapolation = stage_medians(&sent.records)
+            .into_iter()
+            .find(|&(stage, _)| stage == "extrapolate")
+            .map_or(f64::NAN, |(_, ms)| ms);
         let size = format!("{n}x{n}x{n}");
         let r = |metric: &str, value: f64, unit: &str| {
             row("flip-gpu-dam-break", &size, metric, value, unit, &device)
@@ -151,6 +159,11 @@ fn dam_break(sizes: &[usize], quick: bool) -> Result<Vec<BenchRow>, BenchError> 
         let mut steps: Vec<f64> = records.iter().map(|r| r.wall_ms).collect();
         rows.push(r("step-time", median(&mut steps), "ms"));
         rows.push(r("step-time-particles-sent", median(&mut sent_steps), "ms"));
+        rows.push(r(
+            "stage-extrapolate-particles-sent",
+            host_extrapolation,
+            "ms",
+        ));
         rows.push(r("particles-read-back", read_back_ms, "ms"));
         rows.push(r("particles", sim.particles().len() as f64, "count"));
         for (stage, ms) in stage_medians(&records) {

@@ -34,3 +34,13 @@ fn cell_coord(x: f32, p: Params, a: u32) -> f32 {
 struct Keep {
     component: u32, base: u32, pad0: u32, pad1: u32,
 }
+
+// The particle pass (`g2p.wgsl`) and the extrapolation before it (`extrapolate.wgsl`).
+struct Move {
+    // Per component: its faces per axis, and its first face in `fields`.
+    dims: array<vec4<u32>, 3>,
+    base: vec4<u32>,
+    dt: f32, pic_ratio: f32, mode: u32, closed: u32,
+    // Obstacles in `ranges`; whether `displacement` holds this substep's volume correction (else it is 0).
+    obstacles: u32, displaced: u32, pad1: u32, pad2: u32,
+}

@@ -7,8 +7,8 @@ use eddies::flip::{Advection, Boundary, Displacement, Particles, Transfer};
 use rayon::prelude::*;
 
 use super::shapes;
-use super::{GpuTransfer, MoveUniform, G2P, WG};
-use crate::device::GpuError;
+use super::{GpuTransfer, MoveUniform, EXTRAPOLATE, G2P, WG};
+use crate::device::{BufferRange, GpuError, Launch};
 
 impl GpuTransfer {
     /// The grid-to-particle pass (see
@@ -115,7 +115,21 @@ impl GpuTransfer {
         gpu.write(ranges_buffer, ranges);
         let uploaded = Instant::now();
 
-        let launch = self.launch::<D>(
+        let mut launches = match step.extrapolate {
+            Some(layers) if step.kept.is_some() => {
+                self.extrapolation::<D>(faces as u64, layers, uniform.closed != 0)?
+            }
+            Some(_) => {
+                return Err(GpuError::Internal(
+                    "the particle pass was asked to extrapolate without kept particles, whose cells it \
+                     takes for the liquid"
+                        .into(),
+                ))
+            }
+            None => Vec::new(),
+        };
+        let b = self.buffers.as_ref().expect("buffers ensured");
+        launches.push(self.launch::<D>(
             "g2p",
             G2P,
             "",
@@ -131,8 +145,8 @@ impl GpuTransfer {
                 &disp_buffer,
             ],
             n.div_ceil(WG),
-        )?;
-        self.submit(&[launch], 0)?;
+        )?);
+        self.submit(&launches, 0)?;
         let ran = Instant::now();
         if step.kept.is_some() {
             // The moved particles stay on the device until `read_kept`.
@@ -143,5 +157,71 @@ impl GpuTransfer {
         self.read_particles(n, apic, particles)?;
         self.times.record(start, uploaded, ran);
         Ok(())
+    }
+
+    /// The grid velocity (m/s) that the last particle pass read, per face, each component's faces after
+    /// the last's as the host's grids lie: the host's projected velocity, extrapolated on the device when
+    /// the pass did that ([`Advection::extrapolate`]). For inspection: it waits for the device.
+    ///
+    /// # Errors
+    /// What the device reported.
+    ///
+    /// [`Advection::extrapolate`]: eddies::flip::Advection::extrapolate
+    pub fn face_velocities(&self) -> Result<Vec<f32>, GpuError> {
+        let Some(b) = self.buffers.as_ref() else {
+            return Ok(Vec::new());
+        };
+        let faces = self.fields.len() as u64;
+        let bytes = self.gpu.read(&[(&b.fields, 0, 8 * faces)])?;
+        let pairs: Vec<[f32; 2]> = bytemuck::pod_collect_to_vec(&bytes[0]);
+        Ok(pairs.iter().map(|f| f[0]).collect())
+    }
+
+    /// The launches of the velocity extrapolation on the device (`extrapolate.wgsl`;
+    /// [`Advection::extrapolate`]) over the `faces` faces of the fields the pass reads: the known faces, `layers` layers, and the closed
+    /// walls' faces back to 0. The known faces' two masks (4 bytes a face each) lie in the scratch buffer,
+    /// free during the pass (the sort's prefix sums, or the solves' vectors, are dead by then).
+    ///
+    /// [`Advection::extrapolate`]: eddies::flip::Advection::extrapolate
+    fn extrapolation<const D: usize>(
+        &self,
+        faces: u64,
+        layers: usize,
+        closed: bool,
+    ) -> Result<Vec<Launch>, GpuError> {
+        let align = self.gpu.limits().min_storage_buffer_offset_alignment as u64;
+        let size = 4 * faces.max(1);
+        let stride = size.next_multiple_of(align);
+        let (buffer, _) =
+            self.scratch
+                .get(&self.gpu, "the extrapolation's known faces", stride + size)?;
+        let mask = |k: u64| BufferRange {
+            buffer: buffer.clone(),
+            offset: k * stride,
+            size,
+        };
+        let (first, second) = (mask(0), mask(1));
+        let b = self.buffers.as_ref().expect("buffers ensured");
+        let groups = faces.div_ceil(WG);
+        let op = |op: u32, from: &BufferRange, to: &BufferRange| {
+            self.launch::<D>(
+                "extrapolate",
+                EXTRAPOLATE,
+                &format!("const OP: u32 = {op}u;"),
+                &[&b.params, &b.moves, &b.fields, from, to],
+                groups,
+            )
+        };
+        // The mark reads no mask: it writes the first, and binds the second only as the layout asks.
+        let mut out = vec![op(0, &second, &first)?];
+        let (mut from, mut to) = (&first, &second);
+        for _ in 0..layers {
+            out.push(op(1, from, to)?);
+            std::mem::swap(&mut from, &mut to);
+        }
+        if closed {
+            out.push(op(2, from, to)?);
+        }
+        Ok(out)
     }
 }

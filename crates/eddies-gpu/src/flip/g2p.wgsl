@@ -5,15 +5,6 @@
 // (`shapes.wgsl`, after this file) along their normals, and the walls: clamped just inside closed ones, NaN
 // (dropped at the next sort) beyond open ones.
 
-struct Move {
-    // Per component: its faces per axis, and its first face in `fields`.
-    dims: array<vec4<u32>, 3>,
-    base: vec4<u32>,
-    dt: f32, pic_ratio: f32, mode: u32, closed: u32,
-    // Obstacles in `ranges`; whether `displacement` holds this substep's volume correction (else it is 0).
-    obstacles: u32, displaced: u32, pad1: u32, pad2: u32,
-}
-
 const PIC: u32 = 0u;
 const FLIP: u32 = 1u;
 const APIC: u32 = 2u;

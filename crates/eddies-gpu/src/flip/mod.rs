@@ -22,7 +22,9 @@
 //!   order (`counts.wgsl`, `gather.wgsl`, `place.wgsl`; [`TransferDevice::sort_to_grid`]), the particle pass
 //!   moves them in place, and the simulation reads them back once a step, or tallies the step's
 //!   diagnostics on the device (`tally.wgsl`; [`TransferDevice::tally_kept`]) and reads them back once per
-//!   output frame. Otherwise each transfer uploads
+//!   output frame. Without obstacles the particle pass also extrapolates the projected velocity into the air
+//!   first (`extrapolate.wgsl`; [`TransferDevice::extrapolates`]), from the cells that hold the kept
+//!   particles, its known-face masks in the [`Scratch`]. Otherwise each transfer uploads
 //!   positions and velocities (and the affine matrices with APIC) and reads the face sums back, and the
 //!   grid-to-particle pass uploads the face fields and reads the particles back. Device memory: 12 + 8 D
 //!   bytes per particle (+ 4 D² with APIC), with a fifth spare, and 2ᴰ·4 + 12 D + 4 bytes per cell, of which
@@ -51,6 +53,7 @@ const COUNTS: &str = include_str!("counts.wgsl");
 const GATHER: &str = include_str!("gather.wgsl");
 const PLACE: &str = include_str!("place.wgsl");
 const TALLY: &str = include_str!("tally.wgsl");
+const EXTRAPOLATE: &str = include_str!("extrapolate.wgsl");
 /// The particle pass, followed by the obstacles' distance functions it calls.
 const G2P: &str = concat!(include_str!("g2p.wgsl"), "\n", include_str!("shapes.wgsl"));
 
@@ -518,6 +521,10 @@ impl<const D: usize> TransferDevice<D> for GpuTransfer {
         self.keep
     }
 
+    fn extrapolates(&self) -> bool {
+        self.keep
+    }
+
     fn face_field(&self) -> Option<u64> {
         Some(self.faces.id())
     }
@@ -575,6 +582,11 @@ impl<const D: usize> TransferDevice<D> for SharedTransfer {
         TransferDevice::<D>::keeps_particles(&*dev)
     }
 
+    fn extrapolates(&self) -> bool {
+        let dev = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        TransferDevice::<D>::extrapolates(&*dev)
+    }
+
     fn face_field(&self) -> Option<u64> {
         let dev = self.0.lock().unwrap_or_else(|e| e.into_inner());
         TransferDevice::<D>::face_field(&*dev)
@@ -615,8 +627,14 @@ mod tests {
     fn the_kernels_compile_without_a_gpu() {
         let apic = ["const APIC: bool = false;", "const APIC: bool = true;"];
         let tally = [&tally_consts(false) as &str, &tally_consts(true) as &str];
-        let kernels: [(&str, &str, &[&str]); 7] = [
+        let ops = [
+            "const OP: u32 = 0u;",
+            "const OP: u32 = 1u;",
+            "const OP: u32 = 2u;",
+        ];
+        let kernels: [(&str, &str, &[&str]); 8] = [
             ("keys", KEYS, &[""]),
+            ("extrapolate", EXTRAPOLATE, &ops),
             ("p2g", P2G, &apic),
             ("g2p", G2P, &[""]),
             ("counts", COUNTS, &[""]),

@@ -7,7 +7,7 @@ use eddies::grid::{CellFlag, Grid};
 use eddies::linsolve::PoissonDevice;
 use eddies::validation::flip as validation;
 use eddies::{Shape, Simulation};
-use eddies_gpu::flip::GpuTransfer;
+use eddies_gpu::flip::{GpuTransfer, SharedTransfer};
 use eddies_gpu::pressure::{GpuPoisson, SharedPoisson};
 use glam::DVec3;
 use std::sync::{Arc, Mutex};
@@ -55,10 +55,15 @@ fn splash_on(transfer: Transfer, ball: bool, dims: [usize; 3], h: f64) -> FlipSi
         },
         [0.5, 0.0, 0.0],
     );
-    if !ball {
-        return sim;
+    if ball {
+        sim.add_obstacle(spinning_ball());
     }
-    sim.add_obstacle(eddies::flip::Obstacle {
+    sim
+}
+
+/// The splash's ball, spinning about z.
+fn spinning_ball() -> eddies::flip::Obstacle<3> {
+    eddies::flip::Obstacle {
         shape: Shape::Sphere {
             center: DVec3::new(0.5, 0.2, 0.4),
             radius: 0.12,
@@ -66,8 +71,7 @@ fn splash_on(transfer: Transfer, ball: bool, dims: [usize; 3], h: f64) -> FlipSi
         velocity: [0.0; 3],
         angular_velocity: [0.0, 0.0, 3.0],
         center: [0.5, 0.2, 0.4],
-    });
-    sim
+    }
 }
 
 /// A tank at rest stays at rest with the GPU's particle passes and pressure: the CPU test's bound, 1% of
@@ -332,7 +336,9 @@ fn the_displacement_left_on_the_device_changes_no_bit() {
 /// cell, each in index order) and counts per cell as it does. Here the cell size is a power of two, so the
 /// device's single-precision key and the CPU's double-precision one agree. PIC, FLIP and APIC, in a closed
 /// tank and in an open one that particles leave (the device drops them as the CPU's sort does), with two
-/// substeps a step.
+/// substeps a step; both with the spinning ball, so that the host extrapolates the velocity in both runs
+/// (without obstacles the device that keeps the particles extrapolates its copy in single precision:
+/// `the_device_extrapolates_as_the_host_does`).
 #[test]
 fn keeping_the_particles_on_the_device_changes_no_bit() {
     let Some(gpu) = super::gpu() else { return };
@@ -349,6 +355,7 @@ fn keeping_the_particles_on_the_device_changes_no_bit() {
                 },
                 [-2.0, 0.0, 0.0],
             );
+            sim.add_obstacle(spinning_ball());
         }
         let mut passes = GpuTransfer::new(gpu.clone());
         passes.keep_particles(keep);
@@ -653,5 +660,97 @@ fn separate_bodies_are_corrected_on_the_device() {
         solves,
         2 * substeps,
         "solves on the device in {substeps} substeps"
+    );
+}
+
+/// Without obstacles the device that keeps the particles extrapolates the projected velocity into the air
+/// itself, from the cells that hold its particles, and the host extrapolates its own copy only when the state
+/// is read (`complete_records`). The two agree on every face to single-precision rounding: 1e-6 of the
+/// largest speed (a mean of at most six f32 values, each rounded from the host's f64, differs by a few ulp),
+/// the closed walls' faces exactly 0. The extrapolation reached many faces (the host's copy changed there).
+/// FLIP and APIC, closed and open tanks in 3D; a closed 2D tank.
+#[test]
+fn the_device_extrapolates_as_the_host_does() {
+    let Some(gpu) = super::gpu() else { return };
+    for transfer in [Transfer::Flip, Transfer::Apic] {
+        for boundary in [Boundary::Closed, Boundary::Open] {
+            let mut cfg = splash(transfer, false).config().clone();
+            cfg.boundary = boundary;
+            let mut sim = FlipSim::new(cfg).unwrap();
+            sim.fill(
+                &Shape::Box {
+                    min: DVec3::ZERO,
+                    max: DVec3::new(0.35, 0.55, 0.75),
+                },
+                [0.5, 0.0, 0.0],
+            );
+            sim.set_pressure_device(device::<3>().unwrap());
+            compare_extrapolations(sim, 3, &format!("{transfer:?} {boundary:?}"));
+        }
+    }
+    let cfg = FlipConfig::<2> {
+        resolution: [40, 24],
+        cell_size: 1.0 / 32.0,
+        ..Default::default()
+    };
+    let mut tank = FlipSim::new(cfg).unwrap();
+    tank.fill(&Shape::box2([0.0, 0.0], [0.4, 0.5]), [0.0, 0.0]);
+    tank.set_pressure_device(Box::new(GpuPoisson::new(gpu.clone()).unwrap()));
+    compare_extrapolations(tank, 8, "2D closed tank");
+}
+
+/// Runs `sim` (its pressure device set, no obstacles) `steps` steps with its particles kept on the suite's
+/// GPU between frames, then checks the device's extrapolated face velocities against the host's
+/// ([`the_device_extrapolates_as_the_host_does`]).
+fn compare_extrapolations<const D: usize>(mut sim: FlipSim<D>, steps: usize, what: &str)
+where
+    FlipSim<D>: Simulation,
+    SharedTransfer: eddies::flip::TransferDevice<D>,
+{
+    let passes = SharedTransfer(Arc::new(Mutex::new(GpuTransfer::new(
+        super::gpu().unwrap().clone(),
+    ))));
+    sim.set_transfer_device(Box::new(passes.clone()));
+    sim.read_particles_per_frame(true);
+    for _ in 0..steps {
+        let dt = 2.0 * sim.max_dt(1.0);
+        sim.step(dt).unwrap();
+    }
+    let faces = |sim: &FlipSim<D>| -> Vec<f64> {
+        sim.grid_velocity()
+            .u
+            .iter()
+            .flat_map(|g| g.data.iter().copied())
+            .collect()
+    };
+    let before = faces(&sim);
+    sim.complete_records(&mut []).unwrap();
+    let after = faces(&sim);
+    let device = passes.0.lock().unwrap().face_velocities().unwrap();
+    assert_eq!(after.len(), device.len(), "{what}: faces");
+    let closed = sim.config().boundary == Boundary::Closed;
+    let wall = sim.grid_velocity().u.iter().enumerate().flat_map(|(k, g)| {
+        (0..g.data.len()).map(move |i| {
+            let c = g.coords(i)[k];
+            closed && (c == 0 || c + 1 == g.dims[k])
+        })
+    });
+    let top = after.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+    let reached = before.iter().zip(&after).filter(|(b, a)| b != a).count();
+    let mut worst = 0.0f64;
+    for (f, ((&h, &d), wall)) in after.iter().zip(&device).zip(wall).enumerate() {
+        worst = worst.max((h - d as f64).abs());
+        if wall {
+            assert_eq!(d, 0.0, "{what}: wall face {f}");
+        }
+    }
+    println!(
+        "{what}: {reached} faces extrapolated, largest difference {:.2e} of {top:.3} m/s",
+        worst / top
+    );
+    assert!(reached > 100, "{what}: only {reached} faces extrapolated");
+    assert!(
+        worst <= 1e-6 * top,
+        "{what}: the device differs by {worst:e} m/s (top {top})"
     );
 }

@@ -201,6 +201,7 @@ fn the_gpu_particle_pass_matches_the_cpus() {
                         dt: 0.15,
                         unchanged: false,
                         kept: None,
+                        extrapolate: None,
                     };
                     let (mut cpu, mut gpu) = (start.clone(), start.clone());
                     assert!(CpuTransfer
@@ -269,6 +270,7 @@ fn the_gpu_particle_pass_matches_the_cpus() {
                     let resident = Advection {
                         unchanged: true,
                         kept: None,
+                        extrapolate: None,
                         ..step
                     };
                     dev.grid_to_particles_advect(&mut again, &resident).unwrap();
@@ -296,6 +298,7 @@ fn the_gpu_particle_pass_matches_the_cpus() {
             dt: 0.1,
             unchanged: false,
             kept: None,
+            extrapolate: None,
         };
         assert!(!dev
             .grid_to_particles_advect(&mut start.clone(), &step)

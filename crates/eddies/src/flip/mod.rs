@@ -27,7 +27,9 @@
 //! that keeps the particles ([`TransferDevice::keeps_particles`]) runs stage 1 too when the scene adds and
 //! removes none (no drains, emitters or reseeding band): the particles then stay on it from one substep to
 //! the next, and come back once a step, or with [`FlipSim::read_particles_per_frame`] only when a caller
-//! needs them ([`Simulation::complete_records`]).
+//! needs them ([`Simulation::complete_records`]). Such a device runs stage 8 too in a scene without
+//! obstacles ([`TransferDevice::extrapolates`]); the host then extrapolates its own copy of the velocity only
+//! when the state is read.
 //!
 //! A step longer than [`FlipParams::substep_cfl`] cells of travel is split into substeps. The liquid surface
 //! is available as a Zhu–Bridson signed distance (field `surface`). Method notes: `docs/flip.md`.
@@ -153,6 +155,9 @@ pub struct FlipSim<const D: usize> {
     failed: Option<SimError>,
     valid: [Vec<u8>; D],
     front: extrapolate::Front,
+    /// Whether the transfer device extrapolated its copy of `u` in the last substep and the host has not
+    /// ([`TransferDevice::extrapolates`]): `read_kept` extrapolates `u` on the host too.
+    extrapolation_behind: bool,
     shapes_now: Vec<Shape>,
     last_iterations: usize,
     last_residual: f64,
@@ -247,6 +252,7 @@ impl<const D: usize> FlipSim<D> {
             failed: None,
             valid: std::array::from_fn(|_| Vec::new()),
             front: extrapolate::Front::default(),
+            extrapolation_behind: false,
             shapes_now: Vec::new(),
             last_iterations: 0,
             last_residual: 0.0,
@@ -324,7 +330,10 @@ impl<const D: usize> FlipSim<D> {
         self.particle_mass
     }
 
-    /// The grid velocity of the last substep (m/s), after projection and extrapolation.
+    /// The grid velocity of the last substep (m/s), after projection and extrapolation; where the GPU
+    /// extrapolated it ([`TransferDevice::extrapolates`]) and the particles stay there between steps
+    /// ([`read_particles_per_frame`](Self::read_particles_per_frame)), the host's copy is extrapolated by
+    /// [`Simulation::complete_records`] (before it, it is the projected velocity).
     pub fn grid_velocity(&self) -> &MacGrid<D> {
         &self.u
     }
@@ -463,6 +472,9 @@ impl<const D: usize> FlipSim<D> {
     /// volume correction's potential that the pressure device kept.
     fn read_kept(&mut self) -> Result<(), SimError> {
         self.read_potential()?;
+        if self.extrapolation_behind {
+            self.extrapolate_on_host();
+        }
         if !self.host_behind {
             return Ok(());
         }
@@ -519,6 +531,26 @@ impl<const D: usize> FlipSim<D> {
         self.bins_stale = true;
         transfer::velocities_from_sums(&mut self.u, &self.weight);
         Ok(())
+    }
+
+    /// Stage `extrapolate` on the host: the known faces' velocities into the air, then the boundary
+    /// conditions again.
+    fn extrapolate_on_host(&mut self) {
+        extrapolate::mark_valid(&self.u, &self.flags, &mut self.valid);
+        extrapolate::extrapolate(
+            &mut self.u,
+            &mut self.valid,
+            self.cfg.params.extrapolation_layers,
+            &mut self.front,
+        );
+        project::enforce_boundary(
+            &mut self.u,
+            &self.solid_id,
+            &self.obstacles,
+            self.cfg.boundary,
+            self.time,
+        );
+        self.extrapolation_behind = false;
     }
 
     /// One substep of `dt` seconds: Eng's stages in order.
@@ -642,21 +674,20 @@ impl<const D: usize> FlipSim<D> {
             self.volume_correction(info.is_some(), faces_on_device)
         })?;
 
+        // Without obstacles the device that keeps the particles extrapolates its copy of the velocity itself
+        // (the cells holding them are the fluid ones); the host's copy follows only when it is read.
+        let extrapolate_on_device = keep
+            && self.obstacles.is_empty()
+            && self
+                .transfer_device
+                .as_ref()
+                .is_some_and(|d| d.extrapolates());
+        // (Without obstacles the boundary conditions do not depend on the time at which they are set.)
+        self.extrapolation_behind = extrapolate_on_device;
         timer.time("extrapolate", || {
-            extrapolate::mark_valid(&self.u, &self.flags, &mut self.valid);
-            extrapolate::extrapolate(
-                &mut self.u,
-                &mut self.valid,
-                p.extrapolation_layers,
-                &mut self.front,
-            );
-            project::enforce_boundary(
-                &mut self.u,
-                &self.solid_id,
-                &self.obstacles,
-                self.cfg.boundary,
-                self.time,
-            );
+            if !extrapolate_on_device {
+                self.extrapolate_on_host();
+            }
         });
 
         timer.time("grid_to_particles_advect", || {
@@ -680,6 +711,7 @@ impl<const D: usize> FlipSim<D> {
                         dt,
                         unchanged: transferred_on_device,
                         kept: keep.then_some(self.owner),
+                        extrapolate: extrapolate_on_device.then_some(p.extrapolation_layers),
                     };
                     d.grid_to_particles_advect(&mut self.particles, &step)
                         .map_err(|detail| SimError::Device {
@@ -920,7 +952,7 @@ impl<const D: usize> Simulation for FlipSim<D> {
     /// are read, and the substep counter is read by nothing. Obstacle cells and the sort's bins are derived
     /// again on restore.
     fn save_state(&self) -> Result<SavedState, SimError> {
-        if self.host_behind || self.potential_kept.is_some() {
+        if self.host_behind || self.potential_kept.is_some() || self.extrapolation_behind {
             return Err(SimError::InvalidInput(
                 "the particles or the volume correction's potential are on the GPU: complete_records brings \
                  them back before a save"

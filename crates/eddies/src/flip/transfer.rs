@@ -523,6 +523,11 @@ pub struct Advection<'a, const D: usize> {
     /// Whose particles the device keeps, when the pass is to move those ([`TransferDevice::sort_to_grid`]
     /// of the same substep) and leave the `particles` it is given as they are.
     pub kept: Option<KeptParticles>,
+    /// `Some(layers)`: `u` is the projected velocity before its extrapolation, which the device does itself
+    /// before the pass ([`TransferDevice::extrapolates`]): `layers` layers from the faces next to a cell that
+    /// holds one of the kept particles, then the closed walls' faces back to 0. Only with `kept` and no
+    /// obstacles.
+    pub extrapolate: Option<usize>,
 }
 
 /// Where the grid-to-particle pass finds the volume correction's displacement ([`Advection::displacement`]).
@@ -606,6 +611,14 @@ pub trait TransferDevice<const D: usize>: Send {
     /// reads none.
     fn face_field(&self) -> Option<u64> {
         None
+    }
+
+    /// Whether the device extrapolates the grid velocity itself before the pass that moves the particles it
+    /// keeps ([`Advection::extrapolate`]), as the CPU's extrapolation does but in single precision, so that
+    /// the host need not. The simulation asks for it only without obstacles (the only solids then are the
+    /// walls). `false` (the default): the host extrapolates.
+    fn extrapolates(&self) -> bool {
+        false
     }
 
     /// Whether the device keeps the particles between its passes: the simulation then leaves them there
