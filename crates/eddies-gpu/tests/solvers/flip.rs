@@ -47,17 +47,35 @@ fn splash_on(transfer: Transfer, ball: bool, dims: [usize; 3], h: f64) -> FlipSi
         },
         ..FlipConfig::default()
     };
+    let mut sim = block(cfg, [0.5, 0.0, 0.0]);
+    if ball {
+        sim.add_obstacle(spinning_ball());
+    }
+    sim
+}
+
+/// The splash's liquid block, moving at `velocity`, in a simulation of `cfg`.
+fn block(cfg: FlipConfig<3>, velocity: [f64; 3]) -> FlipSim<3> {
     let mut sim = FlipSim::new(cfg).unwrap();
     sim.fill(
         &Shape::Box {
             min: DVec3::ZERO,
             max: DVec3::new(0.35, 0.55, 0.75),
         },
-        [0.5, 0.0, 0.0],
+        velocity,
     );
-    if ball {
-        sim.add_obstacle(spinning_ball());
-    }
+    sim
+}
+
+/// A 2D tank of 40 × 24 cells 1/32 across, a block of liquid at rest in its corner.
+fn tank_2d() -> FlipSim<2> {
+    let cfg = FlipConfig::<2> {
+        resolution: [40, 24],
+        cell_size: 1.0 / 32.0,
+        ..Default::default()
+    };
+    let mut sim = FlipSim::new(cfg).unwrap();
+    sim.fill(&Shape::box2([0.0, 0.0], [0.4, 0.5]), [0.0, 0.0]);
     sim
 }
 
@@ -305,13 +323,7 @@ fn the_displacement_left_on_the_device_changes_no_bit() {
         );
     }
     let tank = |faces: bool| {
-        let cfg = FlipConfig::<2> {
-            resolution: [40, 24],
-            cell_size: 1.0 / 32.0,
-            ..Default::default()
-        };
-        let mut sim = FlipSim::new(cfg).unwrap();
-        sim.fill(&Shape::box2([0.0, 0.0], [0.4, 0.5]), [0.0, 0.0]);
+        let mut sim = tank_2d();
         let mut solves = GpuPoisson::new(gpu.clone()).unwrap();
         let passes = GpuTransfer::new(gpu.clone());
         if faces {
@@ -347,14 +359,7 @@ fn keeping_the_particles_on_the_device_changes_no_bit() {
         if boundary == Boundary::Open {
             let mut open = splash(transfer, true).config().clone();
             open.boundary = Boundary::Open;
-            sim = FlipSim::new(open).unwrap();
-            sim.fill(
-                &Shape::Box {
-                    min: DVec3::ZERO,
-                    max: DVec3::new(0.35, 0.55, 0.75),
-                },
-                [-2.0, 0.0, 0.0],
-            );
+            sim = block(open, [-2.0, 0.0, 0.0]);
             sim.add_obstacle(spinning_ball());
         }
         let mut passes = GpuTransfer::new(gpu.clone());
@@ -676,25 +681,12 @@ fn the_device_extrapolates_as_the_host_does() {
         for boundary in [Boundary::Closed, Boundary::Open] {
             let mut cfg = splash(transfer, false).config().clone();
             cfg.boundary = boundary;
-            let mut sim = FlipSim::new(cfg).unwrap();
-            sim.fill(
-                &Shape::Box {
-                    min: DVec3::ZERO,
-                    max: DVec3::new(0.35, 0.55, 0.75),
-                },
-                [0.5, 0.0, 0.0],
-            );
+            let mut sim = block(cfg, [0.5, 0.0, 0.0]);
             sim.set_pressure_device(device::<3>().unwrap());
             compare_extrapolations(sim, 3, &format!("{transfer:?} {boundary:?}"));
         }
     }
-    let cfg = FlipConfig::<2> {
-        resolution: [40, 24],
-        cell_size: 1.0 / 32.0,
-        ..Default::default()
-    };
-    let mut tank = FlipSim::new(cfg).unwrap();
-    tank.fill(&Shape::box2([0.0, 0.0], [0.4, 0.5]), [0.0, 0.0]);
+    let mut tank = tank_2d();
     tank.set_pressure_device(Box::new(GpuPoisson::new(gpu.clone()).unwrap()));
     compare_extrapolations(tank, 8, "2D closed tank");
 }

@@ -543,6 +543,12 @@ impl<const D: usize> FlipSim<D> {
             self.cfg.params.extrapolation_layers,
             &mut self.front,
         );
+        self.enforce_boundary();
+        self.extrapolation_behind = false;
+    }
+
+    /// The walls' and the obstacles' velocities on their faces of `u` ([`project::enforce_boundary`]).
+    fn enforce_boundary(&mut self) {
         project::enforce_boundary(
             &mut self.u,
             &self.solid_id,
@@ -550,7 +556,6 @@ impl<const D: usize> FlipSim<D> {
             self.cfg.boundary,
             self.time,
         );
-        self.extrapolation_behind = false;
     }
 
     /// One substep of `dt` seconds: Eng's stages in order.
@@ -632,13 +637,7 @@ impl<const D: usize> FlipSim<D> {
 
         timer.time("forces", || {
             project::apply_forces(&mut self.u, self.cfg.gravity, dt);
-            project::enforce_boundary(
-                &mut self.u,
-                &self.solid_id,
-                &self.obstacles,
-                self.cfg.boundary,
-                self.time,
-            );
+            self.enforce_boundary();
         });
 
         let pcg = PcgParams {
