@@ -178,9 +178,10 @@ impl GpuTransfer {
     }
 
     /// The launches of the velocity extrapolation on the device (`extrapolate.wgsl`;
-    /// [`Advection::extrapolate`]) over the `faces` faces of the fields the pass reads: the known faces, `layers` layers, and the closed
-    /// walls' faces back to 0. The known faces' two masks (4 bytes a face each) lie in the scratch buffer,
-    /// free during the pass (the sort's prefix sums, or the solves' vectors, are dead by then).
+    /// [`Advection::extrapolate`]) over the `faces` faces of the fields the pass reads: the known faces,
+    /// `layers` layers, and the closed walls' faces back to 0. The known faces' two masks (4 bytes a face
+    /// each) lie in the scratch buffer, free during the pass (the sort's prefix sums, or the solves'
+    /// vectors, are dead by then).
     ///
     /// [`Advection::extrapolate`]: eddies::flip::Advection::extrapolate
     fn extrapolation<const D: usize>(

@@ -674,7 +674,9 @@ impl<const D: usize> FlipSim<D> {
         })?;
 
         // Without obstacles the device that keeps the particles extrapolates its copy of the velocity itself
-        // (the cells holding them are the fluid ones); the host's copy follows only when it is read.
+        // (the cells holding them are the fluid ones); the host's copy follows only when it is read. Also
+        // where the host reads it after every step (without `per_frame`), so that the particles move with
+        // the same bits however often they come back.
         let extrapolate_on_device = keep
             && self.obstacles.is_empty()
             && self
@@ -953,8 +955,8 @@ impl<const D: usize> Simulation for FlipSim<D> {
     fn save_state(&self) -> Result<SavedState, SimError> {
         if self.host_behind || self.potential_kept.is_some() || self.extrapolation_behind {
             return Err(SimError::InvalidInput(
-                "the particles or the volume correction's potential are on the GPU: complete_records brings \
-                 them back before a save"
+                "the particles, the volume correction's potential or the extrapolated velocity are on the GPU: \
+                 complete_records brings them back before a save"
                     .into(),
             ));
         }
