@@ -192,6 +192,12 @@ fn dam_break(sizes: &[usize], quick: bool) -> Result<Vec<BenchRow>, BenchError> 
         rows.push(r("gpu-transfer-upload", moved(|t| t.upload_ms), "ms"));
         rows.push(r("gpu-transfer-kernels", moved(|t| t.kernels_ms), "ms"));
         rows.push(r("gpu-transfer-download", moved(|t| t.download_ms), "ms"));
+        // The grid fields sent to the particle pass a step, per cell.
+        rows.push(r(
+            "gpu-grid-bytes-up-per-cell",
+            moved(|t| t.grid_bytes_up as f64) / cells as f64,
+            "B",
+        ));
         // The particle passes' own buffers hold particle arrays (36 B each, with a fifth spare) and the face
         // fields (12·D + 4 B per cell, the displacement's field included): their per-cell share apart from
         // their per-particle share. The scratch memory that they share with the solves (the sort's prefix

@@ -7,7 +7,7 @@ use eddies::flip::{Advection, Boundary, Displacement, Particles, Transfer};
 use rayon::prelude::*;
 
 use super::shapes;
-use super::{GpuTransfer, MoveUniform, EXTRAPOLATE, G2P, WG};
+use super::{grid_key, GpuTransfer, MoveUniform, EXTRAPOLATE, G2P, LOAD, WG};
 use crate::device::{BufferRange, GpuError, Launch};
 
 impl GpuTransfer {
@@ -63,10 +63,16 @@ impl GpuTransfer {
                 )
             })?);
         }
-        // `[u, u − u_old]` per face, component after component, and the displacement laid out alike.
+        // `[u, u − u_old]` per face, component after component, and the displacement laid out alike. Where
+        // the fields still hold this substep's particle-to-grid sums, `u` alone: the device derives `u_old`
+        // from them (`load.wgsl`).
+        let derive_old = step.unchanged && self.sums_of == Some(grid_key(grid));
+        self.sums_of = None;
         let mut fields = std::mem::take(&mut self.fields);
+        let mut velocity = std::mem::take(&mut self.velocity);
         let mut disp_host = std::mem::take(&mut self.displacement);
         fields.clear();
+        velocity.clear();
         disp_host.clear();
         let faces: usize = grid.u.iter().map(|g| g.data.len()).sum();
         if matches!(step.displacement, Displacement::Device)
@@ -83,7 +89,7 @@ impl GpuTransfer {
             4 * faces as u64,
         )?;
         for k in 0..D {
-            uniform.base[k] = fields.len() as u32;
+            uniform.base[k] = (fields.len() + velocity.len()) as u32;
             for a in 0..D {
                 uniform.dims[k][a] = grid.u[k].dims[a] as u32;
             }
@@ -91,11 +97,15 @@ impl GpuTransfer {
                 uniform.dims[k][a] = 1;
             }
             let (u, old) = (&grid.u[k].data, &step.u_old.u[k].data);
-            fields.par_extend(
-                (0..u.len())
-                    .into_par_iter()
-                    .map(|j| [u[j] as f32, (u[j] - old[j]) as f32]),
-            );
+            if derive_old {
+                velocity.par_extend(u.par_iter().map(|&u| u as f32));
+            } else {
+                fields.par_extend(
+                    (0..u.len())
+                        .into_par_iter()
+                        .map(|j| [u[j] as f32, (u[j] - old[j]) as f32]),
+                );
+            }
             if let Displacement::Host(d) = step.displacement {
                 disp_host.par_extend(d.u[k].data.par_iter().map(|&d| d as f32));
             }
@@ -105,20 +115,45 @@ impl GpuTransfer {
         let b = self.buffers.as_ref().expect("buffers ensured");
         let (program_buffer, ranges_buffer) = self.obstacles.as_ref().expect("obstacles' buffers");
         gpu.write(&b.moves, &[uniform]);
-        gpu.write(&b.fields, &fields);
+        let mut launches = Vec::new();
+        if derive_old {
+            // The velocity goes into the second of the extrapolation's masks, which the load reads before
+            // the extrapolation's first launch writes the first.
+            let (_, staged) = self.masks(faces as u64)?;
+            gpu.write_at(
+                &staged.buffer,
+                staged.offset,
+                bytemuck::cast_slice(&velocity),
+            );
+            launches.push(self.launch::<D>(
+                "load",
+                LOAD,
+                "",
+                &[&b.moves, &b.fields, &staged],
+                (faces as u64).div_ceil(WG),
+            )?);
+        } else {
+            gpu.write(&b.fields, &fields);
+        }
         if !disp_host.is_empty() {
             gpu.write(&disp_buffer, &disp_host);
         }
+        self.times.grid_bytes_up += std::mem::size_of_val(&fields[..]) as u64
+            + std::mem::size_of_val(&velocity[..]) as u64
+            + std::mem::size_of_val(&disp_host[..]) as u64;
         self.fields = fields;
+        self.velocity = velocity;
         self.displacement = disp_host;
         gpu.write(program_buffer, program);
         gpu.write(ranges_buffer, ranges);
         let uploaded = Instant::now();
 
-        let mut launches = match step.extrapolate {
-            Some(layers) if step.kept.is_some() => {
-                self.extrapolation::<D>(faces as u64, layers, uniform.closed != 0)?
-            }
+        match step.extrapolate {
+            Some(layers) if step.kept.is_some() => launches.extend(self.extrapolation::<D>(
+                faces as u64,
+                layers,
+                uniform.closed != 0,
+            )?),
             Some(_) => {
                 return Err(GpuError::Internal(
                     "the particle pass was asked to extrapolate without kept particles, whose cells it \
@@ -126,8 +161,8 @@ impl GpuTransfer {
                         .into(),
                 ))
             }
-            None => Vec::new(),
-        };
+            None => {}
+        }
         let b = self.buffers.as_ref().expect("buffers ensured");
         launches.push(self.launch::<D>(
             "g2p",
@@ -171,10 +206,26 @@ impl GpuTransfer {
         let Some(b) = self.buffers.as_ref() else {
             return Ok(Vec::new());
         };
-        let faces = self.fields.len() as u64;
-        let bytes = self.gpu.read(&[(&b.fields, 0, 8 * faces)])?;
+        let bytes = self.gpu.read(&[(&b.fields, 0, 8 * b.faces)])?;
         let pairs: Vec<[f32; 2]> = bytemuck::pod_collect_to_vec(&bytes[0]);
         Ok(pairs.iter().map(|f| f[0]).collect())
+    }
+
+    /// Two ranges of the scratch buffer, 4 bytes for each of `faces` faces: the extrapolation's masks of
+    /// known faces, the second of which first stages the host's velocity for `load.wgsl`.
+    fn masks(&self, faces: u64) -> Result<(BufferRange, BufferRange), GpuError> {
+        let align = self.gpu.limits().min_storage_buffer_offset_alignment as u64;
+        let size = 4 * faces.max(1);
+        let stride = size.next_multiple_of(align);
+        let (buffer, _) =
+            self.scratch
+                .get(&self.gpu, "the extrapolation's known faces", stride + size)?;
+        let mask = |k: u64| BufferRange {
+            buffer: buffer.clone(),
+            offset: k * stride,
+            size,
+        };
+        Ok((mask(0), mask(1)))
     }
 
     /// The launches of the velocity extrapolation on the device (`extrapolate.wgsl`;
@@ -190,18 +241,7 @@ impl GpuTransfer {
         layers: usize,
         closed: bool,
     ) -> Result<Vec<Launch>, GpuError> {
-        let align = self.gpu.limits().min_storage_buffer_offset_alignment as u64;
-        let size = 4 * faces.max(1);
-        let stride = size.next_multiple_of(align);
-        let (buffer, _) =
-            self.scratch
-                .get(&self.gpu, "the extrapolation's known faces", stride + size)?;
-        let mask = |k: u64| BufferRange {
-            buffer: buffer.clone(),
-            offset: k * stride,
-            size,
-        };
-        let (first, second) = (mask(0), mask(1));
+        let (first, second) = self.masks(faces)?;
         let b = self.buffers.as_ref().expect("buffers ensured");
         let groups = faces.div_ceil(WG);
         let op = |op: u32, from: &BufferRange, to: &BufferRange| {

@@ -31,6 +31,7 @@ impl GpuTransfer {
         } = t;
         let start = Instant::now();
         let apic = transfer == Transfer::Apic;
+        self.sums_of = None;
         let n = match upload {
             Some(p) => {
                 let n = p.len() as u64;
@@ -76,6 +77,7 @@ impl GpuTransfer {
         })?;
         self.times.record(start, uploaded, ran);
         self.kept = Some((owner, live, apic));
+        self.sums_of = Some(super::grid_key(grid));
         Ok(Some(live as usize))
     }
 

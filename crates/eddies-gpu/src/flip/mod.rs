@@ -15,7 +15,9 @@
 //!   correction's displacement, the push out of each obstacle along its normal, and the walls, as the CPU's
 //!   pass but in single precision. The obstacles' shapes (static, or moving at the step's end) are compiled
 //!   into postfix programs of primitives and `min`/`max` steps (`shapes.rs`, `shapes.wgsl`); one nested
-//!   deeper than the kernel's stack is declined and the CPU runs the pass.
+//!   deeper than the kernel's stack is declined and the CPU runs the pass. Where the device ran the
+//!   substep's transfer, the host sends the pass the velocity `u` alone, and the pass's first launch forms
+//!   `u − u_old` from the transfer's sums, which the face fields still hold (`load.wgsl`).
 //! * **Where the data lives.** When the simulation leaves the particles on the device
 //!   ([`TransferDevice::keeps_particles`]; a scene that adds and removes none on the CPU), the device keeps
 //!   them between the passes: each transfer sorts them, counts them per cell and moves them into the sorted
@@ -26,7 +28,7 @@
 //!   first (`extrapolate.wgsl`; [`TransferDevice::extrapolates`]), from the cells that hold the kept
 //!   particles, its known-face masks in the [`Scratch`]. Otherwise each transfer uploads
 //!   positions and velocities (and the affine matrices with APIC) and reads the face sums back, and the
-//!   grid-to-particle pass uploads the face fields and reads the particles back. Device memory: 12 + 8 D
+//!   grid-to-particle pass uploads the velocity and reads the particles back. Device memory: 12 + 8 D
 //!   bytes per particle (+ 4 D² with APIC), with a fifth spare, and 2ᴰ·4 + 12 D + 4 bytes per cell, of which
 //!   the prefix sums' 2ᴰ·4 may be a [`Scratch`] shared with the pressure solve
 //!   ([`GpuTransfer::share_scratch`]), which never runs during a transfer; the tallies, 48 bytes per 1024
@@ -54,6 +56,7 @@ const GATHER: &str = include_str!("gather.wgsl");
 const PLACE: &str = include_str!("place.wgsl");
 const TALLY: &str = include_str!("tally.wgsl");
 const EXTRAPOLATE: &str = include_str!("extrapolate.wgsl");
+const LOAD: &str = include_str!("load.wgsl");
 /// The particle pass, followed by the obstacles' distance functions it calls.
 const G2P: &str = concat!(include_str!("g2p.wgsl"), "\n", include_str!("shapes.wgsl"));
 
@@ -61,6 +64,12 @@ mod g2p;
 mod kept;
 mod p2g;
 mod shapes;
+
+/// What tells a simulation's grid from another's that shares the device: the address of its first face
+/// array (a live array's address is its own).
+fn grid_key<const D: usize>(grid: &MacGrid<D>) -> usize {
+    grid.u[0].data.as_ptr() as usize
+}
 
 /// The prelude of a kernel for dimension `dim`, with its own constants.
 fn prelude(dim: usize, consts: &str) -> String {
@@ -137,6 +146,9 @@ pub struct TransferTimes {
     pub kernels_ms: f64,
     /// Reading the face sums, or the moved particles, back.
     pub download_ms: f64,
+    /// The grid fields that the host wrote for the particle passes (bytes): the velocity, with `u − u_old`
+    /// where the device does not form it (`load.wgsl`), and the displacement where it comes from the host.
+    pub grid_bytes_up: u64,
 }
 
 /// The device buffers of one problem size; they grow to the largest and are reused.
@@ -188,7 +200,12 @@ pub struct GpuTransfer {
     /// `[u, u − u_old]` per face, and the displacement when it comes from the host, gathered on the host
     /// for the particle pass (kept for the next pass's gathering).
     fields: Vec<[f32; 2]>,
+    /// `u` per face, gathered alike where the device derives `u − u_old` itself (`load.wgsl`).
+    velocity: Vec<f32>,
     displacement: Vec<f32>,
+    /// The grid ([`grid_key`]) whose particle-to-grid sums the face fields hold, until the particle pass
+    /// overwrites them.
+    sums_of: Option<usize>,
     /// The volume correction's displacement per face (f32): written by the host, or shared with a pressure
     /// solve that leaves it there ([`GpuTransfer::share_faces`]).
     faces: Scratch,
@@ -223,7 +240,9 @@ impl GpuTransfer {
             buffers: None,
             obstacles: None,
             fields: Vec::new(),
+            velocity: Vec::new(),
             displacement: Vec::new(),
+            sums_of: None,
             resident: None,
             kept: None,
             keep: true,
@@ -331,6 +350,7 @@ impl GpuTransfer {
         self.buffers = None;
         self.resident = None;
         self.kept = None;
+        self.sums_of = None;
         let buffers = gpu.allocating("the particle-to-grid transfer", || Buffers {
             particles,
             bins,
@@ -632,9 +652,10 @@ mod tests {
             "const OP: u32 = 1u;",
             "const OP: u32 = 2u;",
         ];
-        let kernels: [(&str, &str, &[&str]); 8] = [
+        let kernels: [(&str, &str, &[&str]); 9] = [
             ("keys", KEYS, &[""]),
             ("extrapolate", EXTRAPOLATE, &ops),
+            ("load", LOAD, &[""]),
             ("p2g", P2G, &apic),
             ("g2p", G2P, &[""]),
             ("counts", COUNTS, &[""]),

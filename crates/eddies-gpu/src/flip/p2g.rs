@@ -21,6 +21,7 @@ impl GpuTransfer {
     ) -> Result<(), GpuError> {
         let start = Instant::now();
         let apic = transfer == Transfer::Apic;
+        self.sums_of = None;
         self.upload(particles, grid, apic, apic, false)?;
         self.kept = None;
         self.resident = Some((particles.pos[0].as_ptr() as usize, particles.len() as u64));
@@ -31,6 +32,7 @@ impl GpuTransfer {
         self.submit(&launches, self.scan_clear())?;
         let ran = Instant::now();
         self.read_sums(sums, &face_counts, &[], |_, _| {})?;
+        self.sums_of = Some(super::grid_key(grid));
         self.times.record(start, uploaded, ran);
         Ok(())
     }

@@ -505,7 +505,9 @@ pub struct CpuTransfer;
 pub struct Advection<'a, const D: usize> {
     /// The grid velocity after projection and extrapolation (m/s).
     pub u: &'a MacGrid<D>,
-    /// The grid velocity saved after the particle-to-grid transfer (m/s), for the FLIP update.
+    /// The grid velocity saved after the particle-to-grid transfer (m/s), for the FLIP update. With
+    /// `unchanged`, a device whose own transfer of this substep left its sums in place may derive it from
+    /// them instead, to its own division's rounding (`velocities_from_sums` divides in double precision).
     pub u_old: &'a MacGrid<D>,
     /// The volume correction's displacement (m) on the faces.
     pub displacement: Displacement<'a, D>,
