@@ -198,6 +198,12 @@ fn dam_break(sizes: &[usize], quick: bool) -> Result<Vec<BenchRow>, BenchError> 
             moved(|t| t.grid_bytes_up as f64) / cells as f64,
             "B",
         ));
+        // The grid fields that the transfers read back a step, per cell.
+        rows.push(r(
+            "gpu-grid-bytes-down-per-cell",
+            moved(|t| t.grid_bytes_down as f64) / cells as f64,
+            "B",
+        ));
         // The particle passes' own buffers hold particle arrays (36 B each, with a fifth spare) and the face
         // fields (12·D + 4 B per cell, the displacement's field included): their per-cell share apart from
         // their per-particle share. The scratch memory that they share with the solves (the sort's prefix

@@ -26,7 +26,7 @@ impl GpuTransfer {
             owner,
             grid,
             transfer,
-            sums,
+            out,
             count,
         } = t;
         let start = Instant::now();
@@ -47,14 +47,12 @@ impl GpuTransfer {
         self.resident = None;
         self.kept = None;
         if n == 0 {
-            for s in sums.iter_mut() {
-                s.data.fill([0.0; 2]);
-            }
+            out.clear();
             count.data.fill(0);
             self.kept = Some((owner, 0, apic));
             return Ok(Some(0));
         }
-        let face_counts = self.face_uniforms(sums)?;
+        let face_counts = self.face_uniforms(grid)?;
         let faces: u64 = face_counts.iter().sum();
         let cells = count.data.len() as u64;
         self.keep_uniforms::<D>(faces);
@@ -62,22 +60,25 @@ impl GpuTransfer {
 
         let mut launches = self.transfer_launches::<D>(n, apic, &face_counts)?;
         launches.extend(self.keep_launches::<D>(n, cells, apic)?);
+        launches.extend(self.derive_launch(grid, &out)?);
         self.submit(&launches, self.scan_clear())?;
         let ran = Instant::now();
 
         let b = self.buffers.as_ref().expect("buffers ensured");
-        let more = [
-            (&b.fields, 8 * faces, 4 * cells),
-            (&b.scan.buffer, b.scan.offset + 4 * b.bins, 4),
-        ];
+        let (fields, scan, total_at) = (
+            b.fields.clone(),
+            b.scan.buffer.clone(),
+            b.scan.offset + 4 * b.bins,
+        );
+        let more = [(&fields, 8 * faces, 4 * cells), (&scan, total_at, 4)];
         let mut live = 0;
-        self.read_sums(sums, &face_counts, &more, |r, bytes| match r {
+        let key = self.read_sums(out, grid, &face_counts, &more, |r, bytes| match r {
             0 => copy_bytes(bytemuck::cast_slice_mut(&mut count.data), bytes),
             _ => live = u32::from_le_bytes(bytes[..4].try_into().expect("4 bytes")) as u64,
         })?;
         self.times.record(start, uploaded, ran);
         self.kept = Some((owner, live, apic));
-        self.sums_of = Some(super::grid_key(grid));
+        self.sums_of = Some(key);
         Ok(Some(live as usize))
     }
 

@@ -1,8 +1,9 @@
 // The particle pass's face fields `[u, u − u_old]` (`g2p.wgsl`) from the host's velocity `u` and the sums of
 // this substep's particle-to-grid transfer, which the fields still hold (`[Σ w, Σ w u]` per face,
-// `p2g.wgsl`): `u_old = Σ w u / Σ w`, 0 where `Σ w` is 0, the velocity that the host derived from the same
-// sums (`eddies::flip` transfer.rs, `velocities_from_sums`), here divided in single precision. The host so
-// sends 4 bytes a face instead of 8. One thread per face, no sums: a run repeats bit for bit.
+// `p2g.wgsl`): `u_old = Σ w u / Σ w`, 0 where `Σ w` is 0, the velocity that the host took from the same
+// sums, divided as `derive.wgsl` divides them (or, where the host read the sums, as `velocities_from_sums`
+// of `eddies::flip` transfer.rs, in double precision). The host so sends 4 bytes a face instead of 8. One
+// thread per face, no sums: a run repeats bit for bit.
 
 @group(0) @binding(0) var<uniform> m: Move;
 // The sums, then `[u, u − u_old]`, per face; the counts per cell after them are left alone.

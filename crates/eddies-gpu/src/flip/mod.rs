@@ -10,6 +10,11 @@
 //!   cells within one cell of it, the tent weights and weighted velocities (`p2g.wgsl`): the CPU's sums
 //!   (`[Σ w, Σ w u]` per face, the affine term with APIC) in a fixed order of the device's own, so a run
 //!   repeats bit for bit on one device and agrees with the CPU to single-precision rounding.
+//! * **What the step derives from the sums, on the device.** A simulation asks for the face velocities
+//!   (the sums' quotient) and the fill fraction ([`GridSums::Derived`]); the transfer's last launch forms
+//!   them from the sums, which stay on the device (`derive.wgsl`), in memory dead by then (the
+//!   displacement's face field, the first of the prefix sums), and only they come back: 4 bytes a face and
+//!   4 a cell instead of the sums' 8 a face.
 //! * **Grid to particles and advection**, one thread per particle (`g2p.wgsl`): PIC, the FLIP blend or APIC
 //!   (the affine matrix from the gradient of the interpolation weights), the midpoint move plus the volume
 //!   correction's displacement, the push out of each obstacle along its normal, and the walls, as the CPU's
@@ -32,18 +37,18 @@
 //!   bytes per particle (+ 4 D² with APIC), with a fifth spare, and 2ᴰ·4 + 12 D + 4 bytes per cell, of which
 //!   the prefix sums' 2ᴰ·4 may be a [`Scratch`] shared with the pressure solve
 //!   ([`GpuTransfer::share_scratch`]), which never runs during a transfer; the tallies, 48 bytes per 1024
-//!   kept particles. The volume correction's displacement (4 D bytes per cell of those) is a face field of
-//!   its own, which the correction's solve may write on the device ([`GpuTransfer::share_faces`]) so that it
-//!   never crosses the bus.
+//!   kept particles. The volume correction's displacement (4 D bytes per cell of those) is a
+//!   face field of its own, which the correction's solve may write on the device
+//!   ([`GpuTransfer::share_faces`]) so that it never crosses the bus.
 
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use bytemuck::{Pod, Zeroable};
 use eddies::flip::{
-    Advection, KeptParticles, KeptTransfer, Particles, Tally, Transfer, TransferDevice,
+    Advection, GridSums, KeptParticles, KeptTransfer, Particles, Tally, Transfer, TransferDevice,
 };
-use eddies::grid::{Grid, MacGrid};
+use eddies::grid::MacGrid;
 
 use crate::device::{fold_groups, Bindable, BufferRange, Gpu, GpuError, Launch, Scratch};
 use crate::sort::{CountingSort, WG};
@@ -57,6 +62,7 @@ const PLACE: &str = include_str!("place.wgsl");
 const TALLY: &str = include_str!("tally.wgsl");
 const EXTRAPOLATE: &str = include_str!("extrapolate.wgsl");
 const LOAD: &str = include_str!("load.wgsl");
+const DERIVE: &str = include_str!("derive.wgsl");
 /// The particle pass, followed by the obstacles' distance functions it calls.
 const G2P: &str = concat!(include_str!("g2p.wgsl"), "\n", include_str!("shapes.wgsl"));
 
@@ -126,6 +132,18 @@ struct KeepUniform {
     pad: [u32; 2],
 }
 
+/// `Derive` of `derive.wgsl`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
+struct DeriveUniform {
+    dims: [[u32; 4]; 3],
+    base: [u32; 4],
+    cells: [u32; 4],
+    scale: f32,
+    closed: u32,
+    pad: [u32; 2],
+}
+
 /// `Tally` of `tally.wgsl`.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
@@ -149,6 +167,9 @@ pub struct TransferTimes {
     /// The grid fields that the host wrote for the particle passes (bytes): the velocity, with `u − u_old`
     /// where the device does not form it (`load.wgsl`), and the displacement where it comes from the host.
     pub grid_bytes_up: u64,
+    /// The grid fields that the transfers read back (bytes): the sums, or what the step derives from them
+    /// (`derive.wgsl`); the counts per cell are not counted.
+    pub grid_bytes_down: u64,
 }
 
 /// The device buffers of one problem size; they grow to the largest and are reused.
@@ -161,6 +182,7 @@ struct Buffers {
     params: wgpu::Buffer,
     faces_uniform: Vec<wgpu::Buffer>,
     moves: wgpu::Buffer,
+    derive: wgpu::Buffer,
     /// `[u, u − u_old]` per face for the grid-to-particle pass; the particle-to-grid transfer's sums
     /// `[Σ w, Σ w u]` per face before it, and after them the kept particles' counts per cell.
     fields: wgpu::Buffer,
@@ -373,6 +395,7 @@ impl GpuTransfer {
                 size: scan_entries * 4,
             },
             moves: gpu.uniform::<MoveUniform>("particle move"),
+            derive: gpu.uniform::<DeriveUniform>("derived from the sums"),
             fields: gpu.buffer("face fields", faces * 8 + cells * 4),
         })?;
         self.buffers = Some(buffers);
@@ -507,15 +530,13 @@ impl<const D: usize> TransferDevice<D> for GpuTransfer {
         particles: &Particles<D>,
         grid: &MacGrid<D>,
         transfer: Transfer,
-        sums: &mut [Grid<[f32; 2], D>; D],
+        out: GridSums<'_, D>,
     ) -> Result<bool, String> {
         if particles.is_empty() {
-            for s in sums.iter_mut() {
-                s.data.fill([0.0; 2]);
-            }
+            out.clear();
             return Ok(true);
         }
-        self.particles_to_grid_on(particles, grid, transfer, sums)
+        self.particles_to_grid_on(particles, grid, transfer, out)
             .map(|()| true)
             .map_err(|e| e.to_string())
     }
@@ -582,10 +603,10 @@ impl<const D: usize> TransferDevice<D> for SharedTransfer {
         particles: &Particles<D>,
         grid: &MacGrid<D>,
         transfer: Transfer,
-        sums: &mut [Grid<[f32; 2], D>; D],
+        out: GridSums<'_, D>,
     ) -> Result<bool, String> {
         let mut dev = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        TransferDevice::<D>::particles_to_grid(&mut *dev, particles, grid, transfer, sums)
+        TransferDevice::<D>::particles_to_grid(&mut *dev, particles, grid, transfer, out)
     }
 
     fn grid_to_particles_advect(
@@ -652,8 +673,9 @@ mod tests {
             "const OP: u32 = 1u;",
             "const OP: u32 = 2u;",
         ];
-        let kernels: [(&str, &str, &[&str]); 9] = [
+        let kernels: [(&str, &str, &[&str]); 10] = [
             ("keys", KEYS, &[""]),
+            ("derive", DERIVE, &[""]),
             ("extrapolate", EXTRAPOLATE, &ops),
             ("load", LOAD, &[""]),
             ("p2g", P2G, &apic),
@@ -680,6 +702,7 @@ mod tests {
         assert_eq!(std::mem::size_of::<FaceUniform>(), 32);
         assert_eq!(std::mem::size_of::<MoveUniform>(), 96);
         assert_eq!(std::mem::size_of::<KeepUniform>(), 16);
+        assert_eq!(std::mem::size_of::<DeriveUniform>(), 96);
         assert_eq!(std::mem::size_of::<TallyUniform>(), 16);
         assert_eq!(std::mem::size_of::<shapes::Instr>(), 112);
     }

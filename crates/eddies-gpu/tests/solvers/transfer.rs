@@ -3,7 +3,8 @@
 //! the same bits run to run.
 
 use eddies::flip::{
-    Advection, Boundary, CpuTransfer, Displacement, Particles, Transfer, TransferDevice,
+    Advection, Boundary, CpuTransfer, Derived, Displacement, GridSums, Particles, Transfer,
+    TransferDevice,
 };
 use eddies::grid::{Grid, MacGrid};
 use eddies::rng::SplitMix64;
@@ -59,7 +60,7 @@ fn transfer_on<const D: usize>(
 ) -> [Grid<[f32; 2], D>; D] {
     let mut sums = std::array::from_fn(|k| grid.u[k].same_shape([0.0f32; 2]));
     assert!(device
-        .particles_to_grid(p, grid, transfer, &mut sums)
+        .particles_to_grid(p, grid, transfer, GridSums::Sums(&mut sums))
         .unwrap());
     sums
 }
@@ -68,7 +69,8 @@ fn transfer_on<const D: usize>(
 /// and three levels of prefix sums, with launches folded into two dimensions: a face adds at most 4ᴰ·(a few)
 /// terms of magnitude ≤ 1 (weights) or ≤ 3 (APIC velocities at the face) in single precision, in orders
 /// that differ, so the sums agree to about 100 · 2⁻²⁴ ≈ 6e-6 of the largest weight sum; the bound is 2e-5.
-/// The GPU's sums repeat bit for bit.
+/// The GPU's sums repeat bit for bit, and what it derives from them is what the host derives
+/// ([`derived_as_on_the_host`]).
 #[test]
 fn the_gpu_transfer_matches_the_cpus() {
     let Some(dev) = super::transfer() else {
@@ -90,6 +92,7 @@ fn the_gpu_transfer_matches_the_cpus() {
             if transfer == Transfer::Apic {
                 let flip = transfer_on(dev, &p, &grid, Transfer::Flip);
                 assert!(sums_differ(&gpu, &flip) > 1e-3, "the affine term counts");
+                derived_as_on_the_host(dev, &p, &grid, &gpu);
             }
             assert_eq!(
                 gpu,
@@ -104,6 +107,81 @@ fn the_gpu_transfer_matches_the_cpus() {
     check(&mut dev, [12, 10, 9], 9000);
     dev.limit_workgroups_per_dimension(u32::MAX);
     check(&mut dev, [66, 50, 40], 30000);
+}
+
+/// The face velocities and the fill fraction that the device derives from its `sums` of `p` on `grid`, read
+/// back in their place, are those the host derives from the same sums (`GridSums::take_from`, in double
+/// precision), to single-precision rounding: a velocity is one division, correctly rounded on the host and
+/// within WGSL's 2.5 ulp on the device, so the bound is 4 · 2⁻²⁴ of its size; a fill fraction adds 2D
+/// non-negative weights, each divided by a kernel mass (exact: 1, 0.5, 0.875 or their products), and scales
+/// them, about 2D + 3 roundings, bounded by 12 · 2⁻²⁴ of its size. Faces no particle reaches read 0 on both,
+/// closed and open domains; the derived values repeat bit for bit.
+fn derived_as_on_the_host<const D: usize>(
+    dev: &mut eddies_gpu::flip::GpuTransfer,
+    p: &Particles<D>,
+    grid: &MacGrid<D>,
+    sums: &[Grid<[f32; 2], D>; D],
+) where
+    eddies_gpu::flip::GpuTransfer: TransferDevice<D>,
+{
+    let dims = grid.dims;
+    for closed in [true, false] {
+        let derive = |dev: Option<&mut eddies_gpu::flip::GpuTransfer>| {
+            let (mut u, mut fill) = (grid.clone(), Grid::new(dims, [0.0; D], 0.1, f64::NAN));
+            let out = GridSums::Derived(Derived {
+                u: &mut u,
+                fill: &mut fill,
+                closed,
+                seeds: 2f64.powi(D as i32),
+            });
+            match dev {
+                Some(d) => {
+                    assert!(
+                        TransferDevice::<D>::particles_to_grid(d, p, grid, Transfer::Apic, out)
+                            .unwrap()
+                    )
+                }
+                None => out.take_from(sums),
+            }
+            (u, fill)
+        };
+        let (host, device) = (derive(None), derive(Some(&mut *dev)));
+        let (mut du, mut zeros) = (0.0f64, 0);
+        for (h, d) in host.0.u.iter().zip(&device.0.u) {
+            for (&h, &d) in h.data.iter().zip(&d.data) {
+                assert!(d.is_finite(), "{dims:?}: a derived velocity {d}");
+                du = du.max((h - d).abs() / (h.abs() * 2f64.powi(-24)).max(f64::MIN_POSITIVE));
+                zeros += (h == 0.0 && d == 0.0) as usize;
+            }
+        }
+        let mut df = 0.0f64;
+        for (&h, &d) in host.1.data.iter().zip(&device.1.data) {
+            assert!(d.is_finite() && d >= 0.0, "{dims:?}: a derived fill {d}");
+            df = df.max((h - d).abs() / (h.abs() * 2f64.powi(-24)).max(f64::MIN_POSITIVE));
+        }
+        println!(
+            "{D}D {dims:?}, closed {closed}: velocities {du:.1} ulp, fill {df:.1} ulp, \
+             {zeros} empty faces"
+        );
+        assert!(
+            du <= 4.0,
+            "{dims:?} closed {closed}: velocities differ by {du} ulp"
+        );
+        assert!(
+            df <= 12.0,
+            "{dims:?} closed {closed}: fill differs by {df} ulp"
+        );
+        assert!(zeros > 0, "{dims:?}: some faces are empty");
+        let max_fill = host.1.data.iter().fold(0.0f64, |a, &b| a.max(b));
+        assert!(
+            max_fill > 0.1,
+            "{dims:?}: the clusters fill cells ({max_fill})"
+        );
+        assert!(
+            device == derive(Some(&mut *dev)),
+            "{dims:?}: the same bits again"
+        );
+    }
 }
 
 /// A grid of `dims` cells of 0.1 m whose faces hold random velocities of order 1 (m/s).

@@ -6,9 +6,9 @@ use super::params::{Boundary, Transfer};
 use super::particles::{Particles, PARTICLE_CHUNK};
 use super::transfer::{
     self, particles_to_grid, sort_particles, Advection, CpuTransfer, Displacement, FaceStencils,
-    HalfCellBins, TransferDevice, SAMPLE_BATCH,
+    GridSums, HalfCellBins, TransferDevice, SAMPLE_BATCH,
 };
-use crate::grid::{to_dvec3, Grid, MacGrid};
+use crate::grid::{to_dvec3, MacGrid};
 use crate::par::{self, SharedSlice};
 use crate::shape::Shape;
 use multiversion::multiversion;
@@ -242,13 +242,15 @@ impl<const D: usize> TransferDevice<D> for CpuTransfer {
         particles: &Particles<D>,
         grid: &MacGrid<D>,
         transfer: Transfer,
-        sums: &mut [Grid<[f32; 2], D>; D],
+        out: GridSums<'_, D>,
     ) -> Result<bool, String> {
         let mut p = particles.clone();
         let mut bins = HalfCellBins::new(grid.dims);
         sort_particles(&mut p, &mut bins, grid.origin, grid.spacing);
         let mut u = MacGrid::new(grid.dims, grid.origin, grid.spacing);
-        particles_to_grid(&p, &bins, &mut u, sums, transfer);
+        let mut sums = std::array::from_fn(|k| u.u[k].same_shape([0.0f32; 2]));
+        particles_to_grid(&p, &bins, &mut u, &mut sums, transfer);
+        out.take_from(&sums);
         Ok(true)
     }
 

@@ -56,7 +56,8 @@ pub use params::{Boundary, FlipConfig, FlipParams, Inflow, Obstacle, Sink, Trans
 pub use particles::{Particles, Tally};
 pub use surface::{SURFACE_KERNEL_RADIUS, SURFACE_PARTICLE_RADIUS};
 pub use transfer::{
-    Advection, CpuTransfer, Displacement, KeptParticles, KeptTransfer, TransferDevice,
+    Advection, CpuTransfer, Derived, Displacement, GridSums, KeptParticles, KeptTransfer,
+    TransferDevice,
 };
 
 use crate::checkpoint::SavedState;
@@ -103,7 +104,7 @@ pub struct FlipSim<const D: usize> {
     u: MacGrid<D>,
     u_old: MacGrid<D>,
     /// Per face, the particle-to-grid sums `[Σ w, Σ w u]` (the weights also give the fill fraction), in f32,
-    /// the particles' own precision.
+    /// the particles' own precision; of the CPU's transfers only (a device derives `u` and `fill` itself).
     weight: [Grid<[f32; 2], D>; D],
     flags: Grid<CellFlag, D>,
     solid_id: Grid<u16, D>,
@@ -499,15 +500,22 @@ impl<const D: usize> FlipSim<D> {
         let failed = |detail| SimError::Device { step, detail };
         let lost = self.lost_particles();
         let (owner, kept, host_behind) = (self.owner, self.kept, self.host_behind);
+        let (closed, seeds) = self.derived_settings();
         let device = self.transfer_device.as_mut().expect("a device keeps them");
         let mut sort = |upload| {
             device
                 .sort_to_grid(KeptTransfer {
                     upload,
                     owner,
-                    grid: &self.u,
+                    // (Its values are not read: `u_old`, of the same shape, leaves `u` free to be written.)
+                    grid: &self.u_old,
                     transfer,
-                    sums: &mut self.weight,
+                    out: GridSums::Derived(Derived {
+                        u: &mut self.u,
+                        fill: &mut self.fill,
+                        closed,
+                        seeds,
+                    }),
                     count: &mut self.count,
                 })
                 .map_err(failed)
@@ -529,8 +537,17 @@ impl<const D: usize> FlipSim<D> {
         self.kept = true;
         self.host_behind = true;
         self.bins_stale = true;
-        transfer::velocities_from_sums(&mut self.u, &self.weight);
         Ok(())
+    }
+
+    /// The settings of the fill fraction that a device derives ([`Derived`]): whether the domain is closed,
+    /// and the particles seeded per cell.
+    fn derived_settings(&self) -> (bool, f64) {
+        let p = &self.cfg.params;
+        (
+            self.cfg.boundary == Boundary::Closed,
+            p.seeds_per_axis.pow(D as u32) as f64,
+        )
     }
 
     /// Stage `extrapolate` on the host: the known faces' velocities into the air, then the boundary
@@ -595,18 +612,27 @@ impl<const D: usize> FlipSim<D> {
             if keep {
                 return self.sort_to_grid_kept(p.transfer).map(|()| true);
             }
+            let (closed, seeds) = self.derived_settings();
             let on_device = match self.transfer_device.as_mut() {
                 Some(d) => d
-                    .particles_to_grid(&self.particles, &self.u, p.transfer, &mut self.weight)
+                    .particles_to_grid(
+                        &self.particles,
+                        &self.u_old,
+                        p.transfer,
+                        GridSums::Derived(Derived {
+                            u: &mut self.u,
+                            fill: &mut self.fill,
+                            closed,
+                            seeds,
+                        }),
+                    )
                     .map_err(|detail| SimError::Device {
                         step: self.steps + 1,
                         detail,
                     })?,
                 None => false,
             };
-            if on_device {
-                transfer::velocities_from_sums(&mut self.u, &self.weight);
-            } else {
+            if !on_device {
                 transfer::particles_to_grid(
                     &self.particles,
                     &self.bins,
@@ -627,12 +653,11 @@ impl<const D: usize> FlipSim<D> {
         timer.time("mark_cells", || {
             // `count` is the last sort's (`resort`); nothing has moved the particles since.
             mark::mark_cells(&self.solid_id, &mut self.flags, &self.count);
-            mark::fill_fraction(
-                &self.weight,
-                self.cfg.boundary == Boundary::Closed,
-                p.seeds_per_axis.pow(D as u32) as f64,
-                &mut self.fill,
-            );
+            if !transferred_on_device {
+                // (A device derived it with the velocities.)
+                let (closed, seeds) = self.derived_settings();
+                mark::fill_fraction(&self.weight, closed, seeds, &mut self.fill);
+            }
         });
 
         timer.time("forces", || {

@@ -493,6 +493,61 @@ pub(crate) fn velocities_from_sums<const D: usize>(
     }
 }
 
+/// Where a device's particle-to-grid transfer leaves its results on the host
+/// ([`TransferDevice::particles_to_grid`], [`KeptTransfer::out`]).
+#[derive(Debug)]
+pub enum GridSums<'a, const D: usize> {
+    /// The sums themselves, per face `[Σ w, Σ w u]`, one grid per velocity component shaped as its faces.
+    Sums(&'a mut [Grid<[f32; 2], D>; D]),
+    /// What the step derives from the sums, which the device forms from its own copy of them: only these
+    /// come back, 4 bytes a face and 4 a cell instead of the sums' 8 a face.
+    Derived(Derived<'a, D>),
+}
+
+/// What a FLIP step derives from the particle-to-grid sums ([`GridSums::Derived`]), in single precision on a
+/// device: the face velocities of [`velocities_from_sums`] and the fill fraction of
+/// [`fill_fraction`](super::mark::fill_fraction), each to the device's own rounding.
+#[derive(Debug)]
+pub struct Derived<'a, const D: usize> {
+    /// The face velocities (m/s): `Σ w u / Σ w`, 0 on a face no particle reaches.
+    pub u: &'a mut MacGrid<D>,
+    /// The fill fraction of every cell (dimensionless).
+    pub fill: &'a mut Grid<f64, D>,
+    /// Whether the domain is closed: a kernel cut by a wall is divided by the part of it left inside.
+    pub closed: bool,
+    /// Particles seeded per cell, the fill fraction's unit.
+    pub seeds: f64,
+}
+
+impl<const D: usize> GridSums<'_, D> {
+    /// Fills `self` from the host's `sums`: copies them, or derives from them as the CPU does (in double
+    /// precision).
+    pub fn take_from(self, sums: &[Grid<[f32; 2], D>; D]) {
+        match self {
+            GridSums::Sums(out) => {
+                for (o, s) in out.iter_mut().zip(sums) {
+                    o.data.copy_from_slice(&s.data);
+                }
+            }
+            GridSums::Derived(d) => {
+                velocities_from_sums(d.u, sums);
+                super::mark::fill_fraction(sums, d.closed, d.seeds, d.fill);
+            }
+        }
+    }
+
+    /// Sets `self` as for no particles: zero sums, or zero velocities and fill.
+    pub fn clear(self) {
+        match self {
+            GridSums::Sums(out) => out.iter_mut().for_each(|g| g.data.fill([0.0; 2])),
+            GridSums::Derived(d) => {
+                d.u.u.iter_mut().for_each(|g| g.data.fill(0.0));
+                d.fill.data.fill(0.0);
+            }
+        }
+    }
+}
+
 /// The CPU's transfers as a [`TransferDevice`]: the reference a device is compared with. Its
 /// particle-to-grid transfer sorts a copy of the particles by half cell and scatters them, its
 /// grid-to-particle pass moves them, both as a [`FlipSim`](super::FlipSim) does.
@@ -507,7 +562,7 @@ pub struct Advection<'a, const D: usize> {
     pub u: &'a MacGrid<D>,
     /// The grid velocity saved after the particle-to-grid transfer (m/s), for the FLIP update. With
     /// `unchanged`, a device whose own transfer of this substep left its sums in place may derive it from
-    /// them instead, to its own division's rounding (`velocities_from_sums` divides in double precision).
+    /// them instead, to its own division's rounding ([`GridSums::Derived`]).
     pub u_old: &'a MacGrid<D>,
     /// The volume correction's displacement (m) on the faces.
     pub displacement: Displacement<'a, D>,
@@ -568,8 +623,8 @@ pub struct KeptTransfer<'a, const D: usize> {
     /// The grid (its dimensions, origin and spacing; its values are not read).
     pub grid: &'a MacGrid<D>,
     pub transfer: Transfer,
-    /// The transfer's sums, as [`TransferDevice::particles_to_grid`] writes them.
-    pub sums: &'a mut [Grid<[f32; 2], D>; D],
+    /// Where the transfer's results go, as with [`TransferDevice::particles_to_grid`].
+    pub out: GridSums<'a, D>,
     /// Particles per cell, as the CPU's sort counts them (by the device's key).
     pub count: &'a mut Grid<u32, D>,
 }
@@ -578,11 +633,11 @@ pub struct KeptTransfer<'a, const D: usize> {
 /// returns `Ok(false)` when the device does not take the problem, which the CPU then runs, and the device's
 /// own report when it failed.
 pub trait TransferDevice<const D: usize>: Send {
-    /// The particle-to-grid transfer: fills `sums` (one grid per velocity component, shaped as `grid`'s
-    /// faces) for `particles` (alive and inside the domain, as the step's sort leaves them) on `grid` (its
-    /// dimensions, origin and spacing; its values are not read) with the sums of [`particles_to_grid`] — per
-    /// face `[Σ_p w_fp, Σ_p w_fp u_fp]` with the multilinear tent weight and, with APIC, the affine velocity at
-    /// the face — in an order of its own that is fixed, so that a run repeats bit for bit on one device.
+    /// The particle-to-grid transfer: the sums of [`particles_to_grid`] for `particles` (alive and inside
+    /// the domain, as the step's sort leaves them) on `grid` (its dimensions, origin and spacing; its values
+    /// are not read) — per face `[Σ_p w_fp, Σ_p w_fp u_fp]` with the multilinear tent weight and, with APIC,
+    /// the affine velocity at the face — in an order of its own that is fixed, so that a run repeats bit for
+    /// bit on one device; into `out` as it asks: the sums, or what the step derives from them.
     ///
     /// # Errors
     /// What the device reported when it failed.
@@ -591,7 +646,7 @@ pub trait TransferDevice<const D: usize>: Send {
         particles: &Particles<D>,
         grid: &MacGrid<D>,
         transfer: Transfer,
-        sums: &mut [Grid<[f32; 2], D>; D],
+        out: GridSums<'_, D>,
     ) -> Result<bool, String>;
 
     /// The grid-to-particle transfer and advection of every particle, as the CPU's pass: the new velocity
@@ -637,7 +692,7 @@ pub trait TransferDevice<const D: usize>: Send {
     /// them (by half cell, each half cell's in index order; those outside the domain or not finite dropped),
     /// by the device's own key (which may put a particle within rounding of a half cell's side in the
     /// neighbouring one), kept in that order; the sums of [`particles_to_grid`](Self::particles_to_grid)
-    /// over them, and their count per cell into `t.count`.
+    /// over them into `t.out`, and their count per cell into `t.count`.
     /// Returns how many particles the device keeps, or `None` when it keeps none for `t.owner` (another
     /// simulation's took their place) and `t.upload` is `None`.
     ///
