@@ -146,18 +146,21 @@ fn derived_as_on_the_host<const D: usize>(
             (u, fill)
         };
         let (host, device) = (derive(None), derive(Some(&mut *dev)));
+        // The difference in units of 2⁻²⁴ of the host's value.
+        let ulps =
+            |h: f64, d: f64| (h - d).abs() / (h.abs() * 2f64.powi(-24)).max(f64::MIN_POSITIVE);
         let (mut du, mut zeros) = (0.0f64, 0);
         for (h, d) in host.0.u.iter().zip(&device.0.u) {
             for (&h, &d) in h.data.iter().zip(&d.data) {
                 assert!(d.is_finite(), "{dims:?}: a derived velocity {d}");
-                du = du.max((h - d).abs() / (h.abs() * 2f64.powi(-24)).max(f64::MIN_POSITIVE));
+                du = du.max(ulps(h, d));
                 zeros += (h == 0.0 && d == 0.0) as usize;
             }
         }
         let mut df = 0.0f64;
         for (&h, &d) in host.1.data.iter().zip(&device.1.data) {
             assert!(d.is_finite() && d >= 0.0, "{dims:?}: a derived fill {d}");
-            df = df.max((h - d).abs() / (h.abs() * 2f64.powi(-24)).max(f64::MIN_POSITIVE));
+            df = df.max(ulps(h, d));
         }
         println!(
             "{D}D {dims:?}, closed {closed}: velocities {du:.1} ulp, fill {df:.1} ulp, \
