@@ -185,6 +185,18 @@ fn dam_break(sizes: &[usize], quick: bool) -> Result<Vec<BenchRow>, BenchError> 
         rows.push(r("gpu-solve-download", part(|t| t.download_ms), "ms"));
         // Volume corrections whose solution and displacement stayed on the device, per step.
         rows.push(r("gpu-solves-kept", part(|t| t.kept as f64), "count"));
+        // Projections whose right-hand side the particle device formed, per step, and the right-hand
+        // sides the host sent, per cell.
+        rows.push(r(
+            "gpu-solve-rhs-from-device",
+            part(|t| t.rhs_in_faces as f64),
+            "count",
+        ));
+        rows.push(r(
+            "gpu-solve-rhs-bytes-up-per-cell",
+            part(|t| t.rhs_bytes_up as f64) / cells as f64,
+            "B",
+        ));
         let moved = |f: fn(&TransferTimes) -> f64| {
             let mut v: Vec<f64> = transfer_times.iter().map(f).collect();
             median(&mut v)
@@ -197,6 +209,13 @@ fn dam_break(sizes: &[usize], quick: bool) -> Result<Vec<BenchRow>, BenchError> 
             "gpu-grid-bytes-up-per-cell",
             moved(|t| t.grid_bytes_up as f64) / cells as f64,
             "B",
+        ));
+        // Substeps a step whose projected velocity the device formed itself, which the host then did not
+        // send.
+        rows.push(r(
+            "gpu-velocity-projections",
+            moved(|t| t.projections as f64),
+            "count",
         ));
         // The grid fields that the transfers read back a step, per cell.
         rows.push(r(

@@ -3,14 +3,117 @@
 
 use std::time::Instant;
 
-use eddies::flip::{Advection, Boundary, Displacement, Particles, Transfer};
+use eddies::flip::{Advection, Boundary, Displacement, Particles, Projection, Transfer};
+use eddies::grid::MacGrid;
 use rayon::prelude::*;
 
 use super::shapes;
-use super::{grid_key, GpuTransfer, MoveUniform, EXTRAPOLATE, G2P, LOAD, WG};
+use super::{
+    grid_key, GpuTransfer, MoveUniform, ProjectUniform, EXTRAPOLATE, G2P, LOAD, PROJECT, WG,
+};
 use crate::device::{BufferRange, GpuError, Launch};
 
+/// The cells of `grid` with one halo cell per side: the pressure solve's padded layout.
+fn padded_cells<const D: usize>(grid: &MacGrid<D>) -> u64 {
+    grid.dims.iter().map(|&n| n as u64 + 2).product()
+}
+
 impl GpuTransfer {
+    /// [`TransferDevice::rhs_to_faces`](eddies::flip::TransferDevice::rhs_to_faces): one launch
+    /// (`project.wgsl`, OP 0) submitted without waiting, over the face field (dead between the read-back of
+    /// the derived velocities and the solve). `false` as [`projection`](Self::projection) says.
+    pub(super) fn rhs_on<const D: usize>(
+        &mut self,
+        grid: &MacGrid<D>,
+        step: &Projection<D>,
+    ) -> Result<bool, GpuError> {
+        let cells: u64 = grid.dims.iter().map(|&n| n as u64).product();
+        let Some(launch) = self.projection(grid, step, 0, cells)? else {
+            return Ok(false);
+        };
+        self.gpu
+            .submit_launches("flip right-hand side", |_| {}, [&launch]);
+        self.times.right_hand_sides += 1;
+        Ok(true)
+    }
+
+    /// [`TransferDevice::project_velocity`](eddies::flip::TransferDevice::project_velocity): one launch
+    /// (`project.wgsl`, OP 1) submitted without waiting, before the volume correction's solve writes the
+    /// face field over the pressure. `false` as [`projection`](Self::projection) says, or where the face
+    /// field cannot hold the pressure of this grid.
+    pub(super) fn project_on<const D: usize>(
+        &mut self,
+        grid: &MacGrid<D>,
+        step: &Projection<D>,
+    ) -> Result<bool, GpuError> {
+        let faces: u64 = grid.u.iter().map(|g| g.data.len() as u64).sum();
+        if self.faces.bytes() < 8 * padded_cells(grid) {
+            return Ok(false);
+        }
+        let Some(launch) = self.projection(grid, step, 1, faces)? else {
+            return Ok(false);
+        };
+        self.gpu
+            .submit_launches("flip projection", |_| {}, [&launch]);
+        self.sums_of = None;
+        self.projected_of = Some(grid_key(grid));
+        self.times.projections += 1;
+        Ok(true)
+    }
+
+    /// The launch of `project.wgsl`'s `op` over `threads` threads, its uniform written; `None` where the
+    /// fields no longer hold this substep's sums on `grid`, the particles kept are not `step.kept`'s, or the
+    /// adapter has no double precision.
+    fn projection<const D: usize>(
+        &self,
+        grid: &MacGrid<D>,
+        step: &Projection<D>,
+        op: u32,
+        threads: u64,
+    ) -> Result<Option<Launch>, GpuError> {
+        let ready = self.sums_of == Some(grid_key(grid))
+            && self.kept.is_some_and(|(owner, ..)| owner == step.kept)
+            && self.gpu.has_f64();
+        if !ready {
+            return Ok(None);
+        }
+        let mut uniform = ProjectUniform {
+            coef: step.coef,
+            inv_h: step.inv_h,
+            scale: step.scale,
+            closed: (step.boundary == Boundary::Closed) as u32,
+            ..Default::default()
+        };
+        let mut faces = 0;
+        for k in 0..D {
+            uniform.base[k] = faces as u32;
+            uniform.dims[k] = [1; 4];
+            for a in 0..D {
+                uniform.dims[k][a] = grid.u[k].dims[a] as u32;
+            }
+            faces += grid.u[k].data.len() as u64;
+            if let Some(f) = step.force[k] {
+                uniform.force[k] = f;
+                uniform.forced |= 1 << k;
+            }
+        }
+        let (padded, _) = self.faces.get(
+            &self.gpu,
+            "the projection's right-hand side and pressure",
+            8 * padded_cells(grid),
+        )?;
+        let b = self.buffers.as_ref().expect("buffers of the transfer");
+        self.gpu.write(&b.project, &[uniform]);
+        self.launch::<D>(
+            "project",
+            PROJECT,
+            &format!("const OP: u32 = {op}u;"),
+            &[&b.params, &b.project, &b.fields, &padded],
+            threads.div_ceil(WG),
+        )
+        .map(Some)
+    }
+
     /// The grid-to-particle pass (see
     /// [`TransferDevice::grid_to_particles_advect`](eddies::flip::TransferDevice::grid_to_particles_advect)),
     /// its failures as the device reports them.
@@ -66,7 +169,16 @@ impl GpuTransfer {
         // `[u, u − u_old]` per face, component after component, and the displacement laid out alike. Where
         // the fields still hold this substep's particle-to-grid sums, `u` alone: the device derives `u_old`
         // from them (`load.wgsl`).
-        let derive_old = step.unchanged && self.sums_of == Some(grid_key(grid));
+        // Where the device projected the velocity itself, the fields hold `[u, u − u_old]` already
+        // (`project.wgsl`), and nothing is sent.
+        let projected = std::mem::take(&mut self.projected_of);
+        if step.projected && projected != Some(grid_key(grid)) {
+            return Err(GpuError::Internal(
+                "the particle pass was asked for a velocity that the device did not project".into(),
+            ));
+        }
+        let derive_old = !step.projected && step.unchanged && self.sums_of == Some(grid_key(grid));
+        let send = !step.projected && !derive_old;
         self.sums_of = None;
         let mut fields = std::mem::take(&mut self.fields);
         let mut velocity = std::mem::take(&mut self.velocity);
@@ -88,8 +200,10 @@ impl GpuTransfer {
             "the volume correction's displacement",
             4 * faces as u64,
         )?;
+        let mut base = 0;
         for k in 0..D {
-            uniform.base[k] = (fields.len() + velocity.len()) as u32;
+            uniform.base[k] = base as u32;
+            base += grid.u[k].data.len();
             for a in 0..D {
                 uniform.dims[k][a] = grid.u[k].dims[a] as u32;
             }
@@ -99,7 +213,7 @@ impl GpuTransfer {
             let (u, old) = (&grid.u[k].data, &step.u_old.u[k].data);
             if derive_old {
                 velocity.par_extend(u.par_iter().map(|&u| u as f32));
-            } else {
+            } else if send {
                 fields.par_extend(
                     (0..u.len())
                         .into_par_iter()
@@ -132,7 +246,7 @@ impl GpuTransfer {
                 &[&b.moves, &b.fields, &staged],
                 (faces as u64).div_ceil(WG),
             )?);
-        } else {
+        } else if send {
             gpu.write(&b.fields, &fields);
         }
         if !disp_host.is_empty() {

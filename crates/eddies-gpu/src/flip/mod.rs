@@ -23,6 +23,12 @@
 //!   deeper than the kernel's stack is declined and the CPU runs the pass. Where the device ran the
 //!   substep's transfer, the host sends the pass the velocity `u` alone, and the pass's first launch forms
 //!   `u − u_old` from the transfer's sums, which the face fields still hold (`load.wgsl`).
+//! * **The projection's right-hand side and velocity, on the device.** Where the device keeps the particles,
+//!   extrapolates, and shares its face field with the pressure solve, the host sends neither: from the
+//!   sums, the body force and the walls one launch forms the right-hand side into the face field before the
+//!   solve ([`TransferDevice::rhs_to_faces`]); after it, the solve leaves the pressure there, and another
+//!   forms the projected velocity, both in the host's double-precision arithmetic (`project.wgsl`;
+//!   [`TransferDevice::project_velocity`]).
 //! * **Where the data lives.** When the simulation leaves the particles on the device
 //!   ([`TransferDevice::keeps_particles`]; a scene that adds and removes none on the CPU), the device keeps
 //!   them between the passes: each transfer sorts them, counts them per cell and moves them into the sorted
@@ -46,7 +52,8 @@ use std::time::Instant;
 
 use bytemuck::{Pod, Zeroable};
 use eddies::flip::{
-    Advection, GridSums, KeptParticles, KeptTransfer, Particles, Tally, Transfer, TransferDevice,
+    Advection, GridSums, KeptParticles, KeptTransfer, Particles, Projection, Tally, Transfer,
+    TransferDevice,
 };
 use eddies::grid::MacGrid;
 
@@ -63,6 +70,7 @@ const TALLY: &str = include_str!("tally.wgsl");
 const EXTRAPOLATE: &str = include_str!("extrapolate.wgsl");
 const LOAD: &str = include_str!("load.wgsl");
 const DERIVE: &str = include_str!("derive.wgsl");
+const PROJECT: &str = include_str!("project.wgsl");
 /// The particle pass, followed by the obstacles' distance functions it calls.
 const G2P: &str = concat!(include_str!("g2p.wgsl"), "\n", include_str!("shapes.wgsl"));
 
@@ -144,6 +152,21 @@ struct DeriveUniform {
     pad: [u32; 2],
 }
 
+/// `Project` of `project.wgsl`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
+struct ProjectUniform {
+    dims: [[u32; 4]; 3],
+    base: [u32; 4],
+    force: [f64; 3],
+    coef: f64,
+    inv_h: f64,
+    scale: f64,
+    forced: u32,
+    closed: u32,
+    pad: [u32; 2],
+}
+
 /// `Tally` of `tally.wgsl`.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
@@ -170,6 +193,12 @@ pub struct TransferTimes {
     /// The grid fields that the transfers read back (bytes): the sums, or what the step derives from them
     /// (`derive.wgsl`); the counts per cell are not counted.
     pub grid_bytes_down: u64,
+    /// Substeps whose projected velocity the device formed itself (`project.wgsl`;
+    /// [`TransferDevice::project_velocity`]).
+    pub projections: usize,
+    /// Substeps whose projection's right-hand side the device formed itself (`project.wgsl`;
+    /// [`TransferDevice::rhs_to_faces`]).
+    pub right_hand_sides: usize,
 }
 
 /// The device buffers of one problem size; they grow to the largest and are reused.
@@ -183,6 +212,7 @@ struct Buffers {
     faces_uniform: Vec<wgpu::Buffer>,
     moves: wgpu::Buffer,
     derive: wgpu::Buffer,
+    project: wgpu::Buffer,
     /// `[u, u − u_old]` per face for the grid-to-particle pass; the particle-to-grid transfer's sums
     /// `[Σ w, Σ w u]` per face before it, and after them the kept particles' counts per cell.
     fields: wgpu::Buffer,
@@ -228,6 +258,9 @@ pub struct GpuTransfer {
     /// The grid ([`grid_key`]) whose particle-to-grid sums the face fields hold, until the particle pass
     /// overwrites them.
     sums_of: Option<usize>,
+    /// The grid whose projected velocity the face fields hold, formed on the device
+    /// ([`TransferDevice::project_velocity`]), until the particle pass reads it.
+    projected_of: Option<usize>,
     /// The volume correction's displacement per face (f32): written by the host, or shared with a pressure
     /// solve that leaves it there ([`GpuTransfer::share_faces`]).
     faces: Scratch,
@@ -265,6 +298,7 @@ impl GpuTransfer {
             velocity: Vec::new(),
             displacement: Vec::new(),
             sums_of: None,
+            projected_of: None,
             resident: None,
             kept: None,
             keep: true,
@@ -396,6 +430,7 @@ impl GpuTransfer {
             },
             moves: gpu.uniform::<MoveUniform>("particle move"),
             derive: gpu.uniform::<DeriveUniform>("derived from the sums"),
+            project: gpu.uniform::<ProjectUniform>("the projection"),
             fields: gpu.buffer("face fields", faces * 8 + cells * 4),
         })?;
         self.buffers = Some(buffers);
@@ -570,6 +605,18 @@ impl<const D: usize> TransferDevice<D> for GpuTransfer {
         Some(self.faces.id())
     }
 
+    fn rhs_to_faces(&mut self, grid: &MacGrid<D>, step: &Projection<D>) -> Result<bool, String> {
+        self.rhs_on(grid, step).map_err(|e| e.to_string())
+    }
+
+    fn project_velocity(
+        &mut self,
+        grid: &MacGrid<D>,
+        step: &Projection<D>,
+    ) -> Result<bool, String> {
+        self.project_on(grid, step).map_err(|e| e.to_string())
+    }
+
     fn sort_to_grid(&mut self, t: KeptTransfer<'_, D>) -> Result<Option<usize>, String> {
         self.sort_to_grid_on(t).map_err(|e| e.to_string())
     }
@@ -633,6 +680,20 @@ impl<const D: usize> TransferDevice<D> for SharedTransfer {
         TransferDevice::<D>::face_field(&*dev)
     }
 
+    fn rhs_to_faces(&mut self, grid: &MacGrid<D>, step: &Projection<D>) -> Result<bool, String> {
+        let mut dev = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        TransferDevice::<D>::rhs_to_faces(&mut *dev, grid, step)
+    }
+
+    fn project_velocity(
+        &mut self,
+        grid: &MacGrid<D>,
+        step: &Projection<D>,
+    ) -> Result<bool, String> {
+        let mut dev = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        TransferDevice::<D>::project_velocity(&mut *dev, grid, step)
+    }
+
     fn sort_to_grid(&mut self, t: KeptTransfer<'_, D>) -> Result<Option<usize>, String> {
         let mut dev = self.0.lock().unwrap_or_else(|e| e.into_inner());
         TransferDevice::<D>::sort_to_grid(&mut *dev, t)
@@ -673,11 +734,12 @@ mod tests {
             "const OP: u32 = 1u;",
             "const OP: u32 = 2u;",
         ];
-        let kernels: [(&str, &str, &[&str]); 10] = [
+        let kernels: [(&str, &str, &[&str]); 11] = [
             ("keys", KEYS, &[""]),
             ("derive", DERIVE, &[""]),
             ("extrapolate", EXTRAPOLATE, &ops),
             ("load", LOAD, &[""]),
+            ("project", PROJECT, &ops[..2]),
             ("p2g", P2G, &apic),
             ("g2p", G2P, &[""]),
             ("counts", COUNTS, &[""]),
@@ -703,6 +765,7 @@ mod tests {
         assert_eq!(std::mem::size_of::<MoveUniform>(), 96);
         assert_eq!(std::mem::size_of::<KeepUniform>(), 16);
         assert_eq!(std::mem::size_of::<DeriveUniform>(), 96);
+        assert_eq!(std::mem::size_of::<ProjectUniform>(), 128);
         assert_eq!(std::mem::size_of::<TallyUniform>(), 16);
         assert_eq!(std::mem::size_of::<shapes::Instr>(), 112);
     }

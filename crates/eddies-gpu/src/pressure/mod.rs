@@ -1,5 +1,5 @@
 //! The pressure solve on the GPU: the preconditioned conjugate gradients of a
-//! [`PoissonSolver`](eddies::linsolve::PoissonSolver), with its operator, its preconditioner and its stopping
+//! [`PoissonSolver`], with its operator, its preconditioner and its stopping
 //! rule, as the solver's [`PoissonDevice`].
 //!
 //! * **Precision.** The Krylov vectors and every sum are in double precision (`SHADER_F64`), as on the CPU:
@@ -28,6 +28,12 @@
 //!   mean is removed as on the CPU: on the finest level by per-workgroup sums that each group's workgroups
 //!   then add in a fixed order (`null.wgsl`, its index built on the host, [`null`]), on the coarsest by one
 //!   thread in cell order (`mg_small.wgsl`).
+//! * **The face field shared with FLIP's particle passes** ([`GpuPoisson::share_faces`]). The volume
+//!   correction's solve leaves its solution on the device and writes its gradient there
+//!   ([`PoissonDevice::solve_gradient`]). The projection's solve takes its right-hand side from there when
+//!   the particle device formed it ([`PoissonDevice::solve_rhs_in_faces`]: masked to the unknowns as the
+//!   host pads it), and afterwards copies its solution there for the particle device to project its own
+//!   velocity ([`PoissonDevice::solution_to_faces`]).
 
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -410,6 +416,11 @@ pub struct SolveTimes {
     /// Of `solves`, those whose solution stayed on the device, its gradient in the face field
     /// ([`PoissonDevice::solve_gradient`]).
     pub kept: usize,
+    /// Solves whose right-hand side a particle device left in the face field
+    /// ([`PoissonDevice::solve_rhs_in_faces`]).
+    pub rhs_in_faces: usize,
+    /// The right-hand sides sent by the host (bytes).
+    pub rhs_bytes_up: u64,
 }
 
 /// The pressure solve on the GPU (see the module documentation). Its buffers grow to the largest problem and
@@ -447,6 +458,10 @@ pub struct GpuPoisson {
     kept: Option<Kept>,
     next_token: u64,
     faces_uniform: Option<wgpu::Buffer>,
+    /// The operator ([`PoissonSolver::operator_id`]) of the last solve, when it returned its solution to the
+    /// host and left it in the finest level's `x` (`true`: the solution was zero, a zero right-hand side),
+    /// for [`PoissonDevice::solution_to_faces`].
+    last_solved: Option<(u64, bool)>,
 }
 
 /// What a [`Plan`]'s launches depend on: the dimension, the preconditioner, the null space, and the buffers
@@ -510,11 +525,13 @@ impl GpuPoisson {
             kept: None,
             next_token: 0,
             faces_uniform: None,
+            last_solved: None,
         })
     }
 
     /// Offers [`PoissonDevice::solve_gradient`], writing the gradient into `faces`, from which FLIP's
-    /// particle pass reads the volume correction's displacement (`GpuTransfer::share_faces`).
+    /// particle pass reads the volume correction's displacement (`GpuTransfer::share_faces`), and
+    /// [`PoissonDevice::solution_to_faces`], from which it reads the projection's pressure.
     pub fn share_faces(&mut self, faces: Scratch) {
         self.faces = Some(faces);
     }
@@ -988,13 +1005,17 @@ impl GpuPoisson {
         Ok(bytemuck::pod_read_unaligned(&bytes[0]))
     }
 
-    /// The solve (see [`PoissonDevice::solve`]), its failures as the device reports them.
+    /// The solve (see [`PoissonDevice::solve`]), its failures as the device reports them. With
+    /// `rhs_in_faces` the right-hand side is taken from the face field, masked to the unknowns
+    /// ([`PoissonDevice::solve_rhs_in_faces`]), and `b` is not sent.
     fn run<const D: usize>(
         &mut self,
         solver: &PoissonSolver<D>,
         b: &[f64],
         mut out: Solution<'_>,
+        rhs_in_faces: bool,
     ) -> Result<Result<Option<Info>, SolveError>, GpuError> {
+        self.last_solved = None;
         let kind = solver.preconditioner();
         let op = solver.operator();
         let (labels, groups) = op.null_space();
@@ -1088,7 +1109,10 @@ impl GpuPoisson {
             }],
         );
         gpu.write(&f.state, &[State::default()]);
-        gpu.write_at(&f.r.buffer, f.r.offset, bytemuck::cast_slice(b));
+        if !rhs_in_faces {
+            gpu.write_at(&f.r.buffer, f.r.offset, bytemuck::cast_slice(b));
+            self.times.rhs_bytes_up += 8 * b.len() as u64;
+        }
         if let Some(x) = guess {
             gpu.write_at(&f.x.buffer, f.x.offset, bytemuck::cast_slice(x));
         }
@@ -1120,6 +1144,22 @@ impl GpuPoisson {
                 &[&f.cg, &f.state, kept, &f.diag, &f.x],
             )?;
             self.submit(&[std::slice::from_ref(&mask)]);
+        }
+        if rhs_in_faces {
+            // The right-hand side on this operator's unknowns, as the host pads it.
+            let faces = self.faces.as_ref().expect("a face field, or `b` was sent");
+            let (rhs, _) = faces.get(&self.gpu, "the projection's right-hand side", 8 * cells)?;
+            let f = self.finest.as_ref().expect("buffers of a solve");
+            let mask = self.launch::<D>(
+                "elementwise",
+                ELEMENTWISE,
+                false,
+                &format!("const OP: u32 = {MASK}u;"),
+                grid,
+                &[&f.cg, &f.state, &rhs, &f.diag, &f.r],
+            )?;
+            self.submit(&[std::slice::from_ref(&mask)]);
+            self.times.rhs_in_faces += 1;
         }
         self.uploaded = Some(solver.operator_id());
         let build_ms = start.elapsed().as_secs_f64() * 1e3;
@@ -1208,6 +1248,9 @@ impl GpuPoisson {
                 t.batches += batches;
                 t.record_ms += record_ms;
                 t.kept += usize::from(matches!(out, Solution::Device(_)));
+                if matches!(out, Solution::Host(_)) {
+                    self.last_solved = Some((solver.operator_id(), false));
+                }
                 Ok(Some(Info {
                     iterations,
                     residual: state.residual,
@@ -1221,7 +1264,10 @@ impl GpuPoisson {
                 Some((x, i)) => Err(non_finite("the initial guess", x, i)),
                 None => {
                     match &mut out {
-                        Solution::Host(x) => x.fill(0.0),
+                        Solution::Host(x) => {
+                            x.fill(0.0);
+                            self.last_solved = Some((solver.operator_id(), true));
+                        }
                         Solution::Device(_) => {
                             self.keep_solution::<D>(op, true)?;
                             self.gpu.finish()?;
@@ -1271,6 +1317,36 @@ impl GpuPoisson {
             }
         };
         Ok(outcome)
+    }
+
+    /// [`PoissonDevice::solution_to_faces`]: the last solve's solution, padded, copied into the face field
+    /// (zeros for a zero right-hand side); `false` where there is no face field or the last solve was
+    /// another operator's, not this device's, or kept its solution.
+    fn pressure_to_faces<const D: usize>(
+        &mut self,
+        solver: &PoissonSolver<D>,
+    ) -> Result<bool, GpuError> {
+        let (Some(faces), Some((id, zero))) = (self.faces.as_ref(), self.last_solved) else {
+            return Ok(false);
+        };
+        if id != solver.operator_id() {
+            return Ok(false);
+        }
+        let bytes = 8 * solver.operator().layout().len() as u64;
+        let (out, _) = faces.get(&self.gpu, "the projection's pressure", bytes)?;
+        let x = &self.finest.as_ref().expect("buffers of a solve").x;
+        self.gpu.submit_launches(
+            "pressure to faces",
+            |e| {
+                if zero {
+                    e.clear_buffer(&out, 0, Some(bytes));
+                } else {
+                    e.copy_buffer_to_buffer(&x.buffer, x.offset, &out, 0, bytes);
+                }
+            },
+            [],
+        );
+        Ok(true)
     }
 
     /// Keeps the finest level's solution `x` of `op` (zeros, with `zero`) under a new token, and writes its
@@ -1724,6 +1800,21 @@ impl<const D: usize> PoissonDevice<D> for SharedPoisson {
         let mut dev = self.0.lock().unwrap_or_else(|e| e.into_inner());
         PoissonDevice::<D>::read_solution(&mut *dev, token, x)
     }
+
+    fn solve_rhs_in_faces(
+        &mut self,
+        solver: &PoissonSolver<D>,
+        b: &[f64],
+        x: &mut [f64],
+    ) -> Result<Option<Info>, SolveError> {
+        let mut dev = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        PoissonDevice::<D>::solve_rhs_in_faces(&mut *dev, solver, b, x)
+    }
+
+    fn solution_to_faces(&mut self, solver: &PoissonSolver<D>) -> Result<bool, SolveError> {
+        let mut dev = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        PoissonDevice::<D>::solution_to_faces(&mut *dev, solver)
+    }
 }
 
 impl<const D: usize> PoissonDevice<D> for GpuPoisson {
@@ -1733,7 +1824,7 @@ impl<const D: usize> PoissonDevice<D> for GpuPoisson {
         b: &[f64],
         x: &mut [f64],
     ) -> Result<Option<Info>, SolveError> {
-        self.run(solver, b, Solution::Host(x))
+        self.run(solver, b, Solution::Host(x), false)
             .unwrap_or_else(|e| Err(SolveError::Device(e.to_string())))
     }
 
@@ -1748,9 +1839,26 @@ impl<const D: usize> PoissonDevice<D> for GpuPoisson {
         guess: Guess<'_>,
     ) -> Result<Option<(Info, u64)>, SolveError> {
         let info = self
-            .run(solver, b, Solution::Device(guess))
+            .run(solver, b, Solution::Device(guess), false)
             .unwrap_or_else(|e| Err(SolveError::Device(e.to_string())))?;
         Ok(info.map(|i| (i, self.kept.as_ref().expect("kept by the solve").token)))
+    }
+
+    fn solve_rhs_in_faces(
+        &mut self,
+        solver: &PoissonSolver<D>,
+        b: &[f64],
+        x: &mut [f64],
+    ) -> Result<Option<Info>, SolveError> {
+        // Without a face field, `b` goes up as for any solve.
+        let in_faces = self.faces.is_some();
+        self.run(solver, b, Solution::Host(x), in_faces)
+            .unwrap_or_else(|e| Err(SolveError::Device(e.to_string())))
+    }
+
+    fn solution_to_faces(&mut self, solver: &PoissonSolver<D>) -> Result<bool, SolveError> {
+        self.pressure_to_faces(solver)
+            .map_err(|e| SolveError::Device(e.to_string()))
     }
 
     fn read_solution(&mut self, token: u64, x: &mut [f64]) -> Result<(), SolveError> {

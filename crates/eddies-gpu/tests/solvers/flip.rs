@@ -7,8 +7,9 @@ use eddies::grid::{CellFlag, Grid};
 use eddies::linsolve::PoissonDevice;
 use eddies::validation::flip as validation;
 use eddies::{Shape, Simulation};
-use eddies_gpu::flip::{GpuTransfer, SharedTransfer};
-use eddies_gpu::pressure::{GpuPoisson, SharedPoisson};
+use eddies_gpu::flip::{GpuTransfer, SharedTransfer, TransferTimes};
+use eddies_gpu::pressure::{GpuPoisson, SharedPoisson, SolveTimes};
+use eddies_gpu::Gpu;
 use glam::DVec3;
 use std::sync::{Arc, Mutex};
 
@@ -340,6 +341,100 @@ fn the_displacement_left_on_the_device_changes_no_bit() {
         sim.checksum()
     };
     assert_eq!(tank(true), tank(false), "2D tank: particle state");
+}
+
+/// Where the particle device and the pressure solve share a face field, the device that keeps the particles
+/// forms the projection's right-hand side and the projected velocity from its own copy (`project.wgsl`)
+/// instead of receiving the host's, with the same bits: the body force, the divergence and the pressure
+/// difference in double precision as the host's, the velocity rounded once. Without obstacles (the device
+/// extrapolates its copy), PIC, FLIP and APIC in a closed 3D tank, FLIP in an open one that particles
+/// leave and in a 2D tank. The run without the shared face field does these on the host (and the volume
+/// correction's displacement, with the same bits: `the_displacement_left_on_the_device_changes_no_bit`).
+#[test]
+fn the_projection_formed_on_the_device_changes_no_bit() {
+    let Some(gpu) = super::gpu() else { return };
+    type Outcome = (u64, Vec<f64>, TransferTimes, SolveTimes);
+    fn run<const D: usize>(
+        gpu: &Arc<Gpu>,
+        mut sim: FlipSim<D>,
+        faces: bool,
+        steps: usize,
+    ) -> Outcome
+    where
+        FlipSim<D>: Simulation,
+        SharedTransfer: eddies::flip::TransferDevice<D>,
+        SharedPoisson: PoissonDevice<D>,
+    {
+        let solves = Arc::new(Mutex::new(GpuPoisson::new(gpu.clone()).unwrap()));
+        let passes = SharedTransfer(Arc::new(Mutex::new(GpuTransfer::new(gpu.clone()))));
+        if faces {
+            let shared = passes.0.lock().unwrap().faces().clone();
+            solves.lock().unwrap().share_faces(shared);
+        }
+        sim.set_pressure_device(Box::new(SharedPoisson(solves.clone())));
+        sim.set_transfer_device(Box::new(passes.clone()));
+        sim.read_particles_per_frame(true);
+        let mut energies = Vec::new();
+        for step in 0..steps {
+            let dt = 2.0 * sim.max_dt(1.0);
+            let rec = sim.step(dt).unwrap();
+            energies.push(rec.scalar("kinetic_energy").unwrap());
+            if step == 2 {
+                sim.complete_records(&mut []).unwrap();
+            }
+        }
+        sim.complete_records(&mut []).unwrap();
+        let moved = passes.0.lock().unwrap().take_times();
+        let solved = solves.lock().unwrap().take_times();
+        (sim.checksum(), energies, moved, solved)
+    }
+    let compare = |what: &str, on: Outcome, off: Outcome| {
+        assert_eq!(on.1, off.1, "{what}: kinetic energies");
+        assert_eq!(on.0, off.0, "{what}: particle state");
+        // Every substep's right-hand side and velocity formed on the device (no grid field sent to the
+        // particle pass: the displacement stays there too); the host's sent every substep.
+        let (moved, solved) = (&on.2, &on.3);
+        assert!(
+            moved.projections > 0
+                && moved.right_hand_sides == moved.projections
+                && solved.rhs_in_faces == moved.projections
+                && moved.grid_bytes_up == 0,
+            "{what}: {moved:?} {solved:?}"
+        );
+        // The volume correction's right-hand side still goes up.
+        assert!(solved.rhs_bytes_up > 0, "{what}: {solved:?}");
+        let (moved, solved) = (&off.2, &off.3);
+        assert!(
+            moved.projections == 0
+                && moved.right_hand_sides == 0
+                && solved.rhs_in_faces == 0
+                && moved.grid_bytes_up > 0,
+            "{what}: {moved:?} {solved:?}"
+        );
+    };
+    for transfer in [Transfer::Pic, Transfer::Flip, Transfer::Apic] {
+        let sim = || splash(transfer, false);
+        compare(
+            &format!("{transfer:?} closed"),
+            run(gpu, sim(), true, 6),
+            run(gpu, sim(), false, 6),
+        );
+    }
+    let open = || {
+        let mut cfg = splash(Transfer::Flip, false).config().clone();
+        cfg.boundary = Boundary::Open;
+        block(cfg, [-2.0, 0.0, 0.0])
+    };
+    compare(
+        "FLIP open",
+        run(gpu, open(), true, 4),
+        run(gpu, open(), false, 4),
+    );
+    compare(
+        "2D tank",
+        run(gpu, tank_2d(), true, 8),
+        run(gpu, tank_2d(), false, 8),
+    );
 }
 
 /// The device that keeps the particles between its passes (sorting them itself, the CPU reading them back

@@ -283,6 +283,7 @@ fn the_gpu_particle_pass_matches_the_cpus() {
                         unchanged: false,
                         kept: None,
                         extrapolate: None,
+                        projected: false,
                     };
                     let (mut cpu, mut gpu) = (start.clone(), start.clone());
                     assert!(CpuTransfer
@@ -382,6 +383,7 @@ fn the_gpu_particle_pass_matches_the_cpus() {
             unchanged: false,
             kept: None,
             extrapolate: None,
+            projected: false,
         };
         assert!(!dev
             .grid_to_particles_advect(&mut start.clone(), &step)

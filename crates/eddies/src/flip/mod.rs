@@ -57,7 +57,7 @@ pub use particles::{Particles, Tally};
 pub use surface::{SURFACE_KERNEL_RADIUS, SURFACE_PARTICLE_RADIUS};
 pub use transfer::{
     Advection, CpuTransfer, Derived, Displacement, GridSums, KeptParticles, KeptTransfer,
-    TransferDevice,
+    Projection, TransferDevice,
 };
 
 use crate::checkpoint::SavedState;
@@ -575,6 +575,65 @@ impl<const D: usize> FlipSim<D> {
         );
     }
 
+    /// The projection's stages for the transfer device, with the host's factors
+    /// ([`project::apply_forces`], [`project::project`]).
+    fn device_projection(&self, dt: f64) -> Projection<D> {
+        let (g, density) = (self.cfg.gravity, self.cfg.params.density);
+        Projection {
+            force: std::array::from_fn(|k| (g[k] != 0.0).then(|| g[k] * dt)),
+            inv_h: 1.0 / self.u.spacing,
+            scale: -density / dt,
+            coef: dt / density / self.u.spacing,
+            boundary: self.cfg.boundary,
+            kept: self.owner,
+        }
+    }
+
+    /// With `ready` (the transfer device ran this substep's transfer, keeps the particles, extrapolates
+    /// without obstacles, and shares its face field with the pressure device), the projection's right-hand
+    /// side formed on the transfer device from its own copy of the velocity, into the face field
+    /// ([`TransferDevice::rhs_to_faces`]), so that the host need not send it: the kept particles' counts
+    /// are the fluid cells, and the walls the only solids. Returns whether the device did.
+    fn rhs_on_device(&mut self, ready: bool, dt: f64) -> Result<bool, SimError> {
+        let projection = self.device_projection(dt);
+        let step = self.steps + 1;
+        match self.transfer_device.as_mut() {
+            Some(d) if ready => d
+                .rhs_to_faces(&self.u, &projection)
+                .map_err(|detail| SimError::Device { step, detail }),
+            _ => Ok(false),
+        }
+    }
+
+    /// With `ready` (the projection ran, and as [`rhs_on_device`](Self::rhs_on_device)), the projected
+    /// velocity formed again on the transfer device from its own copy and the pressure that the solve left
+    /// in the face field ([`TransferDevice::project_velocity`]), so that the host need not send it.
+    /// Returns whether the device did.
+    fn project_on_device(&mut self, ready: bool, dt: f64) -> Result<bool, SimError> {
+        if !ready {
+            return Ok(false);
+        }
+        let projection = self.device_projection(dt);
+        let step = self.steps + 1;
+        let failed = |detail: String| SimError::Device { step, detail };
+        let (Some(pressure), Some(transfer), Some(solver)) = (
+            self.pressure_device.as_mut(),
+            self.transfer_device.as_mut(),
+            self.solver.as_ref(),
+        ) else {
+            return Ok(false);
+        };
+        if !pressure
+            .solution_to_faces(solver)
+            .map_err(|e| failed(e.to_string()))?
+        {
+            return Ok(false);
+        }
+        transfer
+            .project_velocity(&self.u, &projection)
+            .map_err(failed)
+    }
+
     /// One substep of `dt` seconds: Eng's stages in order.
     fn substep(&mut self, dt: f64, timer: &mut StageTimer) -> Result<(), SimError> {
         let p = self.cfg.params.clone();
@@ -665,6 +724,22 @@ impl<const D: usize> FlipSim<D> {
             self.enforce_boundary();
         });
 
+        // Without obstacles the device that keeps the particles extrapolates its copy of the velocity itself
+        // (the cells holding them are the fluid ones); the host's copy follows only when it is read. Also
+        // where the host reads it after every step (without `per_frame`), so that the particles move with
+        // the same bits however often they come back.
+        let extrapolate_on_device = keep
+            && self.obstacles.is_empty()
+            && self
+                .transfer_device
+                .as_ref()
+                .is_some_and(|d| d.extrapolates());
+        let faces_on_device = self.faces_on_device(keep);
+        // That device also forms the projection's right-hand side and the projected velocity from its own
+        // copy, where it shares its face field with the pressure device.
+        let project_on_device = faces_on_device && transferred_on_device && extrapolate_on_device;
+        let rhs_in_faces = timer.time("project", || self.rhs_on_device(project_on_device, dt))?;
+
         let pcg = PcgParams {
             tolerance: p.tolerance,
             max_iterations: p.max_iterations,
@@ -685,6 +760,7 @@ impl<const D: usize> FlipSim<D> {
                 self.pressure_device
                     .as_mut()
                     .map(|d| &mut **d as &mut dyn PoissonDevice<D>),
+                rhs_in_faces,
             )
             .map_err(|source| SimError::solve_failed("project", self.steps + 1, source))
         })?;
@@ -693,21 +769,13 @@ impl<const D: usize> FlipSim<D> {
             .map_or((0, 0.0), |i| (i.iterations, i.residual));
         timer.time("project", || self.u.divergence_into(&mut self.div_after));
 
-        let faces_on_device = self.faces_on_device(keep);
+        let projected = timer.time("project", || {
+            self.project_on_device(info.is_some() && project_on_device, dt)
+        })?;
         let correct = timer.time("volume_correction", || {
             self.volume_correction(info.is_some(), faces_on_device)
         })?;
 
-        // Without obstacles the device that keeps the particles extrapolates its copy of the velocity itself
-        // (the cells holding them are the fluid ones); the host's copy follows only when it is read. Also
-        // where the host reads it after every step (without `per_frame`), so that the particles move with
-        // the same bits however often they come back.
-        let extrapolate_on_device = keep
-            && self.obstacles.is_empty()
-            && self
-                .transfer_device
-                .as_ref()
-                .is_some_and(|d| d.extrapolates());
         // (Without obstacles the boundary conditions do not depend on the time at which they are set.)
         self.extrapolation_behind = extrapolate_on_device;
         timer.time("extrapolate", || {
@@ -738,6 +806,7 @@ impl<const D: usize> FlipSim<D> {
                         unchanged: transferred_on_device,
                         kept: keep.then_some(self.owner),
                         extrapolate: extrapolate_on_device.then_some(p.extrapolation_layers),
+                        projected,
                     };
                     d.grid_to_particles_advect(&mut self.particles, &step)
                         .map_err(|detail| SimError::Device {

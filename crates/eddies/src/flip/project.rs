@@ -107,7 +107,8 @@ pub(crate) fn enforce_boundary<const D: usize>(
 /// which makes the discrete divergence of every fluid cell vanish to the solver's tolerance. `div_before`
 /// receives ∇·u* (1/s); `pressure` (Pa) is the initial guess and receives the solution. `solver` is kept
 /// across steps: only its operator is rebuilt (its work vectors and multigrid levels are reused). The
-/// iterations run on `device` when one is given.
+/// iterations run on `device` when one is given; with `rhs_in_faces` it holds the right-hand side already
+/// ([`PoissonDevice::solve_rhs_in_faces`]).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn project<const D: usize>(
     u: &mut MacGrid<D>,
@@ -122,6 +123,7 @@ pub(crate) fn project<const D: usize>(
     pressure: &mut Grid<f64, D>,
     solver: &mut Option<PoissonSolver<D>>,
     device: Option<&mut dyn PoissonDevice<D>>,
+    rhs_in_faces: bool,
 ) -> Result<Option<Info>, SolveError> {
     u.divergence_into(div_before);
     if flags.data.iter().all(|&f| f != CellFlag::Fluid) {
@@ -148,7 +150,10 @@ pub(crate) fn project<const D: usize>(
         }
         _ => solver.insert(PoissonSolver::from_flags(flags, outside, kind, pcg)?),
     };
-    let info = solver.solve_grid_on(device, rhs, pressure)?;
+    let info = match device {
+        Some(d) if rhs_in_faces => solver.solve_grid_rhs_in_faces(d, rhs, pressure)?,
+        d => solver.solve_grid_on(d, rhs, pressure)?,
+    };
     apply_gradient(u, flags, boundary, dt / density, pressure, Write::Subtract);
     Ok(Some(info))
 }

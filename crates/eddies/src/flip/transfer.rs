@@ -585,6 +585,32 @@ pub struct Advection<'a, const D: usize> {
     /// holds one of the kept particles, then the closed walls' faces back to 0. Only with `kept` and no
     /// obstacles.
     pub extrapolate: Option<usize>,
+    /// Whether the device formed this substep's projected velocity itself
+    /// ([`TransferDevice::project_velocity`]): `u` then gives the grid's shape and the host's copy, which
+    /// the device need not receive.
+    pub projected: bool,
+}
+
+/// The stages of the pressure projection, for a device to apply to its own copy of the velocity as the host
+/// applies them to `u` (`project.rs`), in double precision: the body force `u += Δt g` on every face (an
+/// axis without gravity untouched) and the closed walls' faces set to 0; the right-hand side
+/// `scale (Σₖ (u_above − u_below)) inv_h` of each fluid cell ([`TransferDevice::rhs_to_faces`]); after the
+/// solve, `u −= coef (p_above − p_below)` on each face between two non-solid cells with fluid on a side,
+/// rounded once to single precision ([`TransferDevice::project_velocity`]).
+#[derive(Clone, Copy, Debug)]
+pub struct Projection<const D: usize> {
+    /// `Δt g` per axis (m/s), `None` on an axis without gravity.
+    pub force: [Option<f64>; D],
+    /// `1 / h` (1/m), the divergence's factor.
+    pub inv_h: f64,
+    /// `−ρ / Δt` (kg s/m³), the right-hand side's factor.
+    pub scale: f64,
+    /// `Δt / (ρ h)` (m³ s / kg): the pressure difference's factor.
+    pub coef: f64,
+    pub boundary: Boundary,
+    /// Whose kept particles mark the fluid cells (those holding one; without obstacles the only solids are
+    /// the walls).
+    pub kept: KeptParticles,
 }
 
 /// Where the grid-to-particle pass finds the volume correction's displacement ([`Advection::displacement`]).
@@ -676,6 +702,45 @@ pub trait TransferDevice<const D: usize>: Send {
     /// walls). `false` (the default): the host extrapolates.
     fn extrapolates(&self) -> bool {
         false
+    }
+
+    /// Writes the projection's right-hand side into the face field
+    /// ([`face_field`](Self::face_field)) as f64 in the pressure solve's padded layout
+    /// ([`Layout`](crate::linsolve::Layout)), for the pressure device's
+    /// [`PoissonDevice::solve_rhs_in_faces`](crate::linsolve::PoissonDevice::solve_rhs_in_faces), so that
+    /// the host need not send it: `step.scale` times the divergence of the velocity of the device's own
+    /// particle-to-grid transfer of this substep on `grid` with the body force and the walls (as
+    /// [`project_velocity`](Self::project_velocity) forms it before the pressure difference) on each cell
+    /// that holds one of `step.kept`'s particles, 0 on the others. Bit for bit the host's, where the device's
+    /// double-precision arithmetic rounds as the CPU's. `Ok(false)` (the default): not offered here.
+    ///
+    /// # Errors
+    /// What the device reported when it failed.
+    fn rhs_to_faces(&mut self, grid: &MacGrid<D>, step: &Projection<D>) -> Result<bool, String> {
+        let _ = (grid, step);
+        Ok(false)
+    }
+
+    /// Forms the projected velocity of this substep on the device, in the single-precision copy that the
+    /// next [`grid_to_particles_advect`](Self::grid_to_particles_advect) reads (with
+    /// [`Advection::projected`]), so that the host need not send it: the face velocities of the device's
+    /// own particle-to-grid transfer of this substep on `grid` (the sums' quotient, as
+    /// [`GridSums::Derived`] gave them), the stages of `step`, and the pressure that the pressure device
+    /// left in the face field ([`PoissonDevice::solution_to_faces`]). Bit for bit what the host's stages
+    /// give, where the device's double-precision arithmetic rounds as the CPU's. `Ok(false)` (the default):
+    /// not offered here (the host then sends its velocity).
+    ///
+    /// # Errors
+    /// What the device reported when it failed.
+    ///
+    /// [`PoissonDevice::solution_to_faces`]: crate::linsolve::PoissonDevice::solution_to_faces
+    fn project_velocity(
+        &mut self,
+        grid: &MacGrid<D>,
+        step: &Projection<D>,
+    ) -> Result<bool, String> {
+        let _ = (grid, step);
+        Ok(false)
     }
 
     /// Whether the device keeps the particles between its passes: the simulation then leaves them there

@@ -325,7 +325,20 @@ impl<const D: usize> PoissonSolver<D> {
         b: &[f64],
         x: &mut [f64],
     ) -> Result<Info, SolveError> {
+        self.solve_from(device, false, b, x)
+    }
+
+    /// [`solve_on`](Self::solve_on); with `rhs_in_faces`, the device takes the right-hand side from its face
+    /// field ([`PoissonDevice::solve_rhs_in_faces`]).
+    fn solve_from(
+        &mut self,
+        device: Option<&mut dyn PoissonDevice<D>>,
+        rhs_in_faces: bool,
+        b: &[f64],
+        x: &mut [f64],
+    ) -> Result<Info, SolveError> {
         let on_device = match device {
+            Some(d) if rhs_in_faces => d.solve_rhs_in_faces(self, b, x)?,
             Some(d) => d.solve(self, b, x)?,
             None => None,
         };
@@ -432,11 +445,36 @@ impl<const D: usize> PoissonSolver<D> {
         rhs: &Grid<f64, D>,
         p: &mut Grid<f64, D>,
     ) -> Result<Info, SolveError> {
+        self.solve_grid_from(device, false, rhs, p)
+    }
+
+    /// As [`solve_grid_on`](Self::solve_grid_on) on `device`, which holds the right-hand side `rhs` in its
+    /// face field already ([`PoissonDevice::solve_rhs_in_faces`]): `rhs` serves a solve that the device
+    /// declines, and the messages of a failed one.
+    ///
+    /// # Errors
+    /// As [`solve_grid_on`](Self::solve_grid_on).
+    pub fn solve_grid_rhs_in_faces(
+        &mut self,
+        device: &mut dyn PoissonDevice<D>,
+        rhs: &Grid<f64, D>,
+        p: &mut Grid<f64, D>,
+    ) -> Result<Info, SolveError> {
+        self.solve_grid_from(Some(device), true, rhs, p)
+    }
+
+    fn solve_grid_from(
+        &mut self,
+        device: Option<&mut dyn PoissonDevice<D>>,
+        rhs_in_faces: bool,
+        rhs: &Grid<f64, D>,
+        p: &mut Grid<f64, D>,
+    ) -> Result<Info, SolveError> {
         self.check_grids(rhs, p)?;
         self.op.pad_unknowns(&rhs.data, &mut self.b);
         self.op.pad_unknowns(&p.data, &mut self.x);
         let (mut b, mut x) = (std::mem::take(&mut self.b), std::mem::take(&mut self.x));
-        let info = self.solve_on(device, &b, &mut x);
+        let info = self.solve_from(device, rhs_in_faces, &b, &mut x);
         std::mem::swap(&mut self.b, &mut b);
         std::mem::swap(&mut self.x, &mut x);
         let info = info?;
@@ -492,6 +530,36 @@ pub trait PoissonDevice<const D: usize>: Send {
     ) -> Result<Option<(Info, u64)>, SolveError> {
         let _ = (solver, b, guess);
         Ok(None)
+    }
+
+    /// As [`solve`](Self::solve), with the right-hand side already in this device's
+    /// [`face_field`](Self::face_field), where a particle device formed it
+    /// ([`TransferDevice::rhs_to_faces`](crate::flip::TransferDevice::rhs_to_faces)) with the bits of `b`'s
+    /// unknowns, as f64 in the padded layout (the device masks it to the unknowns); `b` serves the messages
+    /// of a failed solve. The default sends `b` as [`solve`](Self::solve) does.
+    ///
+    /// # Errors
+    /// As [`solve`](Self::solve).
+    fn solve_rhs_in_faces(
+        &mut self,
+        solver: &PoissonSolver<D>,
+        b: &[f64],
+        x: &mut [f64],
+    ) -> Result<Option<Info>, SolveError> {
+        self.solve(solver, b, x)
+    }
+
+    /// Writes the solution of this device's last [`solve`](Self::solve), which must have been of `solver`'s
+    /// operator and the device's last work, into its [`face_field`](Self::face_field) as f64 in the padded
+    /// layout ([`Layout`](super::Layout); 0 on the halo), for a particle device that applies its gradient
+    /// itself ([`TransferDevice::project_velocity`](crate::flip::TransferDevice::project_velocity)).
+    /// `Ok(false)` (the default): not offered, or the last solve was not this device's.
+    ///
+    /// # Errors
+    /// [`SolveError::Device`] when the device fails.
+    fn solution_to_faces(&mut self, solver: &PoissonSolver<D>) -> Result<bool, SolveError> {
+        let _ = solver;
+        Ok(false)
     }
 
     /// The solution that [`solve_gradient`](Self::solve_gradient) kept under `token`, into `x` (padded).

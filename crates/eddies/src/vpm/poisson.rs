@@ -361,8 +361,9 @@ impl PoissonVelocity {
     }
 
     /// Stage 4 and the sampling that follows it on `device`: the curl of the last solve's potential on
-    /// `grid` (the grid it was solved on), sampled at the points of `at` into `out` ([`GridDevice`]), timed
-    /// as the curl. `Ok(false)`: the device left both to the CPU.
+    /// `grid` (the grid it was solved on), sampled at the points of `at` into `out`
+    /// ([`GridDevice`](super::sampling::GridDevice)), timed as the curl. `Ok(false)`: the device left both
+    /// to the CPU.
     ///
     /// # Errors
     /// How the device failed.

@@ -1,0 +1,171 @@
+// The pressure projection's stages on the particle device's own copy of the velocity, as the host applies
+// them to its copy (`eddies::flip` project.rs), so that the host need send neither the right-hand side nor
+// the projected velocity: from this substep's particle-to-grid sums, which the face fields still hold. OP 0,
+// before the solve, one thread per cell: the right-hand side into the face field; OP 1, after it, one thread
+// per face: the projected velocity from the pressure that the solve left in the face field. Nothing is
+// summed across threads: a run repeats bit for bit.
+// - The host's velocity: `u = Σ w u / Σ w` (0 where `Σ w` is 0), divided as `derive.wgsl` divides it; the
+//   body force `u += Δt g` in double precision where the axis has gravity, then 0 on a closed wall.
+// - OP 0: on a fluid cell (one holding a kept particle) `scale (Σₖ (u_above − u_below)) inv_h`, the axes in
+//   order, 0 on the others, in the pressure solve's padded layout (its halo is not written).
+// - OP 1: on a face between two non-solid cells with fluid on a side (a cell beyond a closed wall is solid,
+//   one beyond an open side air at pressure 0), `u −= coef (p_above − p_below)`; the fields become
+//   `[u, u − u_old]` with `u` rounded once to single precision, as `load.wgsl` forms them from the host's
+//   velocity. The counts per cell after the faces are left alone.
+
+struct Project {
+    // Per component: its faces per axis, and its first face in `fields`.
+    dims: array<vec4<u32>, 3>,
+    base: vec4<u32>,
+    // `Δt g` per axis (m/s), added where bit k of `forced` is set.
+    force0: f64, force1: f64, force2: f64,
+    // `Δt / (ρ h)`, `1 / h`, `−ρ / Δt`.
+    coef: f64, inv_h: f64, scale: f64,
+    forced: u32, closed: u32, pad0: u32, pad1: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<uniform> q: Project;
+// The sums per face (two floats each), then the kept particles' counts per cell (as bits).
+@group(0) @binding(2) var<storage, read_write> fields: array<f32>;
+// The face field: OP 0 writes the right-hand side, OP 1 reads the pressure, in the solver's padded layout
+// (one halo cell per side).
+@group(0) @binding(3) var<storage, read_write> padded: array<f64>;
+
+fn faces_of(k: u32) -> u32 {
+    return q.dims[k].x * q.dims[k].y * q.dims[k].z;
+}
+
+// Whether cell `c` (inside the grid) holds a kept particle.
+fn fluid(c: vec3<u32>) -> bool {
+    let total = q.base[D - 1u] + faces_of(D - 1u);
+    let cell = c.x + p.cells.x * (c.y + p.cells.y * c.z);
+    return bitcast<u32>(fields[2u * total + cell]) > 0u;
+}
+
+// The padded index of cell `c` (inside the grid).
+fn padded_index(c: vec3<u32>) -> u32 {
+    let sy = p.cells.x + 2u;
+    var at = (c.x + 1u) + (c.y + 1u) * sy;
+    if D == 3u {
+        at += (c.z + 1u) * sy * (p.cells.y + 2u);
+    }
+    return at;
+}
+
+// Face `c` of component `k`: its index in the fields.
+fn face_index(k: u32, c: vec3<u32>) -> u32 {
+    let n = q.dims[k];
+    return q.base[k] + c.x + n.x * (c.y + n.y * c.z);
+}
+
+// The transfer's velocity `u_old` at face `f`, from its sums.
+fn old_velocity(f: u32) -> f32 {
+    let w = fields[2u * f];
+    if w > 0.0 {
+        return fields[2u * f + 1u] / w;
+    }
+    return 0.0;
+}
+
+// The host's velocity at face `c` of component `k` after the body force and the walls, from `old`, its
+// `u_old`.
+fn forced(k: u32, c: vec3<u32>, old: f32) -> f64 {
+    var u = f64(old);
+    if ((q.forced >> k) & 1u) != 0u {
+        u += force(k);
+    }
+    if q.closed != 0u && (c[k] == 0u || c[k] == p.cells[k]) {
+        u = 0.0lf;
+    }
+    return u;
+}
+
+fn force(k: u32) -> f64 {
+    switch k {
+        case 0u: {
+            return q.force0;
+        }
+        case 1u: {
+            return q.force1;
+        }
+        default: {
+            return q.force2;
+        }
+    }
+}
+
+@compute @workgroup_size(WG)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) lid: u32) {
+    let t = thread_index(wid, nwg, lid);
+    if OP == 0u {
+        right_hand_side(t);
+    } else {
+        project(t);
+    }
+}
+
+// OP 0 at cell `i`.
+fn right_hand_side(i: u32) {
+    let n = p.cells.xyz;
+    if i >= n.x * n.y * n.z {
+        return;
+    }
+    let c = vec3<u32>(i % n.x, (i / n.x) % n.y, i / (n.x * n.y));
+    var b = 0.0lf;
+    if fluid(c) {
+        var div = 0.0lf;
+        for (var k = 0u; k < D; k++) {
+            var above = c;
+            above[k] += 1u;
+            let hi = forced(k, above, old_velocity(face_index(k, above)));
+            div += hi - forced(k, c, old_velocity(face_index(k, c)));
+        }
+        b = q.scale * (div * q.inv_h);
+    }
+    padded[padded_index(c)] = b;
+}
+
+// OP 1 at face `f`.
+fn project(f: u32) {
+    if f >= q.base[D - 1u] + faces_of(D - 1u) {
+        return;
+    }
+    var k = 0u;
+    for (var a = 1u; a < D; a++) {
+        if f >= q.base[a] {
+            k = a;
+        }
+    }
+    var rest = f - q.base[k];
+    var c: vec3<u32>;
+    for (var a = 0u; a < 3u; a++) {
+        c[a] = rest % q.dims[k][a];
+        rest /= q.dims[k][a];
+    }
+    let old = old_velocity(f);
+    var u = forced(k, c, old);
+    let n = p.cells[k];
+    let has_below = c[k] > 0u;
+    let has_above = c[k] < n;
+    // A closed wall's face lies next to a solid: no pressure difference.
+    if q.closed == 0u || (has_below && has_above) {
+        var below = c;
+        below[k] -= select(0u, 1u, has_below);
+        if (has_below && fluid(below)) || (has_above && fluid(c)) {
+            var p_below = 0.0lf;
+            var p_above = 0.0lf;
+            if has_below {
+                p_below = padded[padded_index(below)];
+            }
+            if has_above {
+                p_above = padded[padded_index(c)];
+            }
+            u = u - q.coef * (p_above - p_below);
+        }
+    }
+    let projected = f32(u);
+    fields[2u * f] = projected;
+    fields[2u * f + 1u] = projected - old;
+}
