@@ -9,7 +9,8 @@ use rayon::prelude::*;
 
 use super::shapes;
 use super::{
-    grid_key, GpuTransfer, MoveUniform, ProjectUniform, EXTRAPOLATE, G2P, LOAD, PROJECT, WG,
+    face_layout, grid_key, GpuTransfer, MoveUniform, ProjectUniform, EXTRAPOLATE, G2P, LOAD,
+    PROJECT, WG,
 };
 use crate::device::{BufferRange, GpuError, Launch};
 
@@ -77,21 +78,17 @@ impl GpuTransfer {
         if !ready {
             return Ok(None);
         }
+        let (dims, base, _) = face_layout(grid);
         let mut uniform = ProjectUniform {
+            dims,
+            base,
             coef: step.coef,
             inv_h: step.inv_h,
             scale: step.scale,
             closed: (step.boundary == Boundary::Closed) as u32,
             ..Default::default()
         };
-        let mut faces = 0;
         for k in 0..D {
-            uniform.base[k] = faces as u32;
-            uniform.dims[k] = [1; 4];
-            for a in 0..D {
-                uniform.dims[k][a] = grid.u[k].dims[a] as u32;
-            }
-            faces += grid.u[k].data.len() as u64;
             if let Some(f) = step.force[k] {
                 uniform.force[k] = f;
                 uniform.forced |= 1 << k;

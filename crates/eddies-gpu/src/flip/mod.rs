@@ -85,6 +85,20 @@ fn grid_key<const D: usize>(grid: &MacGrid<D>) -> usize {
     grid.u[0].data.as_ptr() as usize
 }
 
+/// The face components of `grid` as the kernels' uniforms lay them out: per component its faces per axis (1
+/// beyond D), and its first face in the face fields; and the faces of all components.
+fn face_layout<const D: usize>(grid: &MacGrid<D>) -> ([[u32; 4]; 3], [u32; 4], u64) {
+    let (mut dims, mut base, mut faces) = ([[1; 4]; 3], [0; 4], 0);
+    for (k, g) in grid.u.iter().enumerate() {
+        base[k] = faces as u32;
+        for (d, &n) in dims[k].iter_mut().zip(&g.dims) {
+            *d = n as u32;
+        }
+        faces += g.data.len() as u64;
+    }
+    (dims, base, faces)
+}
+
 /// The prelude of a kernel for dimension `dim`, with its own constants.
 fn prelude(dim: usize, consts: &str) -> String {
     format!("const D: u32 = {dim}u;\nconst WG: u32 = {WG}u;\n{consts}\n{COMMON}")

@@ -10,7 +10,9 @@ use eddies::flip::{Derived, GridSums, Particles, Transfer};
 use eddies::grid::MacGrid;
 use rayon::prelude::*;
 
-use super::{grid_key, DeriveUniform, FaceUniform, GpuTransfer, DERIVE, KEYS, P2G, WG};
+use super::{
+    face_layout, grid_key, DeriveUniform, FaceUniform, GpuTransfer, DERIVE, KEYS, P2G, WG,
+};
 use crate::device::{copy_bytes, BufferRange, GpuError, Launch};
 use crate::sort::SortBuffers;
 
@@ -121,21 +123,17 @@ impl GpuTransfer {
         let GridSums::Derived(d) = out else {
             return Ok(None);
         };
+        let (dims, base, faces) = face_layout(grid);
         let mut uniform = DeriveUniform {
+            dims,
+            base,
             scale: (1.0 / (2.0 * D as f64 * d.seeds)) as f32,
             closed: d.closed as u32,
             cells: [1; 4],
             ..Default::default()
         };
-        let mut faces = 0;
         for k in 0..D {
-            uniform.base[k] = faces as u32;
-            uniform.dims[k] = [1; 4];
-            for a in 0..D {
-                uniform.dims[k][a] = grid.u[k].dims[a] as u32;
-            }
             uniform.cells[k] = grid.dims[k] as u32;
-            faces += grid.u[k].data.len();
         }
         uniform.cells[3] = faces as u32;
         let cells: usize = grid.dims.iter().product();
@@ -147,7 +145,7 @@ impl GpuTransfer {
             DERIVE,
             "",
             &[&b.derive, &b.fields, &velocity, &fill],
-            ((faces + cells) as u64).div_ceil(WG),
+            (faces + cells as u64).div_ceil(WG),
         )?;
         Ok(Some(launch))
     }
