@@ -197,16 +197,8 @@ impl GpuTransfer {
             "the volume correction's displacement",
             4 * faces as u64,
         )?;
-        let mut base = 0;
+        (uniform.dims, uniform.base, _) = face_layout(grid);
         for k in 0..D {
-            uniform.base[k] = base as u32;
-            base += grid.u[k].data.len();
-            for a in 0..D {
-                uniform.dims[k][a] = grid.u[k].dims[a] as u32;
-            }
-            for a in D..3 {
-                uniform.dims[k][a] = 1;
-            }
             let (u, old) = (&grid.u[k].data, &step.u_old.u[k].data);
             if derive_old {
                 velocity.par_extend(u.par_iter().map(|&u| u as f32));

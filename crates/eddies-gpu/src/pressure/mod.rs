@@ -1133,32 +1133,23 @@ impl GpuPoisson {
         }
         if let Solution::Device(Guess::Kept(_)) = out {
             // The kept solution on this operator's unknowns (the diagonal is this operator's now).
+            let kept = self.kept.as_ref().expect("checked above").buffer.clone();
             let f = self.finest.as_ref().expect("buffers of a solve");
-            let kept = &self.kept.as_ref().expect("checked above").buffer;
-            let mask = self.launch::<D>(
-                "elementwise",
-                ELEMENTWISE,
-                false,
-                &format!("const OP: u32 = {MASK}u;"),
-                grid,
-                &[&f.cg, &f.state, kept, &f.diag, &f.x],
-            )?;
-            self.submit(&[std::slice::from_ref(&mask)]);
+            self.mask_into::<D>(&kept, &f.x, grid)?;
         }
         if rhs_in_faces {
             // The right-hand side on this operator's unknowns, as the host pads it.
             let faces = self.faces.as_ref().expect("a face field, or `b` was sent");
+            if faces.bytes() < 8 * cells {
+                return Err(GpuError::Internal(
+                    "the solve was asked for a right-hand side that no particle device left in the face \
+                     field"
+                        .into(),
+                ));
+            }
             let (rhs, _) = faces.get(&self.gpu, "the projection's right-hand side", 8 * cells)?;
             let f = self.finest.as_ref().expect("buffers of a solve");
-            let mask = self.launch::<D>(
-                "elementwise",
-                ELEMENTWISE,
-                false,
-                &format!("const OP: u32 = {MASK}u;"),
-                grid,
-                &[&f.cg, &f.state, &rhs, &f.diag, &f.r],
-            )?;
-            self.submit(&[std::slice::from_ref(&mask)]);
+            self.mask_into::<D>(&rhs, &f.r, grid)?;
             self.times.rhs_in_faces += 1;
         }
         self.uploaded = Some(solver.operator_id());
@@ -1317,6 +1308,27 @@ impl GpuPoisson {
             }
         };
         Ok(outcome)
+    }
+
+    /// `to` = `from` on the unknowns of the finest level (its diagonal this operator's), 0 elsewhere
+    /// (`elementwise.wgsl` OP 3), over `grid` workgroups; submitted without waiting.
+    fn mask_into<const D: usize>(
+        &self,
+        from: &dyn Bindable,
+        to: &dyn Bindable,
+        grid: [u32; 3],
+    ) -> Result<(), GpuError> {
+        let f = self.finest.as_ref().expect("buffers of a solve");
+        let mask = self.launch::<D>(
+            "elementwise",
+            ELEMENTWISE,
+            false,
+            &format!("const OP: u32 = {MASK}u;"),
+            grid,
+            &[&f.cg, &f.state, from, &f.diag, to],
+        )?;
+        self.submit(&[std::slice::from_ref(&mask)]);
+        Ok(())
     }
 
     /// [`PoissonDevice::solution_to_faces`]: the last solve's solution, padded, copied into the face field

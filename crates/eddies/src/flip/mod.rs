@@ -595,13 +595,16 @@ impl<const D: usize> FlipSim<D> {
     /// ([`TransferDevice::rhs_to_faces`]), so that the host need not send it: the kept particles' counts
     /// are the fluid cells, and the walls the only solids. Returns whether the device did.
     fn rhs_on_device(&mut self, ready: bool, dt: f64) -> Result<bool, SimError> {
+        if !ready {
+            return Ok(false);
+        }
         let projection = self.device_projection(dt);
         let step = self.steps + 1;
         match self.transfer_device.as_mut() {
-            Some(d) if ready => d
+            Some(d) => d
                 .rhs_to_faces(&self.u, &projection)
                 .map_err(|detail| SimError::Device { step, detail }),
-            _ => Ok(false),
+            None => Ok(false),
         }
     }
 
