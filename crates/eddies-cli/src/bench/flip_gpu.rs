@@ -185,8 +185,8 @@ fn dam_break(sizes: &[usize], quick: bool) -> Result<Vec<BenchRow>, BenchError> 
         rows.push(r("gpu-solve-download", part(|t| t.download_ms), "ms"));
         // Volume corrections whose solution and displacement stayed on the device, per step.
         rows.push(r("gpu-solves-kept", part(|t| t.kept as f64), "count"));
-        // Projections whose right-hand side the particle device formed, per step, and the right-hand
-        // sides the host sent, per cell.
+        // Solves (the projection's, the volume correction's) whose right-hand side the particle device
+        // formed, per step, and the right-hand sides the host sent, per cell.
         rows.push(r(
             "gpu-solve-rhs-from-device",
             part(|t| t.rhs_in_faces as f64),

@@ -3,7 +3,9 @@
 
 use std::time::Instant;
 
-use eddies::flip::{Advection, Boundary, Displacement, Particles, Projection, Transfer};
+use eddies::flip::{
+    Advection, Boundary, Displacement, KeptParticles, Particles, Projection, Transfer,
+};
 use eddies::grid::MacGrid;
 use rayon::prelude::*;
 
@@ -19,93 +21,145 @@ fn padded_cells<const D: usize>(grid: &MacGrid<D>) -> u64 {
     grid.dims.iter().map(|&n| n as u64 + 2).product()
 }
 
+/// The uniform of `project.wgsl`'s OP 0 and OP 1 for `step` on `grid`.
+fn project_uniform<const D: usize>(grid: &MacGrid<D>, step: &Projection<D>) -> ProjectUniform {
+    let (dims, base, _) = face_layout(grid);
+    let mut uniform = ProjectUniform {
+        dims,
+        base,
+        coef: step.coef,
+        inv_h: step.inv_h,
+        scale: step.scale,
+        closed: (step.boundary == Boundary::Closed) as u32,
+        ..Default::default()
+    };
+    for k in 0..D {
+        if let Some(f) = step.force[k] {
+            uniform.force[k] = f;
+            uniform.forced |= 1 << k;
+        }
+    }
+    uniform
+}
+
 impl GpuTransfer {
     /// [`TransferDevice::rhs_to_faces`](eddies::flip::TransferDevice::rhs_to_faces): one launch
     /// (`project.wgsl`, OP 0) submitted without waiting, over the face field (dead between the read-back of
-    /// the derived velocities and the solve). `false` as [`projection`](Self::projection) says.
+    /// the derived velocities and the solve). Where the transfer derived the fill fraction, the launch keeps
+    /// it in the counts for [`excess_on`](Self::excess_on). `false` where the fields no longer hold this
+    /// substep's sums on `grid`, or as [`projection`](Self::projection) says.
     pub(super) fn rhs_on<const D: usize>(
         &mut self,
         grid: &MacGrid<D>,
         step: &Projection<D>,
     ) -> Result<bool, GpuError> {
+        let key = Some(grid_key(grid));
+        if self.sums_of != key {
+            return Ok(false);
+        }
         let cells: u64 = grid.dims.iter().map(|&n| n as u64).product();
-        let Some(launch) = self.projection(grid, step, 0, cells)? else {
+        let keep_fill = self.fill_of == key;
+        let uniform = ProjectUniform {
+            keep_fill: keep_fill as u32,
+            ..project_uniform(grid, step)
+        };
+        let Some(launch) = self.projection(grid, step.kept, 0, cells, uniform)? else {
             return Ok(false);
         };
         self.gpu
             .submit_launches("flip right-hand side", |_| {}, [&launch]);
+        if keep_fill {
+            self.fill_in_counts = key;
+        }
         self.times.right_hand_sides += 1;
         Ok(true)
     }
 
     /// [`TransferDevice::project_velocity`](eddies::flip::TransferDevice::project_velocity): one launch
     /// (`project.wgsl`, OP 1) submitted without waiting, before the volume correction's solve writes the
-    /// face field over the pressure. `false` as [`projection`](Self::projection) says, or where the face
-    /// field cannot hold the pressure of this grid.
+    /// face field over the pressure. `false` as [`rhs_on`](Self::rhs_on) says, or where the face field
+    /// cannot hold the pressure of this grid.
     pub(super) fn project_on<const D: usize>(
         &mut self,
         grid: &MacGrid<D>,
         step: &Projection<D>,
     ) -> Result<bool, GpuError> {
         let faces: u64 = grid.u.iter().map(|g| g.data.len() as u64).sum();
-        if self.faces.bytes() < 8 * padded_cells(grid) {
+        if self.sums_of != Some(grid_key(grid)) || self.faces.bytes() < 8 * padded_cells(grid) {
             return Ok(false);
         }
-        let Some(launch) = self.projection(grid, step, 1, faces)? else {
+        let uniform = project_uniform(grid, step);
+        let Some(launch) = self.projection(grid, step.kept, 1, faces, uniform)? else {
             return Ok(false);
         };
         self.gpu
             .submit_launches("flip projection", |_| {}, [&launch]);
-        self.sums_of = None;
+        (self.sums_of, self.fill_of) = (None, None);
         self.projected_of = Some(grid_key(grid));
         self.times.projections += 1;
         Ok(true)
     }
 
-    /// The launch of `project.wgsl`'s `op` over `threads` threads, its uniform written; `None` where the
-    /// fields no longer hold this substep's sums on `grid`, the particles kept are not `step.kept`'s, or the
-    /// adapter has no double precision.
+    /// [`TransferDevice::excess_to_faces`](eddies::flip::TransferDevice::excess_to_faces): one launch
+    /// (`project.wgsl`, OP 2) submitted without waiting, over the pressure that
+    /// [`project_on`](Self::project_on) read. `false` unless the device projected this substep's velocity on
+    /// `grid` and keeps its fill fraction in the counts ([`rhs_on`](Self::rhs_on)), or as
+    /// [`projection`](Self::projection) says.
+    pub(super) fn excess_on<const D: usize>(
+        &mut self,
+        grid: &MacGrid<D>,
+        kappa: f64,
+        kept: KeptParticles,
+    ) -> Result<bool, GpuError> {
+        let key = Some(grid_key(grid));
+        let ready = self.projected_of == key && self.fill_in_counts == key;
+        if !ready || self.faces.bytes() < 8 * padded_cells(grid) {
+            return Ok(false);
+        }
+        let cells: u64 = grid.dims.iter().map(|&n| n as u64).product();
+        let (dims, base, _) = face_layout(grid);
+        let uniform = ProjectUniform {
+            dims,
+            base,
+            kappa,
+            ..Default::default()
+        };
+        let Some(launch) = self.projection(grid, kept, 2, cells, uniform)? else {
+            return Ok(false);
+        };
+        self.gpu
+            .submit_launches("flip volume right-hand side", |_| {}, [&launch]);
+        self.times.volume_right_hand_sides += 1;
+        Ok(true)
+    }
+
+    /// The launch of `project.wgsl`'s `op` over `threads` threads with `uniform`, written; `None` where the
+    /// particles kept are not `kept`'s, or the adapter has no double precision.
     fn projection<const D: usize>(
         &self,
         grid: &MacGrid<D>,
-        step: &Projection<D>,
+        kept: KeptParticles,
         op: u32,
         threads: u64,
+        uniform: ProjectUniform,
     ) -> Result<Option<Launch>, GpuError> {
-        let ready = self.sums_of == Some(grid_key(grid))
-            && self.kept.is_some_and(|(owner, ..)| owner == step.kept)
-            && self.gpu.has_f64();
+        let ready = self.kept.is_some_and(|(owner, ..)| owner == kept) && self.gpu.has_f64();
         if !ready {
             return Ok(None);
-        }
-        let (dims, base, _) = face_layout(grid);
-        let mut uniform = ProjectUniform {
-            dims,
-            base,
-            coef: step.coef,
-            inv_h: step.inv_h,
-            scale: step.scale,
-            closed: (step.boundary == Boundary::Closed) as u32,
-            ..Default::default()
-        };
-        for k in 0..D {
-            if let Some(f) = step.force[k] {
-                uniform.force[k] = f;
-                uniform.forced |= 1 << k;
-            }
         }
         let (padded, _) = self.faces.get(
             &self.gpu,
             "the projection's right-hand side and pressure",
             8 * padded_cells(grid),
         )?;
+        let fill = self.fill_range(grid);
         let b = self.buffers.as_ref().expect("buffers of the transfer");
         self.gpu.write(&b.project, &[uniform]);
         self.launch::<D>(
             "project",
             PROJECT,
             &format!("const OP: u32 = {op}u;"),
-            &[&b.params, &b.project, &b.fields, &padded],
+            &[&b.params, &b.project, &b.fields, &padded, &fill],
             threads.div_ceil(WG),
         )
         .map(Some)
@@ -176,7 +230,7 @@ impl GpuTransfer {
         }
         let derive_old = !step.projected && step.unchanged && self.sums_of == Some(grid_key(grid));
         let send = !step.projected && !derive_old;
-        self.sums_of = None;
+        self.forget_sums();
         let mut fields = std::mem::take(&mut self.fields);
         let mut velocity = std::mem::take(&mut self.velocity);
         let mut disp_host = std::mem::take(&mut self.displacement);

@@ -31,7 +31,7 @@ impl GpuTransfer {
         } = t;
         let start = Instant::now();
         let apic = transfer == Transfer::Apic;
-        self.sums_of = None;
+        self.forget_sums();
         let n = match upload {
             Some(p) => {
                 let n = p.len() as u64;

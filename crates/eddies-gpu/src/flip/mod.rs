@@ -176,9 +176,11 @@ struct ProjectUniform {
     coef: f64,
     inv_h: f64,
     scale: f64,
+    kappa: f64,
     forced: u32,
     closed: u32,
-    pad: [u32; 2],
+    keep_fill: u32,
+    pad: [u32; 3],
 }
 
 /// `Tally` of `tally.wgsl`.
@@ -213,6 +215,9 @@ pub struct TransferTimes {
     /// Substeps whose projection's right-hand side the device formed itself (`project.wgsl`;
     /// [`TransferDevice::rhs_to_faces`]).
     pub right_hand_sides: usize,
+    /// Substeps whose volume correction's right-hand side the device formed itself (`project.wgsl`;
+    /// [`TransferDevice::excess_to_faces`]).
+    pub volume_right_hand_sides: usize,
 }
 
 /// The device buffers of one problem size; they grow to the largest and are reused.
@@ -275,6 +280,12 @@ pub struct GpuTransfer {
     /// The grid whose projected velocity the face fields hold, formed on the device
     /// ([`TransferDevice::project_velocity`]), until the particle pass reads it.
     projected_of: Option<usize>,
+    /// The grid whose fill fraction the last transfer derived (`derive.wgsl`), while the sums are those of
+    /// that transfer.
+    fill_of: Option<usize>,
+    /// The grid whose fill fraction the counts per cell hold in place of the fluid cells' counts
+    /// (`project.wgsl`, OP 0), until the next transfer.
+    fill_in_counts: Option<usize>,
     /// The volume correction's displacement per face (f32): written by the host, or shared with a pressure
     /// solve that leaves it there ([`GpuTransfer::share_faces`]).
     faces: Scratch,
@@ -313,6 +324,8 @@ impl GpuTransfer {
             displacement: Vec::new(),
             sums_of: None,
             projected_of: None,
+            fill_of: None,
+            fill_in_counts: None,
             resident: None,
             kept: None,
             keep: true,
@@ -336,6 +349,14 @@ impl GpuTransfer {
     /// The face field from which the particle pass reads the displacement.
     pub fn faces(&self) -> &Scratch {
         &self.faces
+    }
+
+    /// The face fields hold no transfer's sums any more (a transfer starts, or the particle pass wrote over
+    /// them), nor what was derived from them.
+    fn forget_sums(&mut self) {
+        self.sums_of = None;
+        self.fill_of = None;
+        self.fill_in_counts = None;
     }
 
     /// Keeps the sort's prefix sums in `scratch`, which solves that never run during a particle pass share
@@ -420,7 +441,7 @@ impl GpuTransfer {
         self.buffers = None;
         self.resident = None;
         self.kept = None;
-        self.sums_of = None;
+        (self.sums_of, self.fill_of, self.fill_in_counts) = (None, None, None);
         let buffers = gpu.allocating("the particle-to-grid transfer", || Buffers {
             particles,
             bins,
@@ -631,6 +652,15 @@ impl<const D: usize> TransferDevice<D> for GpuTransfer {
         self.project_on(grid, step).map_err(|e| e.to_string())
     }
 
+    fn excess_to_faces(
+        &mut self,
+        grid: &MacGrid<D>,
+        kappa: f64,
+        kept: KeptParticles,
+    ) -> Result<bool, String> {
+        self.excess_on(grid, kappa, kept).map_err(|e| e.to_string())
+    }
+
     fn sort_to_grid(&mut self, t: KeptTransfer<'_, D>) -> Result<Option<usize>, String> {
         self.sort_to_grid_on(t).map_err(|e| e.to_string())
     }
@@ -708,6 +738,16 @@ impl<const D: usize> TransferDevice<D> for SharedTransfer {
         TransferDevice::<D>::project_velocity(&mut *dev, grid, step)
     }
 
+    fn excess_to_faces(
+        &mut self,
+        grid: &MacGrid<D>,
+        kappa: f64,
+        kept: KeptParticles,
+    ) -> Result<bool, String> {
+        let mut dev = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        TransferDevice::<D>::excess_to_faces(&mut *dev, grid, kappa, kept)
+    }
+
     fn sort_to_grid(&mut self, t: KeptTransfer<'_, D>) -> Result<Option<usize>, String> {
         let mut dev = self.0.lock().unwrap_or_else(|e| e.into_inner());
         TransferDevice::<D>::sort_to_grid(&mut *dev, t)
@@ -779,7 +819,7 @@ mod tests {
         assert_eq!(std::mem::size_of::<MoveUniform>(), 96);
         assert_eq!(std::mem::size_of::<KeepUniform>(), 16);
         assert_eq!(std::mem::size_of::<DeriveUniform>(), 96);
-        assert_eq!(std::mem::size_of::<ProjectUniform>(), 128);
+        assert_eq!(std::mem::size_of::<ProjectUniform>(), 144);
         assert_eq!(std::mem::size_of::<TallyUniform>(), 16);
         assert_eq!(std::mem::size_of::<shapes::Instr>(), 112);
     }

@@ -27,7 +27,7 @@ impl GpuTransfer {
     ) -> Result<(), GpuError> {
         let start = Instant::now();
         let apic = transfer == Transfer::Apic;
-        self.sums_of = None;
+        self.forget_sums();
         self.upload(particles, grid, apic, apic, false)?;
         self.kept = None;
         self.resident = Some((particles.pos[0].as_ptr() as usize, particles.len() as u64));
@@ -105,12 +105,19 @@ impl GpuTransfer {
                 offset: 0,
                 size: 4 * faces as u64,
             },
-            BufferRange {
-                buffer: b.scan.buffer.clone(),
-                offset: b.scan.offset,
-                size: 4 * cells as u64,
-            },
+            self.fill_range(grid),
         ))
+    }
+
+    /// Where the derive launch leaves the fill fraction ([`derived_ranges`](Self::derived_ranges)).
+    pub(super) fn fill_range<const D: usize>(&self, grid: &MacGrid<D>) -> BufferRange {
+        let b = self.buffers.as_ref().expect("buffers ensured");
+        let cells: u64 = grid.dims.iter().map(|&n| n as u64).product();
+        BufferRange {
+            buffer: b.scan.buffer.clone(),
+            offset: b.scan.offset,
+            size: 4 * cells,
+        }
     }
 
     /// After the transfer and the kept particles' counts, the launch that forms what `out` derives from the
@@ -212,6 +219,7 @@ impl GpuTransfer {
         mut take: impl FnMut(usize, &[u8]),
     ) -> Result<usize, GpuError> {
         let b = self.buffers.as_ref().expect("buffers ensured");
+        let derived = matches!(out, GridSums::Derived(_));
         let (key, grid_bytes) = match out {
             GridSums::Sums(sums) => {
                 let mut ranges: Vec<_> = (0..D)
@@ -264,6 +272,7 @@ impl GpuTransfer {
             }
         };
         self.times.grid_bytes_down += grid_bytes;
+        self.fill_of = derived.then_some(key);
         Ok(key)
     }
 }

@@ -2,8 +2,9 @@
 // them to its copy (`eddies::flip` project.rs), so that the host need send neither the right-hand side nor
 // the projected velocity: from this substep's particle-to-grid sums, which the face fields still hold. OP 0,
 // before the solve, one thread per cell: the right-hand side into the face field; OP 1, after it, one thread
-// per face: the projected velocity from the pressure that the solve left in the face field. Nothing is
-// summed across threads: a run repeats bit for bit.
+// per face: the projected velocity from the pressure that the solve left in the face field; OP 2, after that,
+// one thread per cell: the volume correction's right-hand side into the face field (`eddies::flip`
+// volume.rs). Nothing is summed across threads: a run repeats bit for bit.
 // - The host's velocity: `u = Σ w u / Σ w` (0 where `Σ w` is 0), divided as `derive.wgsl` divides it; the
 //   body force `u += Δt g` in double precision where the axis has gravity, then 0 on a closed wall.
 // - OP 0: on a fluid cell (one holding a kept particle) `scale (Σₖ (u_above − u_below)) inv_h`, the axes in
@@ -11,7 +12,13 @@
 // - OP 1: on a face between two non-solid cells with fluid on a side (a cell beyond a closed wall is solid,
 //   one beyond an open side air at pressure 0), `u −= coef (p_above − p_below)`; the fields become
 //   `[u, u − u_old]` with `u` rounded once to single precision, as `load.wgsl` forms them from the host's
-//   velocity. The counts per cell after the faces are left alone.
+//   velocity.
+// - The fill fraction of a fluid cell outlives the solve in the cell's count, which OP 0 overwrites with it
+//   (with `keep_fill`): the fill with its sign bit set, never 0 as bits, so that a count read as bits still
+//   tells a fluid cell (here and in `extrapolate.wgsl`). Nothing reads the counts themselves after the
+//   transfer's read-back.
+// - OP 2: on a fluid cell `kappa (f − 1)` with `f` that fill fraction, or `kappa max(f − 1, 0)` where a
+//   neighbour inside the grid is not fluid; 0 on the others, in the padded layout (over the dead pressure).
 
 struct Project {
     // Per component: its faces per axis, and its first face in `fields`.
@@ -19,9 +26,10 @@ struct Project {
     base: vec4<u32>,
     // `Δt g` per axis (m/s), added where bit k of `forced` is set.
     force0: f64, force1: f64, force2: f64,
-    // `Δt / (ρ h)`, `1 / h`, `−ρ / Δt`.
-    coef: f64, inv_h: f64, scale: f64,
-    forced: u32, closed: u32, pad0: u32, pad1: u32,
+    // `Δt / (ρ h)`, `1 / h`, `−ρ / Δt`; the volume correction's strength.
+    coef: f64, inv_h: f64, scale: f64, kappa: f64,
+    // Whether OP 0 keeps the fill fraction in the counts.
+    forced: u32, closed: u32, keep_fill: u32, pad0: u32, pad1: u32, pad2: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -29,8 +37,16 @@ struct Project {
 // The sums per face (two floats each), then the kept particles' counts per cell (as bits).
 @group(0) @binding(2) var<storage, read_write> fields: array<f32>;
 // The face field: OP 0 writes the right-hand side, OP 1 reads the pressure, in the solver's padded layout
-// (one halo cell per side).
+// (one halo cell per side); OP 2 writes the volume correction's right-hand side.
 @group(0) @binding(3) var<storage, read_write> padded: array<f64>;
+// The fill fraction per cell that the transfer derived (`derive.wgsl`), read by OP 0 with `keep_fill`.
+@group(0) @binding(4) var<storage, read> fill: array<f32>;
+
+// Where cell `c`'s count lies in the fields (after every component's faces).
+fn count_index(c: vec3<u32>) -> u32 {
+    let total = q.base[D - 1u] + faces_of(D - 1u);
+    return 2u * total + c.x + p.cells.x * (c.y + p.cells.y * c.z);
+}
 
 fn faces_of(k: u32) -> u32 {
     return q.dims[k].x * q.dims[k].y * q.dims[k].z;
@@ -38,9 +54,7 @@ fn faces_of(k: u32) -> u32 {
 
 // Whether cell `c` (inside the grid) holds a kept particle.
 fn fluid(c: vec3<u32>) -> bool {
-    let total = q.base[D - 1u] + faces_of(D - 1u);
-    let cell = c.x + p.cells.x * (c.y + p.cells.y * c.z);
-    return bitcast<u32>(fields[2u * total + cell]) > 0u;
+    return bitcast<u32>(fields[count_index(c)]) > 0u;
 }
 
 // The padded index of cell `c` (inside the grid).
@@ -101,8 +115,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     let t = thread_index(wid, nwg, lid);
     if OP == 0u {
         right_hand_side(t);
-    } else {
+    } else if OP == 1u {
         project(t);
+    } else {
+        excess(t);
     }
 }
 
@@ -123,6 +139,36 @@ fn right_hand_side(i: u32) {
             div += hi - forced(k, c, old_velocity(face_index(k, c)));
         }
         b = q.scale * (div * q.inv_h);
+        if q.keep_fill != 0u {
+            // Only this thread reads this cell's count, and as bits it stays above 0.
+            fields[count_index(c)] = bitcast<f32>(bitcast<u32>(fill[i]) | 0x80000000u);
+        }
+    }
+    padded[padded_index(c)] = b;
+}
+
+// OP 2 at cell `i`.
+fn excess(i: u32) {
+    let n = p.cells.xyz;
+    if i >= n.x * n.y * n.z {
+        return;
+    }
+    let c = vec3<u32>(i % n.x, (i / n.x) % n.y, i / (n.x * n.y));
+    var b = 0.0lf;
+    let kept = fields[count_index(c)];
+    if bitcast<u32>(kept) > 0u {
+        var interior = true;
+        for (var k = 0u; k < D; k++) {
+            var below = c;
+            var above = c;
+            below[k] -= select(0u, 1u, c[k] > 0u);
+            above[k] += 1u;
+            if (c[k] > 0u && !fluid(below)) || (above[k] < n[k] && !fluid(above)) {
+                interior = false;
+            }
+        }
+        let rel = f64(abs(kept)) - 1.0lf;
+        b = q.kappa * select(max(rel, 0.0lf), rel, interior);
     }
     padded[padded_index(c)] = b;
 }

@@ -30,9 +30,10 @@
 //!   thread in cell order (`mg_small.wgsl`).
 //! * **The face field shared with FLIP's particle passes** ([`GpuPoisson::share_faces`]). The volume
 //!   correction's solve leaves its solution on the device and writes its gradient there
-//!   ([`PoissonDevice::solve_gradient`]). The projection's solve takes its right-hand side from there when
-//!   the particle device formed it ([`PoissonDevice::solve_rhs_in_faces`]: masked to the unknowns as the
-//!   host pads it), and afterwards copies its solution there for the particle device to project its own
+//!   ([`PoissonDevice::solve_gradient`]). Both solves take their right-hand side from there when the
+//!   particle device formed it ([`PoissonDevice::solve_rhs_in_faces`],
+//!   [`PoissonDevice::solve_gradient_rhs_in_faces`]: masked to the unknowns as the host pads it). The
+//!   projection's solve afterwards copies its solution there for the particle device to project its own
 //!   velocity ([`PoissonDevice::solution_to_faces`]).
 
 use std::sync::{Arc, Mutex};
@@ -1147,7 +1148,7 @@ impl GpuPoisson {
                         .into(),
                 ));
             }
-            let (rhs, _) = faces.get(&self.gpu, "the projection's right-hand side", 8 * cells)?;
+            let (rhs, _) = faces.get(&self.gpu, "the solve's right-hand side", 8 * cells)?;
             let f = self.finest.as_ref().expect("buffers of a solve");
             self.mask_into::<D>(&rhs, &f.r, grid)?;
             self.times.rhs_in_faces += 1;
@@ -1808,6 +1809,16 @@ impl<const D: usize> PoissonDevice<D> for SharedPoisson {
         PoissonDevice::<D>::solve_gradient(&mut *dev, solver, b, guess)
     }
 
+    fn solve_gradient_rhs_in_faces(
+        &mut self,
+        solver: &PoissonSolver<D>,
+        b: &[f64],
+        guess: Guess<'_>,
+    ) -> Result<Option<(Info, u64)>, SolveError> {
+        let mut dev = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        PoissonDevice::<D>::solve_gradient_rhs_in_faces(&mut *dev, solver, b, guess)
+    }
+
     fn read_solution(&mut self, token: u64, x: &mut [f64]) -> Result<(), SolveError> {
         let mut dev = self.0.lock().unwrap_or_else(|e| e.into_inner());
         PoissonDevice::<D>::read_solution(&mut *dev, token, x)
@@ -1852,6 +1863,19 @@ impl<const D: usize> PoissonDevice<D> for GpuPoisson {
     ) -> Result<Option<(Info, u64)>, SolveError> {
         let info = self
             .run(solver, b, Solution::Device(guess), false)
+            .unwrap_or_else(|e| Err(SolveError::Device(e.to_string())))?;
+        Ok(info.map(|i| (i, self.kept.as_ref().expect("kept by the solve").token)))
+    }
+
+    fn solve_gradient_rhs_in_faces(
+        &mut self,
+        solver: &PoissonSolver<D>,
+        b: &[f64],
+        guess: Guess<'_>,
+    ) -> Result<Option<(Info, u64)>, SolveError> {
+        // (`solve_gradient` needs the face field: without one the solve is declined, as there.)
+        let info = self
+            .run(solver, b, Solution::Device(guess), self.faces.is_some())
             .unwrap_or_else(|e| Err(SolveError::Device(e.to_string())))?;
         Ok(info.map(|i| (i, self.kept.as_ref().expect("kept by the solve").token)))
     }

@@ -346,7 +346,8 @@ fn the_displacement_left_on_the_device_changes_no_bit() {
 /// Where the particle device and the pressure solve share a face field, the device that keeps the particles
 /// forms the projection's right-hand side and the projected velocity from its own copy (`project.wgsl`)
 /// instead of receiving the host's, with the same bits: the body force, the divergence and the pressure
-/// difference in double precision as the host's, the velocity rounded once. Without obstacles (the device
+/// difference in double precision as the host's, the velocity rounded once; and the volume correction's
+/// right-hand side from the fill fraction it derived. Without obstacles (the device
 /// extrapolates its copy), PIC, FLIP and APIC in a closed 3D tank, FLIP in an open one that particles
 /// leave and in a 2D tank. The run without the shared face field does these on the host (and the volume
 /// correction's displacement, with the same bits: `the_displacement_left_on_the_device_changes_no_bit`).
@@ -391,23 +392,26 @@ fn the_projection_formed_on_the_device_changes_no_bit() {
     let compare = |what: &str, on: Outcome, off: Outcome| {
         assert_eq!(on.1, off.1, "{what}: kinetic energies");
         assert_eq!(on.0, off.0, "{what}: particle state");
-        // Every substep's right-hand side and velocity formed on the device (no grid field sent to the
-        // particle pass: the displacement stays there too); the host's sent every substep.
+        // Every substep's right-hand sides (the volume correction's where it ran) and velocity formed on the
+        // device: no grid field and no right-hand side sent (the displacement stays there too); the host's
+        // sent every substep.
         let (moved, solved) = (&on.2, &on.3);
         assert!(
             moved.projections > 0
                 && moved.right_hand_sides == moved.projections
-                && solved.rhs_in_faces == moved.projections
+                && moved.volume_right_hand_sides > 0
+                && solved.rhs_in_faces == moved.projections + moved.volume_right_hand_sides
+                && solved.rhs_bytes_up == 0
                 && moved.grid_bytes_up == 0,
             "{what}: {moved:?} {solved:?}"
         );
-        // The volume correction's right-hand side still goes up.
-        assert!(solved.rhs_bytes_up > 0, "{what}: {solved:?}");
         let (moved, solved) = (&off.2, &off.3);
         assert!(
             moved.projections == 0
                 && moved.right_hand_sides == 0
+                && moved.volume_right_hand_sides == 0
                 && solved.rhs_in_faces == 0
+                && solved.rhs_bytes_up > 0
                 && moved.grid_bytes_up > 0,
             "{what}: {moved:?} {solved:?}"
         );

@@ -776,7 +776,7 @@ impl<const D: usize> FlipSim<D> {
             self.project_on_device(info.is_some() && project_on_device, dt)
         })?;
         let correct = timer.time("volume_correction", || {
-            self.volume_correction(info.is_some(), faces_on_device)
+            self.volume_correction(info.is_some(), faces_on_device, projected)
         })?;
 
         // (Without obstacles the boundary conditions do not depend on the time at which they are set.)

@@ -743,6 +743,30 @@ pub trait TransferDevice<const D: usize>: Send {
         Ok(false)
     }
 
+    /// Writes the volume correction's right-hand side into the face field, as
+    /// [`rhs_to_faces`](Self::rhs_to_faces) writes the projection's, for the pressure device's
+    /// [`PoissonDevice::solve_gradient_rhs_in_faces`], so that the host need not send it: on each cell
+    /// holding one of `kept`'s particles, `kappa (f − 1)` with `f` the fill fraction that the device
+    /// derived in this substep's transfer on `grid` ([`GridSums::Derived`]), or `kappa max(f − 1, 0)` where
+    /// a neighbour inside the domain holds none; 0 on the other cells. Called after [`project_velocity`](Self::project_velocity), whose pressure
+    /// it writes over. Bit for bit the host's target (without obstacles). `Ok(false)` (the default): not
+    /// offered here, or the device did not form this substep's projection.
+    ///
+    /// # Errors
+    /// What the device reported when it failed.
+    ///
+    /// [`PoissonDevice::solve_gradient_rhs_in_faces`]:
+    ///     crate::linsolve::PoissonDevice::solve_gradient_rhs_in_faces
+    fn excess_to_faces(
+        &mut self,
+        grid: &MacGrid<D>,
+        kappa: f64,
+        kept: KeptParticles,
+    ) -> Result<bool, String> {
+        let _ = (grid, kappa, kept);
+        Ok(false)
+    }
+
     /// Whether the device keeps the particles between its passes: the simulation then leaves them there
     /// from one substep to the next, sorted by [`sort_to_grid`](Self::sort_to_grid), moved by
     /// [`grid_to_particles_advect`](Self::grid_to_particles_advect) with [`Advection::kept`], and read back by

@@ -15,11 +15,16 @@ impl<const D: usize> FlipSim<D> {
     /// particle counts and, where some cell holds more than the seeding count, the displacement `disp`.
     /// Returns where the particles' displacement is, if any. `solved` says whether the projection ran (there
     /// was liquid). With `on_device`, the displacement may stay on the devices
-    /// ([`FlipSim::faces_on_device`]), the potential too, as the next solve's guess.
+    /// ([`FlipSim::faces_on_device`]), the potential too, as the next solve's guess; with `projected` too
+    /// (the transfer device formed this substep's projected velocity), the transfer device forms the
+    /// solve's right-hand side itself ([`TransferDevice::excess_to_faces`]).
+    ///
+    /// [`TransferDevice::excess_to_faces`]: super::TransferDevice::excess_to_faces
     pub(super) fn volume_correction(
         &mut self,
         solved: bool,
         on_device: bool,
+        projected: bool,
     ) -> Result<Correction, SimError> {
         let kappa = self.cfg.params.volume_correction;
         let (flags, fill) = (&self.flags, &self.fill);
@@ -108,10 +113,16 @@ impl<const D: usize> FlipSim<D> {
         // The last substep's potential is the initial guess: the liquid compresses in the same places from
         // one substep to the next.
         if on_device {
+            let in_faces = match self.transfer_device.as_mut().filter(|_| projected) {
+                Some(d) => d
+                    .excess_to_faces(&self.u, kappa, self.owner)
+                    .map_err(|detail| SimError::Device { step, detail })?,
+                None => false,
+            };
             let device = self.pressure_device.as_mut().expect("faces on the device");
             let (q, kept) = (&self.excess_potential, self.potential_kept);
             if let Some((_, token)) = solver
-                .solve_gradient_on(&mut **device, &self.excess, q, kept)
+                .solve_gradient_on(&mut **device, &self.excess, q, kept, in_faces)
                 .map_err(diverged)?
             {
                 self.potential_kept = Some(token);

@@ -362,8 +362,10 @@ impl<const D: usize> PoissonSolver<D> {
 
     /// As [`solve_on`](Self::solve_on) with [`PoissonDevice::solve_gradient`]: the solution and its gradient
     /// stay on `device`. The initial guess is the solution that the device kept under the token `kept`, or
-    /// without one `p` (in [`Grid`] layout). `Ok(None)` when the device declines (the caller then solves
-    /// with [`solve_grid_on`](Self::solve_grid_on)).
+    /// without one `p` (in [`Grid`] layout). With `rhs_in_faces` the device holds the right-hand side in
+    /// its face field already ([`PoissonDevice::solve_gradient_rhs_in_faces`]), and `rhs` serves the
+    /// messages of a failed solve. `Ok(None)` when the device declines (the caller then solves with
+    /// [`solve_grid_on`](Self::solve_grid_on)).
     ///
     /// # Errors
     /// As [`solve_grid_on`](Self::solve_grid_on).
@@ -373,6 +375,7 @@ impl<const D: usize> PoissonSolver<D> {
         rhs: &Grid<f64, D>,
         p: &Grid<f64, D>,
         kept: Option<u64>,
+        rhs_in_faces: bool,
     ) -> Result<Option<(Info, u64)>, SolveError> {
         self.check_grids(rhs, p)?;
         self.op.pad_unknowns(&rhs.data, &mut self.b);
@@ -383,7 +386,11 @@ impl<const D: usize> PoissonSolver<D> {
                 Guess::Given(&self.x)
             }
         };
-        let out = device.solve_gradient(self, &self.b, guess)?;
+        let out = if rhs_in_faces {
+            device.solve_gradient_rhs_in_faces(self, &self.b, guess)?
+        } else {
+            device.solve_gradient(self, &self.b, guess)?
+        };
         if let Some((info, _)) = &out {
             self.expected = Some(info.iterations);
         }
@@ -530,6 +537,23 @@ pub trait PoissonDevice<const D: usize>: Send {
     ) -> Result<Option<(Info, u64)>, SolveError> {
         let _ = (solver, b, guess);
         Ok(None)
+    }
+
+    /// As [`solve_gradient`](Self::solve_gradient), with the right-hand side already in this device's
+    /// [`face_field`](Self::face_field), where a particle device formed it
+    /// ([`TransferDevice::excess_to_faces`](crate::flip::TransferDevice::excess_to_faces)), as
+    /// [`solve_rhs_in_faces`](Self::solve_rhs_in_faces) takes it. The default sends `b` as
+    /// [`solve_gradient`](Self::solve_gradient) does.
+    ///
+    /// # Errors
+    /// As [`solve_gradient`](Self::solve_gradient).
+    fn solve_gradient_rhs_in_faces(
+        &mut self,
+        solver: &PoissonSolver<D>,
+        b: &[f64],
+        guess: Guess<'_>,
+    ) -> Result<Option<(Info, u64)>, SolveError> {
+        self.solve_gradient(solver, b, guess)
     }
 
     /// As [`solve`](Self::solve), with the right-hand side already in this device's
