@@ -793,7 +793,7 @@ mod tests {
             ("derive", DERIVE, &[""]),
             ("extrapolate", EXTRAPOLATE, &ops),
             ("load", LOAD, &[""]),
-            ("project", PROJECT, &ops[..2]),
+            ("project", PROJECT, &ops),
             ("p2g", P2G, &apic),
             ("g2p", G2P, &[""]),
             ("counts", COUNTS, &[""]),

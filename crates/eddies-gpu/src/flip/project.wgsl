@@ -122,13 +122,22 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     }
 }
 
+// Whether thread `i` has a cell, and which (x fastest).
+fn in_grid(i: u32) -> bool {
+    return i < p.cells.x * p.cells.y * p.cells.z;
+}
+
+fn cell_of(i: u32) -> vec3<u32> {
+    let n = p.cells.xyz;
+    return vec3<u32>(i % n.x, (i / n.x) % n.y, i / (n.x * n.y));
+}
+
 // OP 0 at cell `i`.
 fn right_hand_side(i: u32) {
-    let n = p.cells.xyz;
-    if i >= n.x * n.y * n.z {
+    if !in_grid(i) {
         return;
     }
-    let c = vec3<u32>(i % n.x, (i / n.x) % n.y, i / (n.x * n.y));
+    let c = cell_of(i);
     var b = 0.0lf;
     if fluid(c) {
         var div = 0.0lf;
@@ -149,11 +158,11 @@ fn right_hand_side(i: u32) {
 
 // OP 2 at cell `i`.
 fn excess(i: u32) {
-    let n = p.cells.xyz;
-    if i >= n.x * n.y * n.z {
+    if !in_grid(i) {
         return;
     }
-    let c = vec3<u32>(i % n.x, (i / n.x) % n.y, i / (n.x * n.y));
+    let c = cell_of(i);
+    let n = p.cells.xyz;
     var b = 0.0lf;
     let kept = fields[count_index(c)];
     if bitcast<u32>(kept) > 0u {

@@ -1332,6 +1332,21 @@ impl GpuPoisson {
         Ok(())
     }
 
+    /// [`PoissonDevice::solve_gradient`] (with `rhs_in_faces`,
+    /// [`PoissonDevice::solve_gradient_rhs_in_faces`]): the record and the kept solution's token.
+    fn gradient<const D: usize>(
+        &mut self,
+        solver: &PoissonSolver<D>,
+        b: &[f64],
+        guess: Guess<'_>,
+        rhs_in_faces: bool,
+    ) -> Result<Option<(Info, u64)>, SolveError> {
+        let info = self
+            .run(solver, b, Solution::Device(guess), rhs_in_faces)
+            .unwrap_or_else(|e| Err(SolveError::Device(e.to_string())))?;
+        Ok(info.map(|i| (i, self.kept.as_ref().expect("kept by the solve").token)))
+    }
+
     /// [`PoissonDevice::solution_to_faces`]: the last solve's solution, padded, copied into the face field
     /// (zeros for a zero right-hand side); `false` where there is no face field or the last solve was
     /// another operator's, not this device's, or kept its solution.
@@ -1861,10 +1876,7 @@ impl<const D: usize> PoissonDevice<D> for GpuPoisson {
         b: &[f64],
         guess: Guess<'_>,
     ) -> Result<Option<(Info, u64)>, SolveError> {
-        let info = self
-            .run(solver, b, Solution::Device(guess), false)
-            .unwrap_or_else(|e| Err(SolveError::Device(e.to_string())))?;
-        Ok(info.map(|i| (i, self.kept.as_ref().expect("kept by the solve").token)))
+        self.gradient(solver, b, guess, false)
     }
 
     fn solve_gradient_rhs_in_faces(
@@ -1873,11 +1885,8 @@ impl<const D: usize> PoissonDevice<D> for GpuPoisson {
         b: &[f64],
         guess: Guess<'_>,
     ) -> Result<Option<(Info, u64)>, SolveError> {
-        // (`solve_gradient` needs the face field: without one the solve is declined, as there.)
-        let info = self
-            .run(solver, b, Solution::Device(guess), self.faces.is_some())
-            .unwrap_or_else(|e| Err(SolveError::Device(e.to_string())))?;
-        Ok(info.map(|i| (i, self.kept.as_ref().expect("kept by the solve").token)))
+        // (Without a face field the solve is declined, as `solve_gradient` declines it.)
+        self.gradient(solver, b, guess, self.faces.is_some())
     }
 
     fn solve_rhs_in_faces(
