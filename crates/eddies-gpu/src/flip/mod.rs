@@ -419,7 +419,7 @@ impl GpuTransfer {
         if fits {
             return Ok(());
         }
-        let gpu = &self.gpu;
+        let gpu = self.gpu.clone();
         // Room for a fifth more particles than now, so that a growing liquid does not reallocate each step.
         let particles = self
             .buffers
@@ -441,7 +441,7 @@ impl GpuTransfer {
         self.buffers = None;
         self.resident = None;
         self.kept = None;
-        (self.sums_of, self.fill_of, self.fill_in_counts) = (None, None, None);
+        self.forget_sums();
         let buffers = gpu.allocating("the particle-to-grid transfer", || Buffers {
             particles,
             bins,
