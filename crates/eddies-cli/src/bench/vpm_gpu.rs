@@ -103,8 +103,8 @@ pub fn cases() -> Vec<BenchCase> {
             name: "vpm-gpu-exchange",
             run: |q| exchange(if q { &[100_000] } else { &[100_000, 1_000_000] }),
         },
-        // The Poisson technique's vector solve on the GPU, split into the host's share and the device's: 64³
-        // and 128³ (quick: the first)
+        // The Poisson technique's splat and vector solve on the GPU, the vorticity kept on the device or
+        // read back, the solve split into the host's share and the device's: 64³ and 128³ (quick: the first)
         BenchCase {
             name: "vpm-gpu-vector-solve",
             run: |q| vector_solve(if q { &[64] } else { &[64, 128] }),
@@ -417,23 +417,28 @@ fn exchange(sizes: &[usize]) -> Result<Vec<BenchRow>, BenchError> {
     Ok(rows)
 }
 
-/// The Poisson technique's vector solve with the GPU's MGPCG (`GpuPoisson`) for a ring of 4000 vortons on
-/// an `n³` grid, as a step's first Runge–Kutta stage takes it: the ring's strengths grown between solves,
-/// by a hundredth more each time, so that the initial guess extrapolated from the last two solutions misses
-/// as in a run whose flow changes (the grid is fitted to the vortons, so moving the ring would change
-/// nothing). Median of five solves
-/// after three: the whole stage (`PoissonTimings::poisson`), the device's share (`GpuPoisson`'s transfers,
-/// hierarchy build and iterations), the host's (the rest: the right-hand side with the boundary values,
-/// the padded vectors, the solution copied back), and the iterations of the slowest component.
+/// The Poisson technique's splat and vector solve on the GPU (`GpuSplat`, and MGPCG in `GpuPoisson`) for a
+/// ring of 4000 vortons on an `n³` grid, as a step's first Runge–Kutta stage takes them: the ring's
+/// strengths grown between solves, by a hundredth more each time, so that the initial guess extrapolated
+/// from the last two solutions misses as in a run whose flow changes (the grid is fitted to the vortons, so
+/// moving the ring would change nothing). Median of five solves after three, each way: with the vorticity
+/// kept on the device, which forms the right-hand sides there (as `--backend gpu` runs), and with it read
+/// back for the host to form them and send them up (the `-read-back` rows, as before). The splat, the
+/// boundary values and the vector solve together (`splat-to-potential`: the kept splat's device time
+/// overlaps the boundary values on the CPU), the vector solve (`PoissonTimings::poisson`), the device's
+/// share of it (`GpuPoisson`'s transfers, hierarchy build and iterations), the rest (the host's share: the
+/// right-hand sides, the padded vectors, the solution copied back; with the vorticity kept, the wait for
+/// the splat's kernels and the right-hand sides' on the device), the right-hand sides' bytes sent per point
+/// of the fitted grid, and the iterations of the slowest component.
 fn vector_solve(sizes: &[usize]) -> Result<Vec<BenchRow>, BenchError> {
-    use eddies::vpm::poisson::SharedPoissonDevice;
+    use eddies::vpm::poisson::{SharedPoissonDevice, SharedSplatDevice};
     use eddies::vpm::velocity::{Query, VelocitySolver};
     use eddies::vpm::{Ring, VelocityMethod, VpmParams, VpmSim};
     use eddies_gpu::pressure::GpuPoisson;
+    use eddies_gpu::vpm::GpuSplat;
     use std::sync::{Arc, Mutex};
     let gpu = setup::gpu()?;
     let device = gpu.adapter().name.clone();
-    let on_gpu = Arc::new(Mutex::new(GpuPoisson::new(gpu.clone())?));
     let ring = Ring {
         radius: 0.5,
         core_radius: 0.08,
@@ -451,58 +456,81 @@ fn vector_solve(sizes: &[usize]) -> Result<Vec<BenchRow>, BenchError> {
             grid_resolution: [n; 3],
             ..Default::default()
         };
-        let mut solver = VelocitySolver::default();
-        solver.poisson.device = Some(SharedPoissonDevice(on_gpu.clone()));
-        let mut samples: [Vec<f64>; 4] = Default::default();
-        for k in 0..8 {
-            let grown: Vec<DVec3> = strength
-                .iter()
-                .map(|&a| a * (1.0 + 0.005 * (k * k) as f64))
-                .collect();
-            solver.solve(
-                &params,
-                &Query {
-                    position: &v.position,
-                    strength: &grown,
-                    radius: &v.radius,
-                    tracers: &[],
-                    gradient: false,
-                    stage: Some(0),
-                },
-            );
-            device_failed(solver.device_error.take())?;
-            if let Some(e) = solver.error.take() {
-                return Err(BenchError::Solve(e));
+        for kept in [true, false] {
+            let mut splat = GpuSplat::new(gpu.clone());
+            let mut solve = GpuPoisson::new(gpu.clone())?;
+            if kept {
+                let field = eddies_gpu::Scratch::new();
+                splat.share_field(field.clone());
+                solve.share_faces(field);
             }
-            let stage = solver.poisson.take_timings();
-            let t = on_gpu
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .take_times();
-            let on_device = t.upload_ms + t.build_ms + t.iterate_ms + t.download_ms;
-            if k >= 3 {
-                for (s, x) in samples.iter_mut().zip([
-                    stage.poisson,
-                    on_device,
-                    stage.poisson - on_device,
-                    solver.poisson.info.cycles as f64,
-                ]) {
-                    s.push(x);
+            let on_gpu = Arc::new(Mutex::new(solve));
+            let mut solver = VelocitySolver::default();
+            solver.poisson.device = Some(SharedPoissonDevice(on_gpu.clone()));
+            solver.poisson.splat_device = Some(SharedSplatDevice(Arc::new(Mutex::new(splat))));
+            let mut samples: [Vec<f64>; 6] = Default::default();
+            for k in 0..8 {
+                let grown: Vec<DVec3> = strength
+                    .iter()
+                    .map(|&a| a * (1.0 + 0.005 * (k * k) as f64))
+                    .collect();
+                solver.solve(
+                    &params,
+                    &Query {
+                        position: &v.position,
+                        strength: &grown,
+                        radius: &v.radius,
+                        tracers: &[],
+                        gradient: false,
+                        stage: Some(0),
+                    },
+                );
+                device_failed(solver.device_error.take())?;
+                if let Some(e) = solver.error.take() {
+                    return Err(BenchError::Solve(e));
+                }
+                let stage = solver.poisson.take_timings();
+                let t = on_gpu
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .take_times();
+                let on_device = t.upload_ms + t.build_ms + t.iterate_ms + t.download_ms;
+                if k >= 3 {
+                    for (s, x) in samples.iter_mut().zip([
+                        stage.splat + stage.boundary + stage.poisson,
+                        stage.poisson,
+                        on_device,
+                        stage.poisson - on_device,
+                        t.rhs_bytes_up as f64 / solver.grid.len() as f64,
+                        solver.poisson.info.cycles as f64,
+                    ]) {
+                        s.push(x);
+                    }
                 }
             }
+            let size = format!("{n}^3");
+            let [whole, solve, on_device, host, bytes, cycles] =
+                samples.map(|mut s| median(&mut s));
+            let name = |metric: &str| match kept {
+                true => metric.to_string(),
+                false => format!("{metric}-read-back"),
+            };
+            let rows_of = [
+                (name("splat-to-potential"), device.clone(), whole, "ms"),
+                (name("vector-solve"), device.clone(), solve, "ms"),
+                (name("device-share"), device.clone(), on_device, "ms"),
+                (name("host-share"), super::case::CPU.to_string(), host, "ms"),
+                (name("rhs-bytes-up-per-point"), device.clone(), bytes, "B"),
+                (name("iterations"), device.clone(), cycles, "iterations"),
+            ];
+            rows.extend(timed_rows(
+                "vpm-gpu-vector-solve",
+                &size,
+                rows_of
+                    .each_ref()
+                    .map(|(m, d, v, u)| (m.as_str(), d.clone(), *v, *u)),
+            ));
         }
-        let size = format!("{n}^3");
-        let [whole, on_device, host, cycles] = samples.map(|mut s| median(&mut s));
-        rows.extend(timed_rows(
-            "vpm-gpu-vector-solve",
-            &size,
-            [
-                ("vector-solve", device.clone(), whole, "ms"),
-                ("device-share", device.clone(), on_device, "ms"),
-                ("host-share", super::case::CPU.to_string(), host, "ms"),
-                ("iterations", device.clone(), cycles, "iterations"),
-            ],
-        ));
     }
     Ok(rows)
 }

@@ -143,9 +143,18 @@ pub fn build(scene: &Scene) -> Result<Built, SetupError> {
                     sim.set_grid_device(eddies_gpu::vpm::GpuSampling::shared(gpu.clone()));
                 }
                 if scene.vpm.params.velocity == eddies::vpm::VelocityMethod::Poisson {
-                    sim.set_splat_device(eddies_gpu::vpm::GpuSplat::shared(gpu.clone()));
+                    // The vorticity stays on the device, where the splat forms the solve's right-hand
+                    // sides into a field that the solver reads.
+                    let field = eddies_gpu::Scratch::new();
+                    let mut splat = eddies_gpu::vpm::GpuSplat::new(gpu.clone());
+                    splat.share_field(field.clone());
+                    let mut solve = GpuPoisson::new(gpu)?;
+                    solve.share_faces(field);
+                    sim.set_splat_device(eddies::vpm::poisson::SharedSplatDevice(Arc::new(
+                        std::sync::Mutex::new(splat),
+                    )));
                     sim.set_poisson_device(eddies::vpm::poisson::SharedPoissonDevice(Arc::new(
-                        std::sync::Mutex::new(GpuPoisson::new(gpu)?),
+                        std::sync::Mutex::new(solve),
                     )));
                 }
             }

@@ -1035,8 +1035,10 @@ impl GpuPoisson {
         }
         let n = op.layout().len();
         let guess = guess_of(&out);
+        // A right-hand side on the device needs no copy on the host.
+        let sent = !(rhs_in_faces && b.is_empty());
         for (what, v) in [
-            ("the right-hand side", Some(b.len())),
+            ("the right-hand side", sent.then_some(b.len())),
             ("the initial guess", guess.map(<[f64]>::len)),
         ] {
             if let Some(v) = v.filter(|&v| v != n) {

@@ -18,6 +18,7 @@ use std::sync::{Arc, Mutex};
 
 mod baroclinic;
 mod pse;
+mod rhs;
 mod sampling;
 mod splat;
 pub use baroclinic::GpuBaroclinic;

@@ -7,7 +7,8 @@
 //! device's [`CountingSort`]), and each grid point gathers from the vortons of the eight cells whose
 //! stencils reach it (`splat_gather.wgsl`): corner by corner, each cell's vortons in index order, so that
 //! a splat repeats bit for bit and the grid's total is the vortons' to f32 rounding. The vorticity comes
-//! back to the host for the boundary values and the vector solve.
+//! back to the host for its vector solve, or stays on the device, which forms the GPU solve's right-hand
+//! sides from it (`rhs.rs`, [`GpuSplat::share_field`]).
 //!
 //! The Gaussian splat (`splat = "gaussian"`, [`eddies::vpm::blob_splat`]) goes the same way: the host takes
 //! each vorton's stamp with the CPU's own [`BlobStamp`] (its first grid point, which is its key, its points
@@ -21,11 +22,13 @@ use bytemuck::{Pod, Zeroable};
 use eddies::vpm::blob_splat::{stamp_width, BlobStamp, CUT};
 use eddies::vpm::mollify::FittedGrid;
 use eddies::vpm::poisson::{Blobs, SharedSplatDevice, SplatDevice};
+use eddies::vpm::Splat;
 use glam::DVec3;
 use rayon::prelude::*;
 
+use super::rhs::Rhs;
 use super::{dims4, held, sized_all, stencil, taken};
-use crate::device::{copy_bytes, fold_groups, Bindable, Gpu, GpuError, Launch};
+use crate::device::{copy_bytes, fold_groups, Bindable, Gpu, GpuError, Launch, Scratch};
 use crate::sort::{self, CountingSort, SortBuffers, SortHeader, WG};
 
 /// The kernels' WGSL, after [`prelude`].
@@ -94,12 +97,15 @@ pub struct GpuSplat {
     /// The vorticity as read back (f32), reused.
     values: Vec<f32>,
     sort: CountingSort,
+    /// The vector solve's right-hand sides from the vorticity kept on the device.
+    rhs: Rhs,
 }
 
 impl GpuSplat {
     /// The splat on `gpu`.
     pub fn new(gpu: Arc<Gpu>) -> Self {
         let params = gpu.uniform::<SplatUniform>("splat params");
+        let rhs = Rhs::new(&gpu);
         Self {
             gpu,
             params,
@@ -108,6 +114,7 @@ impl GpuSplat {
             keys: Vec::new(),
             values: Vec::new(),
             sort: CountingSort::default(),
+            rhs,
         }
     }
 
@@ -116,9 +123,17 @@ impl GpuSplat {
         SharedSplatDevice(Arc::new(Mutex::new(Self::new(gpu))))
     }
 
-    /// Device memory held (bytes).
+    /// Offers to keep the vorticity on the device and form the vector solve's right-hand sides from it
+    /// there, each written into `field` for the Poisson solver that reads it (`GpuPoisson::share_faces`
+    /// with the same field): [`SplatDevice::splat_kept`], [`SplatDevice::right_hand_sides`] and
+    /// [`SplatDevice::right_hand_side`] (`rhs.rs`).
+    pub fn share_field(&mut self, field: Scratch) {
+        self.rhs.share_field(field);
+    }
+
+    /// Device memory held (bytes), a shared field aside.
     pub fn bytes(&self) -> u64 {
-        held(&self.buffers, &self.params)
+        held(&self.buffers, &self.params) + self.rhs.bytes()
     }
 
     /// Vorticity (1/s) at the points of `grid` into `out` (x fastest): each `strength[i]` (m³/s) at
@@ -136,7 +151,7 @@ impl GpuSplat {
     ) -> Result<(), GpuError> {
         assert_eq!(position.len(), strength.len(), "a strength per vorton");
         let kept = self.splat_kept(grid, position, |i| strength[i])?;
-        self.read_grid(grid, kept.map(|k| k.grid), out)
+        self.read_grid(grid.len(), kept.map(|k| k.grid), out)
     }
 
     /// Vorticity (1/s) at the points of `grid` into `out` (x fastest): each vorton of `blobs` spread by the
@@ -151,6 +166,18 @@ impl GpuSplat {
         blobs: Blobs,
         out: &mut Vec<DVec3>,
     ) -> Result<(), GpuError> {
+        let kept = self.blobs_kept(grid, blobs)?;
+        self.read_grid(grid.len(), kept, out)
+    }
+
+    /// The splat of [`splat_blobs`](Self::splat_blobs), submitted and kept on the device: the buffer of
+    /// its vorticity; `None` without vortons.
+    fn blobs_kept(
+        &mut self,
+        grid: &FittedGrid,
+        blobs: Blobs,
+    ) -> Result<Option<wgpu::Buffer>, GpuError> {
+        self.rhs.forget();
         let Blobs {
             position,
             strength,
@@ -176,7 +203,7 @@ impl GpuSplat {
             )));
         }
         if n == 0 {
-            return self.read_grid(grid, None, out);
+            return Ok(None);
         }
         let [nx, ny, _] = grid.dims;
         self.packed.resize(3 * position.len(), [0.0; 4]);
@@ -249,7 +276,7 @@ impl GpuSplat {
             points.div_ceil(WG),
         )?);
         submit_cleared(&gpu, "vpm blob splat", (&b[4], points), &launches);
-        self.read_grid(grid, Some(b[5].clone()), out)
+        Ok(Some(b[5].clone()))
     }
 
     /// Writes the kernels' uniform for `n` vortons on `grid` (`width`: the Gaussian stamps' points a side, 0
@@ -268,19 +295,20 @@ impl GpuSplat {
         self.gpu.write(vortons, &self.packed);
     }
 
-    /// The splatted values in `splatted` (three f32 per point of `grid`; `None`: zero everywhere) into `out`.
+    /// The splatted values in `splatted` (three f32 for each of `points` grid points; `None`: zero
+    /// everywhere) into `out`.
     fn read_grid(
         &mut self,
-        grid: &FittedGrid,
+        points: usize,
         splatted: Option<wgpu::Buffer>,
         out: &mut Vec<DVec3>,
     ) -> Result<(), GpuError> {
         out.clear();
         let Some(splatted) = splatted else {
-            out.resize(grid.len(), DVec3::ZERO);
+            out.resize(points, DVec3::ZERO);
             return Ok(());
         };
-        let points = grid.len() as u64;
+        let points = points as u64;
         let values = &mut self.values;
         values.resize(3 * points as usize, 0.0);
         self.gpu
@@ -306,6 +334,7 @@ impl GpuSplat {
         position: &[DVec3],
         strength: impl Fn(usize) -> DVec3 + Sync,
     ) -> Result<Option<Kept>, GpuError> {
+        self.rhs.forget();
         let n = position.len() as u64;
         let points = grid.len() as u64;
         if points + 1 >= u32::MAX as u64 || n >= u32::MAX as u64 {
@@ -439,6 +468,68 @@ impl SplatDevice for GpuSplat {
         out: &mut Vec<DVec3>,
     ) -> Result<bool, String> {
         taken(GpuSplat::splat_blobs(self, grid, blobs, out).map(|()| true))
+    }
+
+    fn rhs_field(&self) -> Option<u64> {
+        // The right-hand sides are formed in f64.
+        self.rhs.field().filter(|_| self.gpu.has_f64())
+    }
+
+    fn splat_kept(
+        &mut self,
+        grid: &FittedGrid,
+        blobs: Blobs,
+        splat: Splat,
+    ) -> Result<bool, String> {
+        if self.rhs_field().is_none() || blobs.position.is_empty() {
+            return Ok(false);
+        }
+        let kept = match splat {
+            Splat::Cic => {
+                let strength = blobs.strength;
+                assert_eq!(
+                    blobs.position.len(),
+                    strength.len(),
+                    "a strength per vorton"
+                );
+                self.splat_kept(grid, blobs.position, |i| strength[i])
+                    .map(|k| k.map(|k| k.grid))
+            }
+            Splat::Gaussian => self.blobs_kept(grid, blobs),
+        };
+        match kept {
+            Ok(Some(vorticity)) => {
+                self.rhs.keep(grid.dims, vorticity);
+                Ok(true)
+            }
+            other => taken(other.map(|_| false)),
+        }
+    }
+
+    fn kept_vorticity(&mut self, out: &mut Vec<DVec3>) -> Result<(), String> {
+        let Some((dims, vorticity)) = self.rhs.kept().cloned() else {
+            return Err("the splat device keeps no vorticity".into());
+        };
+        let points = dims.iter().product();
+        self.read_grid(points, Some(vorticity), out)
+            .map_err(|e| e.to_string())
+    }
+
+    fn right_hand_sides(
+        &mut self,
+        scale: f64,
+        boundary: &[DVec3],
+        squares: &mut Vec<f64>,
+    ) -> Result<(), String> {
+        let gpu = self.gpu.clone();
+        self.rhs
+            .sums(&gpu, scale, boundary, squares)
+            .map_err(|e| e.to_string())
+    }
+
+    fn right_hand_side(&mut self, component: usize) -> Result<(), String> {
+        let gpu = self.gpu.clone();
+        self.rhs.write(&gpu, component).map_err(|e| e.to_string())
     }
 }
 

@@ -2,13 +2,15 @@
 //! velocities and gradients to f32 rounding, the same bits run to run; and the method's validation cases with
 //! their velocities on the GPU.
 
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use eddies::rng::SplitMix64;
 use eddies::vpm::biot_savart::{self, Sources, FOUR_PI_INV};
 use eddies::vpm::diffusion::Pse;
+use eddies::vpm::poisson::{SharedPoissonDevice, SharedSplatDevice};
 use eddies::vpm::Vortons;
-use eddies_gpu::vpm::DirectSum;
+use eddies_gpu::pressure::GpuPoisson;
+use eddies_gpu::vpm::{DirectSum, GpuSplat};
 use eddies_gpu::Gpu;
 use glam::DVec3;
 
@@ -303,7 +305,6 @@ fn gpu_direct_sum_repeats_bit_for_bit() {
 #[test]
 fn the_poisson_solve_on_the_gpu_gives_the_cpus_velocity() {
     use eddies::validation::vpm_poisson::ring_velocity_on;
-    use eddies::vpm::poisson::SharedPoissonDevice;
     use eddies::vpm::{PoissonParams, Splat};
     let Some(gpu) = gpu() else {
         return;
@@ -683,12 +684,132 @@ fn on_gpu(gpu: &Arc<Gpu>) -> impl Fn(&mut eddies::vpm::VpmSim) + '_ {
     move |sim| {
         sim.set_direct_device(eddies_gpu::vpm::GpuDirect::shared(gpu.clone()));
         sim.set_exchange_device(eddies_gpu::vpm::GpuExchange::shared(gpu.clone()));
-        sim.set_splat_device(eddies_gpu::vpm::GpuSplat::shared(gpu.clone()));
         sim.set_grid_device(eddies_gpu::vpm::GpuSampling::shared(gpu.clone()));
         sim.set_baroclinic_device(eddies_gpu::vpm::GpuBaroclinic::shared(gpu.clone()));
-        sim.set_poisson_device(eddies::vpm::poisson::SharedPoissonDevice(Arc::new(
-            std::sync::Mutex::new(eddies_gpu::pressure::GpuPoisson::new(gpu.clone()).unwrap()),
-        )));
+        let (splat, solve) = splat_and_solve(gpu, true);
+        sim.set_splat_device(SharedSplatDevice(splat));
+        sim.set_poisson_device(SharedPoissonDevice(solve));
+    }
+}
+
+/// The Poisson technique's splat and vector solve on the GPU; with `shared`, the vorticity stays on the
+/// device, where the splat forms the solve's right-hand sides (`GpuSplat::share_field`), as with
+/// `--backend gpu`.
+fn splat_and_solve(gpu: &Arc<Gpu>, shared: bool) -> (Arc<Mutex<GpuSplat>>, Arc<Mutex<GpuPoisson>>) {
+    let mut splat = GpuSplat::new(gpu.clone());
+    let mut solve = GpuPoisson::new(gpu.clone()).unwrap();
+    if shared {
+        let field = eddies_gpu::Scratch::new();
+        splat.share_field(field.clone());
+        solve.share_faces(field);
+    }
+    (Arc::new(Mutex::new(splat)), Arc::new(Mutex::new(solve)))
+}
+
+/// The vector solve's right-hand sides formed on the device from the vorticity that the splat left there
+/// give the bits of those that the host forms from the vorticity read back (the same f64 arithmetic, and
+/// each norm's partial sums in the host's order): the potentials, the multigrid iterations and the
+/// residuals, on lopsided grids (21 × 14 × 11 points, which a mix-up of the outer layer's axes would not
+/// survive, and 12 × 7 × 3, whose interior has both neighbours along z on the outer layer), with both
+/// splats, over three solves of one stage (the later ones from the extrapolated
+/// guess, the strengths grown by a hundredth each). No right-hand side goes up: every component's solve
+/// reads its own from the shared field. The kept vorticity, read back, is the splat's.
+#[test]
+fn the_right_hand_sides_formed_on_the_device_change_no_bit() {
+    use eddies::vpm::mollify::FittedGrid;
+    use eddies::vpm::poisson::{Blobs, PoissonVelocity, SplatDevice};
+    use eddies::vpm::{PoissonParams, Splat};
+    let Some(gpu) = gpu() else {
+        return;
+    };
+    let (position, strength) = box_of_vortons(5, 3000, true);
+    let radius = vec![0.05; position.len()];
+    let grids = [[21, 14, 11], [12, 7, 3]].map(|dims| FittedGrid {
+        dims,
+        origin: [-0.1; 3],
+        spacing: 0.06,
+    });
+    for (grid, splat) in grids
+        .iter()
+        .flat_map(|g| [(g, Splat::Cic), (g, Splat::Gaussian)])
+    {
+        let params = PoissonParams {
+            tolerance: 1e-8,
+            splat,
+            ..Default::default()
+        };
+        let run = |shared: bool| {
+            let (on_device, solve) = splat_and_solve(&gpu, shared);
+            let mut v = PoissonVelocity::default();
+            v.device = Some(SharedPoissonDevice(solve.clone()));
+            v.splat_device = Some(SharedSplatDevice(on_device.clone()));
+            v.set_stage(Some(0));
+            let mut solved = Vec::new();
+            for k in 0..3 {
+                let grown = 1.0 + 0.01 * k as f64;
+                let scaled: Vec<DVec3> = strength.iter().map(|&a| a * grown).collect();
+                let mut sources = Sources::default();
+                sources.fill(DVec3::splat(0.5), &position, &scaled, &radius);
+                let mut boundary = |p: &[DVec3], out: &mut [DVec3]| {
+                    biot_savart::potential_direct(&sources, p, out)
+                };
+                let blobs = Blobs {
+                    position: &position,
+                    strength: &scaled,
+                    radius: &radius,
+                };
+                v.solve_potential(&params, grid, blobs, Some(&mut boundary))
+                    .unwrap();
+                let potential: Vec<[u64; 3]> = v
+                    .potential()
+                    .iter()
+                    .map(|a| a.to_array().map(f64::to_bits))
+                    .collect();
+                solved.push((potential, v.info.cycles, v.info.residual.to_bits()));
+            }
+            let times = solve.lock().unwrap().take_times();
+            if shared {
+                let blobs = Blobs {
+                    position: &position,
+                    strength: &strength,
+                    radius: &radius,
+                };
+                let mut device = on_device.lock().unwrap();
+                let (mut kept, mut read) = (Vec::new(), Vec::new());
+                assert!(device.splat_kept(grid, blobs, splat).unwrap());
+                device.kept_vorticity(&mut kept).unwrap();
+                match splat {
+                    Splat::Cic => {
+                        SplatDevice::splat(&mut *device, grid, &position, &strength, &mut read)
+                    }
+                    Splat::Gaussian => {
+                        SplatDevice::splat_blobs(&mut *device, grid, blobs, &mut read)
+                    }
+                }
+                .unwrap();
+                assert!(kept == read, "{splat:?}: the kept vorticity read back");
+            }
+            (solved, times)
+        };
+        let ((host, sent), (device, formed)) = (run(false), run(true));
+        let cycles: Vec<usize> = device.iter().map(|s| s.1).collect();
+        let dims = grid.dims;
+        println!(
+            "{dims:?} {splat:?}: cycles {cycles:?}; right-hand sides sent {} B, then {} B and {} formed on \
+             the device",
+            sent.rhs_bytes_up, formed.rhs_bytes_up, formed.rhs_in_faces
+        );
+        assert!(
+            cycles.iter().all(|&c| c > 0),
+            "{splat:?}: every solve iterates"
+        );
+        for (k, (h, d)) in host.iter().zip(&device).enumerate() {
+            assert!(h == d, "{splat:?}: solve {k} changed bits");
+        }
+        assert!(sent.rhs_bytes_up > 0 && sent.rhs_in_faces == 0);
+        assert_eq!(formed.rhs_bytes_up, 0, "{splat:?}");
+        assert_eq!(formed.rhs_in_faces, formed.solves, "{splat:?}");
+        assert_eq!(formed.solves, sent.solves, "{splat:?}");
     }
 }
 

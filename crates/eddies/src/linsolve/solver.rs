@@ -560,7 +560,9 @@ pub trait PoissonDevice<const D: usize>: Send {
     /// [`face_field`](Self::face_field), where a particle device formed it
     /// ([`TransferDevice::rhs_to_faces`](crate::flip::TransferDevice::rhs_to_faces)) with the bits of `b`'s
     /// unknowns, as f64 in the padded layout (the device masks it to the unknowns); `b` serves the messages
-    /// of a failed solve. The default sends `b` as [`solve`](Self::solve) does.
+    /// of a failed solve, and may be empty where the caller keeps no copy (the vortex particles' vector
+    /// solve, whose right-hand sides a splat device formed: [`crate::vpm::poisson::SplatDevice`]). The
+    /// default sends `b` as [`solve`](Self::solve) does.
     ///
     /// # Errors
     /// As [`solve`](Self::solve).

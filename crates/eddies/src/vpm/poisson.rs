@@ -130,6 +130,72 @@ pub trait SplatDevice: Send {
         blobs: Blobs,
         out: &mut Vec<DVec3>,
     ) -> Result<bool, String>;
+
+    /// The field into which [`right_hand_side`](Self::right_hand_side) writes: an id that a Poisson device
+    /// reading the same memory reports as its [`PoissonDevice::face_field`], which then takes each
+    /// component's right-hand side from it ([`PoissonDevice::solve_rhs_in_faces`]). `None` (the default):
+    /// this device keeps no vorticity for the solve.
+    fn rhs_field(&self) -> Option<u64> {
+        None
+    }
+
+    /// Splats as [`splat`](Self::splat) or [`splat_blobs`](Self::splat_blobs) by `splat`, but keeps the
+    /// vorticity on the device for [`right_hand_sides`](Self::right_hand_sides) instead of returning it.
+    /// `Ok(false)` (the default): not offered for this splat, which the caller then asks for with a
+    /// read-back.
+    fn splat_kept(
+        &mut self,
+        grid: &FittedGrid,
+        blobs: Blobs,
+        splat: Splat,
+    ) -> Result<bool, String> {
+        let _ = (grid, blobs, splat);
+        Ok(false)
+    }
+
+    /// The vorticity of the last [`splat_kept`](Self::splat_kept) into `out`, as
+    /// [`splat`](Self::splat) returns it (for a solve that cannot take its right-hand sides on the device).
+    fn kept_vorticity(&mut self, out: &mut Vec<DVec3>) -> Result<(), String> {
+        let _ = out;
+        Err("this splat device keeps no vorticity".into())
+    }
+
+    /// Forms the vector solve's right-hand sides from the vorticity of the last
+    /// [`splat_kept`](Self::splat_kept), as [`PoissonVelocity`]'s device solve does on the host: on each
+    /// interior point of the grid, in the padded layout of a box of its shape
+    /// ([`Layout`](crate::linsolve::Layout)), `scale` times the vorticity's component in f64, plus the values
+    /// of its neighbours on the grid's outer layer (`boundary`, one per boundary point in storage order:
+    /// z, then y, then x slowest to fastest), axis by axis, the lower neighbour first; 0 elsewhere. Writes
+    /// each component's sums of squares of runs of [`RHS_RUN`] padded entries (each in index order) into
+    /// `squares`, component after component, for [`rhs_norm`]; keeps the right-hand sides' inputs for
+    /// [`right_hand_side`](Self::right_hand_side).
+    fn right_hand_sides(
+        &mut self,
+        scale: f64,
+        boundary: &[DVec3],
+        squares: &mut Vec<f64>,
+    ) -> Result<(), String> {
+        let _ = (scale, boundary, squares);
+        Err("this splat device keeps no vorticity".into())
+    }
+
+    /// Writes component `component`'s right-hand side of the last
+    /// [`right_hand_sides`](Self::right_hand_sides) into the field [`rhs_field`](Self::rhs_field), as f64 in
+    /// the padded layout.
+    fn right_hand_side(&mut self, component: usize) -> Result<(), String> {
+        let _ = component;
+        Err("this splat device keeps no vorticity".into())
+    }
+}
+
+/// Padded entries of each partial sum of squares of the vector solve's right-hand sides, added in index
+/// order; the partial sums are added in order ([`rhs_norm`]). A device takes each run in one thread and
+/// gets the host's bits.
+pub const RHS_RUN: usize = 256;
+
+/// The norm of a right-hand side from its runs' sums of squares ([`RHS_RUN`]), added in order.
+pub fn rhs_norm(squares: &[f64]) -> f64 {
+    squares.iter().fold(0.0, |sum, &s| sum + s).sqrt()
 }
 
 /// A [`SplatDevice`] shared by the simulation's copies.
@@ -156,8 +222,12 @@ pub struct PoissonVelocity {
     device_solver: Option<PoissonSolver<3>>,
     device_b: Vec<f64>,
     device_x: Vec<f64>,
-    /// Vorticity at the grid points (1/s).
+    /// Vorticity at the grid points (1/s); empty while it is on the splat device
+    /// ([`rhs_on_device`](Self::rhs_on_device)).
     pub vorticity: Vec<DVec3>,
+    /// Whether the last splat left the vorticity on the splat device, which forms the solve's right-hand
+    /// sides for the Poisson device ([`SplatDevice::splat_kept`]).
+    rhs_on_device: bool,
     /// The Gaussian splat's buffers.
     blobs: BlobSplat,
     /// The solution of a grid without interior points (its boundary values), component-major.
@@ -282,15 +352,27 @@ impl PoissonVelocity {
             strength,
             radius,
         } = blobs;
+        let keep = self.keeps_vorticity(grid);
+        self.rhs_on_device = false;
         let on_device = match &self.splat_device {
             Some(device) => {
                 let mut device = device.0.lock().unwrap_or_else(|p| p.into_inner());
                 let out = &mut self.vorticity;
-                match params.splat {
-                    Splat::Cic => device.splat(grid, position, strength, out),
-                    Splat::Gaussian => device.splat_blobs(grid, blobs, out),
+                if keep {
+                    self.rhs_on_device = device
+                        .splat_kept(grid, blobs, params.splat)
+                        .map_err(SolveError::Device)?;
                 }
-                .map_err(SolveError::Device)?
+                if self.rhs_on_device {
+                    out.clear();
+                    true
+                } else {
+                    match params.splat {
+                        Splat::Cic => device.splat(grid, position, strength, out),
+                        Splat::Gaussian => device.splat_blobs(grid, blobs, out),
+                    }
+                    .map_err(SolveError::Device)?
+                }
             }
             None => false,
         };
@@ -322,21 +404,40 @@ impl PoissonVelocity {
         integral: Option<&mut BoundaryIntegral>,
         u: &mut Vec<DVec3>,
     ) -> Result<(), SolveError> {
+        self.rhs_on_device = false;
         self.potential_from_vorticity(params, grid, integral)?;
         self.curl_into(grid, u);
         Ok(())
     }
 
-    /// Stages 2 and 3 from the vorticity in [`vorticity`](Self::vorticity).
+    /// Whether the splat on `grid` can leave the vorticity on the splat device: it shares its right-hand
+    /// sides' field with the Poisson device, and the grid has interior points.
+    fn keeps_vorticity(&self, grid: &FittedGrid) -> bool {
+        let (Some(splat), Some(solve)) = (&self.splat_device, &self.device) else {
+            return false;
+        };
+        let field = splat
+            .0
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .rhs_field();
+        let faces = solve
+            .0
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .face_field();
+        field.is_some() && field == faces && grid.dims.iter().all(|&d| d >= 3)
+    }
+
+    /// Stages 2 and 3 from the vorticity in [`vorticity`](Self::vorticity), or on the splat device.
     fn potential_from_vorticity(
         &mut self,
         params: &PoissonParams,
         grid: &FittedGrid,
         integral: Option<&mut BoundaryIntegral>,
     ) -> Result<(), SolveError> {
-        assert_eq!(
-            self.vorticity.len(),
-            grid.len(),
+        assert!(
+            self.rhs_on_device || self.vorticity.len() == grid.len(),
             "one vorticity per grid point"
         );
         let t = Instant::now();
@@ -610,16 +711,9 @@ impl PoissonVelocity {
         let mut mg = self.mg.take().expect("built above");
         // With unit spacing in the stencil, −∇²₁ A = h² ω. Component c of point i sits at c·n + i.
         let h2 = grid.spacing * grid.spacing;
-        let w = &self.vorticity;
-        mg.fields_mut()
-            .0
-            .par_chunks_mut(n)
-            .enumerate()
-            .for_each(|(c, b)| {
-                for (b, w) in b.iter_mut().zip(w) {
-                    *b = w[c] * h2;
-                }
-            });
+        if !self.rhs_on_device {
+            scaled_vorticity(&self.vorticity, h2, mg.fields_mut().0);
+        }
         // The interior's initial guess: the stage's extrapolation 2·last − before (`set_stage`), written over
         // `before` and exchanged into the solver; or else the last solution.
         let history = match self.stage {
@@ -649,13 +743,35 @@ impl PoissonVelocity {
             }
         }
         let solved = match &self.device {
-            Some(device) => device_solve(
-                device,
-                &mut self.device_solver,
-                (&mut self.device_b, &mut self.device_x),
-                &mut mg,
-                params.tolerance,
-            ),
+            Some(device) => {
+                let on_splat = match &self.splat_device {
+                    Some(splat) if self.rhs_on_device => Some(OnSplat {
+                        device: splat,
+                        scale: h2,
+                        boundary: &self.values,
+                    }),
+                    _ => None,
+                };
+                let buffers = (&mut self.device_b, &mut self.device_x);
+                let tolerance = params.tolerance;
+                let solver = &mut self.device_solver;
+                let mut solved =
+                    device_solve(device, on_splat, solver, buffers, &mut mg, tolerance);
+                if let (Ok(None), Some(splat)) = (&solved, &self.splat_device) {
+                    // The Poisson device declined the right-hand sides on the splat device: the host forms
+                    // them from the vorticity read back.
+                    let mut splat = splat.0.lock().unwrap_or_else(|p| p.into_inner());
+                    splat
+                        .kept_vorticity(&mut self.vorticity)
+                        .map_err(SolveError::Device)?;
+                    drop(splat);
+                    self.rhs_on_device = false;
+                    scaled_vorticity(&self.vorticity, h2, mg.fields_mut().0);
+                    let buffers = (&mut self.device_b, &mut self.device_x);
+                    solved = device_solve(device, None, solver, buffers, &mut mg, tolerance);
+                }
+                solved.map(|info| info.expect("a device solve with the host's right-hand sides"))
+            }
             None => mg.solve(),
         };
         if let Ok(info) = &solved {
@@ -683,6 +799,30 @@ impl PoissonVelocity {
     }
 }
 
+/// `h² ω` (`scale` times the vorticity) into the multigrid's right-hand side `b`: component `c` of point `i`
+/// at `c·n + i`.
+fn scaled_vorticity(vorticity: &[DVec3], scale: f64, b: &mut [f64]) {
+    let n = vorticity.len();
+    b[..3 * n]
+        .par_chunks_mut(n.max(1))
+        .enumerate()
+        .for_each(|(c, b)| {
+            for (b, w) in b.iter_mut().zip(vorticity) {
+                *b = w[c] * scale;
+            }
+        });
+}
+
+/// The right-hand sides of a device solve formed on the splat device that holds the vorticity
+/// ([`SplatDevice::right_hand_sides`]).
+struct OnSplat<'a> {
+    device: &'a SharedSplatDevice,
+    /// `h²`: the vorticity's factor.
+    scale: f64,
+    /// The boundary values, one per boundary point in storage order.
+    boundary: &'a [DVec3],
+}
+
 /// The vector Poisson solve of [`PoissonVelocity::solve_interior`] on a device: the fields of `mg` (the
 /// right-hand side `h²ω` and, in `x`, the boundary values and the interior's initial guess) as three scalar
 /// problems on the box's interior points, each solved by MGPCG on `device` (the box's operator with unit
@@ -691,13 +831,19 @@ impl PoissonVelocity {
 /// `tolerance` times the three components' reference residual together (the boundary values alone), so a
 /// nearly zero component takes no iterations. The [`Info`] counts the most iterations a component took (each
 /// one V-cycle), and its residual is the three components' together.
+///
+/// With `on_splat` the right-hand sides are formed on the splat device, which holds the vorticity (`mg`'s
+/// right-hand side is not read), and go to `device` through their shared field without crossing the bus;
+/// `Ok(None)`: `device` declined them, and the host is to form them. The splat device's sums of squares
+/// are the host's, run by run ([`RHS_RUN`]), so both give the same bits.
 fn device_solve(
     device: &SharedPoissonDevice,
+    on_splat: Option<OnSplat>,
     solver: &mut Option<PoissonSolver<3>>,
     (b, x): (&mut Vec<f64>, &mut Vec<f64>),
     mg: &mut BoxMultigrid,
     tolerance: f64,
-) -> Result<Info, SolveError> {
+) -> Result<Option<Info>, SolveError> {
     let dims = mg.dims();
     if solver
         .as_ref()
@@ -722,46 +868,66 @@ fn device_solve(
     let (fb, fx) = mg.fields_mut();
     let layout = solver.operator().layout().clone();
     let len = layout.len();
-    b.resize(3 * len, 0.0);
+    let runs = len.div_ceil(RHS_RUN);
+    if on_splat.is_none() {
+        b.resize(3 * len, 0.0);
+    }
     x.resize(3 * len, 0.0);
     // b on the unknowns plus the Dirichlet neighbours' values (unit spacing); the guess on the unknowns.
     let kinds = solver.operator().kinds();
+    let mut squares = vec![0.0; 3 * runs];
+    if let Some(on) = &on_splat {
+        let mut splat = on.device.0.lock().unwrap_or_else(|p| p.into_inner());
+        splat
+            .right_hand_sides(on.scale, on.boundary, &mut squares)
+            .map_err(SolveError::Device)?;
+        if squares.len() != 3 * runs {
+            return Err(SolveError::Device(format!(
+                "the splat device gave {} sums of squares, not {}",
+                squares.len(),
+                3 * runs
+            )));
+        }
+    }
     let mut references = [0.0; 3];
     for c in 0..3 {
-        let (bc, xc) = (
-            &mut b[c * len..(c + 1) * len],
-            &mut x[c * len..(c + 1) * len],
-        );
-        let (fbc, fxc) = (&fb[c * n..(c + 1) * n], &fx[c * n..(c + 1) * n]);
+        let xc = &mut x[c * len..(c + 1) * len];
+        let fxc = &fx[c * n..(c + 1) * n];
         layout.pad_from(|i| fxc[i], xc);
-        layout.pad_from(|i| fbc[i], bc);
-        // Each chunk's sum of squares, added in chunk order: the same bits for any number of threads.
-        let strides = layout.strides;
-        let sums: Vec<f64> = bc
-            .par_chunks_mut(CHUNK)
-            .enumerate()
-            .map(|(k, chunk)| {
-                let mut sum = 0.0;
-                for (o, b) in chunk.iter_mut().enumerate() {
-                    let i = k * CHUNK + o;
-                    if kinds[i] != CellKind::Unknown {
-                        *b = 0.0;
-                        continue;
-                    }
-                    let mut v = *b;
-                    for s in strides {
-                        for j in [i - s, i + s] {
-                            if kinds[j] == CellKind::Dirichlet {
-                                v += xc[j];
+        let squares = &mut squares[c * runs..(c + 1) * runs];
+        if on_splat.is_none() {
+            let bc = &mut b[c * len..(c + 1) * len];
+            let fbc = &fb[c * n..(c + 1) * n];
+            layout.pad_from(|i| fbc[i], bc);
+            let strides = layout.strides;
+            // Each run's sum of squares in index order; the runs are added in order: the same bits for any
+            // number of threads, and the splat device's.
+            bc.par_chunks_mut(CHUNK)
+                .zip(squares.par_chunks_mut(CHUNK / RHS_RUN))
+                .enumerate()
+                .for_each(|(k, (chunk, squares))| {
+                    for (r, (run, sum)) in chunk.chunks_mut(RHS_RUN).zip(squares).enumerate() {
+                        *sum = 0.0;
+                        for (o, b) in run.iter_mut().enumerate() {
+                            let i = k * CHUNK + r * RHS_RUN + o;
+                            if kinds[i] != CellKind::Unknown {
+                                *b = 0.0;
+                                continue;
                             }
+                            let mut v = *b;
+                            for s in strides {
+                                for j in [i - s, i + s] {
+                                    if kinds[j] == CellKind::Dirichlet {
+                                        v += xc[j];
+                                    }
+                                }
+                            }
+                            *b = v;
+                            *sum += v * v;
                         }
                     }
-                    *b = v;
-                    sum += v * v;
-                }
-                sum
-            })
-            .collect();
+                });
+        }
         xc.par_iter_mut()
             .zip(kinds)
             .with_min_len(CHUNK)
@@ -770,7 +936,7 @@ fn device_solve(
                     *x = 0.0;
                 }
             });
-        references[c] = sums.iter().sum::<f64>().sqrt();
+        references[c] = rhs_norm(squares);
     }
     let reference = references.iter().map(|r| r * r).sum::<f64>().sqrt();
     if !reference.is_finite() {
@@ -781,7 +947,7 @@ fn device_solve(
     let mut iterations = 0;
     let mut squares = 0.0;
     for c in 0..3 {
-        let (bc, xc) = (&b[c * len..(c + 1) * len], &mut x[c * len..(c + 1) * len]);
+        let xc = &mut x[c * len..(c + 1) * len];
         if references[c] == 0.0 {
             xc.fill(0.0);
             continue;
@@ -790,9 +956,21 @@ fn device_solve(
             tolerance: tolerance * reference / references[c],
             max_iterations: 200,
         };
-        let on_device = {
-            let mut d = device.0.lock().unwrap_or_else(|p| p.into_inner());
-            d.solve(solver, bc, xc)?
+        let on_device = match &on_splat {
+            Some(on) => {
+                let mut splat = on.device.0.lock().unwrap_or_else(|p| p.into_inner());
+                splat.right_hand_side(c).map_err(SolveError::Device)?;
+                drop(splat);
+                let mut d = device.0.lock().unwrap_or_else(|p| p.into_inner());
+                match d.solve_rhs_in_faces(solver, &[], xc)? {
+                    Some(info) => Some(info),
+                    None => return Ok(None),
+                }
+            }
+            None => {
+                let mut d = device.0.lock().unwrap_or_else(|p| p.into_inner());
+                d.solve(solver, &b[c * len..(c + 1) * len], xc)?
+            }
         };
         let info = match on_device {
             Some(info) => {
@@ -800,7 +978,7 @@ fn device_solve(
                 solver.expect_iterations(Some(info.iterations));
                 info
             }
-            None => solver.solve(bc, xc)?,
+            None => solver.solve(&b[c * len..(c + 1) * len], xc)?,
         };
         iterations = iterations.max(info.iterations);
         squares += (info.residual * references[c]).powi(2);
@@ -826,7 +1004,7 @@ fn device_solve(
     } else {
         0.0
     };
-    Ok(Info {
+    Ok(Some(Info {
         iterations,
         residual,
         history: vec![residual],
@@ -835,7 +1013,7 @@ fn device_solve(
         } else {
             StopReason::ZeroRhs
         },
-    })
+    }))
 }
 
 /// The multigrid settings of [`PoissonVelocity::solve_interior`]: V(1,1) cycles after one sweep of the finest
