@@ -103,8 +103,9 @@ pub fn cases() -> Vec<BenchCase> {
             name: "vpm-gpu-exchange",
             run: |q| exchange(if q { &[100_000] } else { &[100_000, 1_000_000] }),
         },
-        // The Poisson technique's splat and vector solve on the GPU, the vorticity kept on the device or
-        // read back, the solve split into the host's share and the device's: 64³ and 128³ (quick: the first)
+        // The Poisson technique's splat, vector solve and curl on the GPU, their fields kept on the device
+        // or sent across, the solve split into the host's share and the device's: 64³ and 128³ (quick: the
+        // first)
         BenchCase {
             name: "vpm-gpu-vector-solve",
             run: |q| vector_solve(if q { &[64] } else { &[64, 128] }),
@@ -417,25 +418,29 @@ fn exchange(sizes: &[usize]) -> Result<Vec<BenchRow>, BenchError> {
     Ok(rows)
 }
 
-/// The Poisson technique's splat and vector solve on the GPU (`GpuSplat`, and MGPCG in `GpuPoisson`) for a
-/// ring of 4000 vortons on an `n³` grid, as a step's first Runge–Kutta stage takes them: the ring's
+/// The Poisson technique's splat, vector solve and curl on the GPU (`GpuSplat`, MGPCG in `GpuPoisson`,
+/// `GpuSampling`) for a ring of 4000 vortons on an `n³` grid, as a step's first Runge–Kutta stage takes
+/// them (the velocity sampled at the vortons with its gradient): the ring's
 /// strengths grown between solves, by a hundredth more each time, so that the initial guess extrapolated
 /// from the last two solutions misses as in a run whose flow changes (the grid is fitted to the vortons, so
-/// moving the ring would change nothing). Median of five solves after three, each way: with the vorticity
-/// kept on the device, which forms the right-hand sides there (as `--backend gpu` runs), and with it read
-/// back for the host to form them and send them up (the `-read-back` rows, as before). The splat, the
-/// boundary values and the vector solve together (`splat-to-potential`: the kept splat's device time
+/// moving the ring would change nothing). Median of five evaluations after three, each way: with the
+/// fields kept on the device between the stages (the vorticity, from which the device forms the
+/// right-hand sides, and the solutions, which the sampling takes for the curl; as `--backend gpu` runs),
+/// and with the vorticity read back for the host to form the right-hand sides and send them up, and the
+/// potential sent up for the curl (the `-read-back` rows, as before). The splat, the boundary values, the
+/// vector solve and the curl with the sampling together (`splat-to-velocity`: the kept splat's device time
 /// overlaps the boundary values on the CPU), the vector solve (`PoissonTimings::poisson`), the device's
 /// share of it (`GpuPoisson`'s transfers, hierarchy build and iterations), the rest (the host's share: the
 /// right-hand sides, the padded vectors, the solution copied back; with the vorticity kept, the wait for
-/// the splat's kernels and the right-hand sides' on the device), the right-hand sides' bytes sent per point
-/// of the fitted grid, and the iterations of the slowest component.
+/// the splat's kernels and the right-hand sides' on the device), the right-hand sides' and the potential's
+/// bytes sent per point of the fitted grid, and the iterations of the slowest component.
 fn vector_solve(sizes: &[usize]) -> Result<Vec<BenchRow>, BenchError> {
     use eddies::vpm::poisson::{SharedPoissonDevice, SharedSplatDevice};
+    use eddies::vpm::sampling::SharedGridDevice;
     use eddies::vpm::velocity::{Query, VelocitySolver};
     use eddies::vpm::{Ring, VelocityMethod, VpmParams, VpmSim};
     use eddies_gpu::pressure::GpuPoisson;
-    use eddies_gpu::vpm::GpuSplat;
+    use eddies_gpu::vpm::{GpuSampling, GpuSplat};
     use std::sync::{Arc, Mutex};
     let gpu = setup::gpu()?;
     let device = gpu.adapter().name.clone();
@@ -459,16 +464,23 @@ fn vector_solve(sizes: &[usize]) -> Result<Vec<BenchRow>, BenchError> {
         for kept in [true, false] {
             let mut splat = GpuSplat::new(gpu.clone());
             let mut solve = GpuPoisson::new(gpu.clone())?;
+            let mut sampling = GpuSampling::new(gpu.clone());
             if kept {
                 let field = eddies_gpu::Scratch::new();
                 splat.share_field(field.clone());
+                sampling.share_field(field.clone());
                 solve.share_faces(field);
             }
             let on_gpu = Arc::new(Mutex::new(solve));
+            let sampling = Arc::new(Mutex::new(sampling));
             let mut solver = VelocitySolver::default();
             solver.poisson.device = Some(SharedPoissonDevice(on_gpu.clone()));
             solver.poisson.splat_device = Some(SharedSplatDevice(Arc::new(Mutex::new(splat))));
-            let mut samples: [Vec<f64>; 6] = Default::default();
+            let grid_device = SharedGridDevice(sampling.clone());
+            solver.poisson.grid_device = Some(grid_device.clone());
+            solver.grid_device = Some(grid_device);
+            let mut potential_up = 0;
+            let mut samples: [Vec<f64>; 7] = Default::default();
             for k in 0..8 {
                 let grown: Vec<DVec3> = strength
                     .iter()
@@ -481,7 +493,7 @@ fn vector_solve(sizes: &[usize]) -> Result<Vec<BenchRow>, BenchError> {
                         strength: &grown,
                         radius: &v.radius,
                         tracers: &[],
-                        gradient: false,
+                        gradient: true,
                         stage: Some(0),
                     },
                 );
@@ -495,32 +507,45 @@ fn vector_solve(sizes: &[usize]) -> Result<Vec<BenchRow>, BenchError> {
                     .unwrap_or_else(|e| e.into_inner())
                     .take_times();
                 let on_device = t.upload_ms + t.build_ms + t.iterate_ms + t.download_ms;
+                let up = sampling
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .potential_bytes_up();
+                let points = solver.grid.len() as f64;
                 if k >= 3 {
                     for (s, x) in samples.iter_mut().zip([
-                        stage.splat + stage.boundary + stage.poisson,
+                        stage.splat + stage.boundary + stage.poisson + stage.curl,
                         stage.poisson,
                         on_device,
                         stage.poisson - on_device,
-                        t.rhs_bytes_up as f64 / solver.grid.len() as f64,
+                        t.rhs_bytes_up as f64 / points,
+                        (up - potential_up) as f64 / points,
                         solver.poisson.info.cycles as f64,
                     ]) {
                         s.push(x);
                     }
                 }
+                potential_up = up;
             }
             let size = format!("{n}^3");
-            let [whole, solve, on_device, host, bytes, cycles] =
+            let [whole, solve, on_device, host, bytes, potential, cycles] =
                 samples.map(|mut s| median(&mut s));
             let name = |metric: &str| match kept {
                 true => metric.to_string(),
                 false => format!("{metric}-read-back"),
             };
             let rows_of = [
-                (name("splat-to-potential"), device.clone(), whole, "ms"),
+                (name("splat-to-velocity"), device.clone(), whole, "ms"),
                 (name("vector-solve"), device.clone(), solve, "ms"),
                 (name("device-share"), device.clone(), on_device, "ms"),
                 (name("host-share"), super::case::CPU.to_string(), host, "ms"),
                 (name("rhs-bytes-up-per-point"), device.clone(), bytes, "B"),
+                (
+                    name("potential-bytes-up-per-point"),
+                    device.clone(),
+                    potential,
+                    "B",
+                ),
                 (name("iterations"), device.clone(), cycles, "iterations"),
             ];
             rows.extend(timed_rows(

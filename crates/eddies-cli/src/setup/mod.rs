@@ -139,13 +139,21 @@ pub fn build(scene: &Scene) -> Result<Built, SetupError> {
                 sim.set_direct_device(eddies_gpu::vpm::GpuDirect::shared(gpu.clone()));
                 sim.set_exchange_device(eddies_gpu::vpm::GpuExchange::shared(gpu.clone()));
                 sim.set_baroclinic_device(eddies_gpu::vpm::GpuBaroclinic::shared(gpu.clone()));
+                let poisson = scene.vpm.params.velocity == eddies::vpm::VelocityMethod::Poisson;
+                // The Poisson technique's fields stay on the device between its stages: the splat forms
+                // the solve's right-hand sides into a field that the solver reads, and the solver leaves
+                // its solutions there for the curl.
+                let field = eddies_gpu::Scratch::new();
                 if scene.vpm.params.velocity.on_grid() {
-                    sim.set_grid_device(eddies_gpu::vpm::GpuSampling::shared(gpu.clone()));
+                    let mut sampling = eddies_gpu::vpm::GpuSampling::new(gpu.clone());
+                    if poisson {
+                        sampling.share_field(field.clone());
+                    }
+                    sim.set_grid_device(eddies::vpm::sampling::SharedGridDevice(Arc::new(
+                        std::sync::Mutex::new(sampling),
+                    )));
                 }
-                if scene.vpm.params.velocity == eddies::vpm::VelocityMethod::Poisson {
-                    // The vorticity stays on the device, where the splat forms the solve's right-hand
-                    // sides into a field that the solver reads.
-                    let field = eddies_gpu::Scratch::new();
+                if poisson {
                     let mut splat = eddies_gpu::vpm::GpuSplat::new(gpu.clone());
                     splat.share_field(field.clone());
                     let mut solve = GpuPoisson::new(gpu)?;

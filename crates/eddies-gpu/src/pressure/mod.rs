@@ -34,7 +34,8 @@
 //!   particle device formed it ([`PoissonDevice::solve_rhs_in_faces`],
 //!   [`PoissonDevice::solve_gradient_rhs_in_faces`]: masked to the unknowns as the host pads it). The
 //!   projection's solve afterwards copies its solution there for the particle device to project its own
-//!   velocity ([`PoissonDevice::solution_to_faces`]).
+//!   velocity ([`PoissonDevice::solution_to_faces`]). The vortex particles' vector solve shares it with
+//!   the splat, which forms each component's right-hand side there (`eddies_gpu::vpm::GpuSplat`).
 
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -452,7 +453,8 @@ pub struct GpuPoisson {
     /// The null space's groups and slots of the operator in the buffers ([`NullIndex`]).
     null: (u32, u32),
     /// The face field into which [`PoissonDevice::solve_gradient`] writes, shared with the particle pass
-    /// that reads it ([`share_faces`](Self::share_faces)); `None`: the solve is not offered.
+    /// that reads it, or with the splat that forms the vortex particles' right-hand sides there
+    /// ([`share_faces`](Self::share_faces)); `None`: those solves are not offered.
     faces: Option<Scratch>,
     /// The solution the last [`PoissonDevice::solve_gradient`] kept, the next token, and the uniform of
     /// the gradient's kernel.
@@ -1145,8 +1147,7 @@ impl GpuPoisson {
             let faces = self.faces.as_ref().expect("a face field, or `b` was sent");
             if faces.bytes() < 8 * cells {
                 return Err(GpuError::Internal(
-                    "the solve was asked for a right-hand side that no particle device left in the face \
-                     field"
+                    "the solve was asked for a right-hand side that no other device left in the face field"
                         .into(),
                 ));
             }

@@ -36,10 +36,48 @@ struct Rhs {
 }
 ";
 
+/// The grid's outer layer (the points with a coordinate 0 or `dims − 1`) for the kernels that read its
+/// values, one per point in the storage order of `eddies::vpm::poisson`'s boundary lists.
+pub(super) const OUTER_LAYER: &str = "
+fn on_face(g: vec3<u32>, dims: vec3<u32>) -> bool {
+    return any(g == vec3<u32>(0u)) || any(g == dims - 1u);
+}
+
+// The position of the outer layer's point `g` in storage order: the whole first plane, then each middle
+// plane's ring (its first row, the two ends of each middle row, its last row), then the whole last plane.
+fn slot(g: vec3<u32>, dims: vec3<u32>) -> u32 {
+    let nx = dims.x;
+    let ny = dims.y;
+    let plane = nx * ny;
+    let ring = 2u * nx + 2u * (ny - 2u);
+    if g.z == 0u {
+        return g.x + nx * g.y;
+    }
+    if g.z == dims.z - 1u {
+        return plane + (dims.z - 2u) * ring + g.x + nx * g.y;
+    }
+    let first = plane + (g.z - 1u) * ring;
+    if g.y == 0u {
+        return first + g.x;
+    }
+    if g.y == ny - 1u {
+        return first + nx + 2u * (ny - 2u) + g.x;
+    }
+    return first + nx + 2u * (g.y - 1u) + select(0u, 1u, g.x != 0u);
+}
+";
+
+/// Points of the outer layer of a grid of `dims` points (each at least 3).
+pub(super) fn outer_points(dims: [usize; 3]) -> usize {
+    let [nx, ny, nz] = dims;
+    nx * ny * nz - (nx - 2) * (ny - 2) * (nz - 2)
+}
+
 /// The prelude of the kernel that sums the runs' squares (`sums`) or writes a component.
 fn prelude(sums: bool) -> String {
     format!(
-        "const WG: u32 = {WG}u;\nconst RUN: u32 = {RHS_RUN}u;\nconst SUMS: bool = {sums};\n{RHS}"
+        "const WG: u32 = {WG}u;\nconst RUN: u32 = {RHS_RUN}u;\nconst SUMS: bool = {sums};\n{RHS}\n\
+         {OUTER_LAYER}"
     )
 }
 
@@ -135,10 +173,14 @@ impl Rhs {
                 "the right-hand sides were asked for without a kept splat".into(),
             ));
         };
+        if dims.iter().any(|&d| d < 3) {
+            return Err(GpuError::Internal(format!(
+                "right-hand sides on a grid of {dims:?} points, without interior points"
+            )));
+        }
         let layout = Layout::new(dims);
         let len = layout.len() as u64;
-        let [nx, ny, nz] = dims;
-        let outer = nx * ny * nz - (nx - 2) * (ny - 2) * (nz - 2);
+        let outer = outer_points(dims);
         if boundary.len() != outer {
             return Err(GpuError::Internal(format!(
                 "{} boundary values for the {outer} points of the grid's outer layer",

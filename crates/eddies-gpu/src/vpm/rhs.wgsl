@@ -7,7 +7,7 @@
 // SUMS: one thread per run of RUN padded entries writes each component's sum of squares over the run, in
 // index order (the host adds the runs in order: its own bits). Otherwise one thread per padded entry writes
 // the right-hand side of `component` into the field that the Poisson solver reads. The prelude defines WG,
-// RUN, SUMS and the uniform `Rhs` (`rhs.rs`).
+// RUN, SUMS, the uniform `Rhs`, and `on_face` and `slot` of the outer layer (`rhs.rs`).
 
 @group(0) @binding(0) var<uniform> p: Rhs;
 // Three f32 per grid point, x fastest (the splat's).
@@ -16,33 +16,6 @@
 @group(0) @binding(2) var<storage, read> boundary: array<f64>;
 // SUMS: the runs' sums of squares, component after component; otherwise the right-hand side.
 @group(0) @binding(3) var<storage, read_write> out: array<f64>;
-
-fn on_face(g: vec3<u32>) -> bool {
-    return any(g == vec3<u32>(0u)) || any(g == p.dims.xyz - 1u);
-}
-
-// The position of the outer layer's point `g` in storage order: the whole first plane, then each middle
-// plane's ring (its first row, the two ends of each middle row, its last row), then the whole last plane.
-fn slot(g: vec3<u32>) -> u32 {
-    let nx = p.dims.x;
-    let ny = p.dims.y;
-    let plane = nx * ny;
-    let ring = 2u * nx + 2u * (ny - 2u);
-    if g.z == 0u {
-        return g.x + nx * g.y;
-    }
-    if g.z == p.dims.z - 1u {
-        return plane + (p.dims.z - 2u) * ring + g.x + nx * g.y;
-    }
-    let first = plane + (g.z - 1u) * ring;
-    if g.y == 0u {
-        return first + g.x;
-    }
-    if g.y == ny - 1u {
-        return first + nx + 2u * (ny - 2u) + g.x;
-    }
-    return first + nx + 2u * (g.y - 1u) + select(0u, 1u, g.x != 0u);
-}
 
 // Component `c` of the right-hand side at padded entry `i`.
 fn rhs(i: u32, c: u32) -> f64 {
@@ -57,12 +30,12 @@ fn rhs(i: u32, c: u32) -> f64 {
         var e = vec3<u32>(0u);
         e[a] = 1u;
         let lower = g - e;
-        if on_face(lower) {
-            v += boundary[3u * slot(lower) + c];
+        if on_face(lower, p.dims.xyz) {
+            v += boundary[3u * slot(lower, p.dims.xyz) + c];
         }
         let upper = g + e;
-        if on_face(upper) {
-            v += boundary[3u * slot(upper) + c];
+        if on_face(upper, p.dims.xyz) {
+            v += boundary[3u * slot(upper, p.dims.xyz) + c];
         }
     }
     return v;

@@ -8,9 +8,10 @@ use eddies::rng::SplitMix64;
 use eddies::vpm::biot_savart::{self, Sources, FOUR_PI_INV};
 use eddies::vpm::diffusion::Pse;
 use eddies::vpm::poisson::{SharedPoissonDevice, SharedSplatDevice};
+use eddies::vpm::sampling::SharedGridDevice;
 use eddies::vpm::Vortons;
 use eddies_gpu::pressure::GpuPoisson;
-use eddies_gpu::vpm::{DirectSum, GpuSplat};
+use eddies_gpu::vpm::{DirectSum, GpuSampling, GpuSplat};
 use eddies_gpu::Gpu;
 use glam::DVec3;
 
@@ -684,26 +685,123 @@ fn on_gpu(gpu: &Arc<Gpu>) -> impl Fn(&mut eddies::vpm::VpmSim) + '_ {
     move |sim| {
         sim.set_direct_device(eddies_gpu::vpm::GpuDirect::shared(gpu.clone()));
         sim.set_exchange_device(eddies_gpu::vpm::GpuExchange::shared(gpu.clone()));
-        sim.set_grid_device(eddies_gpu::vpm::GpuSampling::shared(gpu.clone()));
         sim.set_baroclinic_device(eddies_gpu::vpm::GpuBaroclinic::shared(gpu.clone()));
-        let (splat, solve) = splat_and_solve(gpu, true);
-        sim.set_splat_device(SharedSplatDevice(splat));
-        sim.set_poisson_device(SharedPoissonDevice(solve));
+        let devices = poisson_devices(gpu, true);
+        sim.set_splat_device(SharedSplatDevice(devices.splat));
+        sim.set_poisson_device(SharedPoissonDevice(devices.solve));
+        sim.set_grid_device(SharedGridDevice(devices.sampling));
     }
 }
 
-/// The Poisson technique's splat and vector solve on the GPU; with `shared`, the vorticity stays on the
-/// device, where the splat forms the solve's right-hand sides (`GpuSplat::share_field`), as with
-/// `--backend gpu`.
-fn splat_and_solve(gpu: &Arc<Gpu>, shared: bool) -> (Arc<Mutex<GpuSplat>>, Arc<Mutex<GpuPoisson>>) {
+/// The Poisson technique's splat, vector solve and sampling on the GPU; with `shared`, its fields stay on
+/// the device between them, as with `--backend gpu`: the vorticity, from which the splat forms the solve's
+/// right-hand sides (`GpuSplat::share_field`), and the solutions, which the sampling takes for the curl
+/// (`GpuSampling::share_field`).
+fn poisson_devices(gpu: &Arc<Gpu>, shared: bool) -> PoissonDevices {
     let mut splat = GpuSplat::new(gpu.clone());
     let mut solve = GpuPoisson::new(gpu.clone()).unwrap();
+    let mut sampling = GpuSampling::new(gpu.clone());
     if shared {
         let field = eddies_gpu::Scratch::new();
         splat.share_field(field.clone());
+        sampling.share_field(field.clone());
         solve.share_faces(field);
     }
-    (Arc::new(Mutex::new(splat)), Arc::new(Mutex::new(solve)))
+    PoissonDevices {
+        splat: Arc::new(Mutex::new(splat)),
+        solve: Arc::new(Mutex::new(solve)),
+        sampling: Arc::new(Mutex::new(sampling)),
+    }
+}
+
+/// The Poisson technique's devices of [`poisson_devices`].
+struct PoissonDevices {
+    splat: Arc<Mutex<GpuSplat>>,
+    solve: Arc<Mutex<GpuPoisson>>,
+    sampling: Arc<Mutex<GpuSampling>>,
+}
+
+/// The potential that the sampling takes from the solver's solutions on the device gives the bits of the
+/// potential sent up from the host: the velocities and gradients at the vortons and the velocities at the
+/// tracers, over three evaluations of one stage (the later ones from the extrapolated guess, the
+/// strengths grown by a hundredth each), with both splats, and with strengths in the xy plane only (whose
+/// potential's z component has no right-hand side and is not solved). No potential goes up.
+#[test]
+fn the_potential_kept_on_the_device_changes_no_bit() {
+    use eddies::vpm::velocity::{Query, VelocitySolver};
+    use eddies::vpm::{PoissonParams, Splat, VelocityMethod, VpmParams};
+    let Some(gpu) = gpu() else {
+        return;
+    };
+    let (position, strength) = box_of_vortons(9, 3000, true);
+    let flat: Vec<DVec3> = strength.iter().map(|a| DVec3::new(a.x, a.y, 0.0)).collect();
+    let radius = vec![0.05; position.len()];
+    let tracers: Vec<DVec3> = position.iter().step_by(7).map(|p| *p * 0.9).collect();
+    for (splat, strength) in [
+        (Splat::Cic, &strength),
+        (Splat::Gaussian, &strength),
+        (Splat::Cic, &flat),
+    ] {
+        let planar = strength[0].z == 0.0;
+        let params = VpmParams {
+            velocity: VelocityMethod::Poisson,
+            poisson: PoissonParams {
+                tolerance: 1e-8,
+                splat,
+                ..Default::default()
+            },
+            grid_resolution: [24, 16, 12],
+            ..Default::default()
+        };
+        let run = |shared: bool| {
+            let PoissonDevices {
+                splat: on_splat,
+                solve,
+                sampling,
+            } = poisson_devices(&gpu, shared);
+            let mut solver = VelocitySolver::default();
+            solver.poisson.device = Some(SharedPoissonDevice(solve));
+            solver.poisson.splat_device = Some(SharedSplatDevice(on_splat));
+            let grid_device = SharedGridDevice(sampling.clone());
+            solver.poisson.grid_device = Some(grid_device.clone());
+            solver.grid_device = Some(grid_device);
+            let mut sampled = Vec::new();
+            for k in 0..3 {
+                let grown = 1.0 + 0.01 * k as f64;
+                let scaled: Vec<DVec3> = strength.iter().map(|&a| a * grown).collect();
+                solver.solve(
+                    &params,
+                    &Query {
+                        position: &position,
+                        strength: &scaled,
+                        radius: &radius,
+                        tracers: &tracers,
+                        gradient: true,
+                        stage: Some(0),
+                    },
+                );
+                assert!(solver.error.is_none() && solver.device_error.is_none());
+                let bits = |v: &[DVec3]| -> Vec<[u64; 3]> {
+                    v.iter().map(|a| a.to_array().map(f64::to_bits)).collect()
+                };
+                let jac: Vec<[u64; 9]> = solver.jac.iter().map(|j| j.map(f64::to_bits)).collect();
+                sampled.push((bits(&solver.u), jac, bits(&solver.u_tracers)));
+            }
+            let up = sampling.lock().unwrap().potential_bytes_up();
+            (sampled, up)
+        };
+        let ((sent, up), (kept, none_up)) = (run(false), run(true));
+        println!("{splat:?} (planar {planar}): potential sent {up} B, then {none_up} B");
+        assert!(
+            up > 0 && none_up == 0,
+            "{splat:?}: {up} then {none_up} bytes"
+        );
+        for (k, (a, b)) in sent.iter().zip(&kept).enumerate() {
+            assert!(a.0 == b.0, "{splat:?}: evaluation {k}: velocities");
+            assert!(a.1 == b.1, "{splat:?}: evaluation {k}: gradients");
+            assert!(a.2 == b.2, "{splat:?}: evaluation {k}: tracers");
+        }
+    }
 }
 
 /// A Poisson device that takes its right-hand sides from the host only, declining those in its field.
@@ -769,7 +867,8 @@ fn the_right_hand_sides_formed_on_the_device_change_no_bit() {
             ..Default::default()
         };
         let run = |shared: bool, declining: bool| {
-            let (on_device, solve) = splat_and_solve(&gpu, shared);
+            let devices = poisson_devices(&gpu, shared);
+            let (on_device, solve) = (devices.splat, devices.solve);
             let mut v = PoissonVelocity::default();
             v.device = Some(SharedPoissonDevice(if declining {
                 Arc::new(Mutex::new(Declining(solve.clone())))

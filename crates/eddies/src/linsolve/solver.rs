@@ -572,6 +572,10 @@ pub trait PoissonDevice<const D: usize>: Send {
         b: &[f64],
         x: &mut [f64],
     ) -> Result<Option<Info>, SolveError> {
+        if b.is_empty() && !x.is_empty() {
+            // Declined: the caller keeps no copy to send.
+            return Ok(None);
+        }
         self.solve(solver, b, x)
     }
 

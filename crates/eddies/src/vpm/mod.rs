@@ -185,6 +185,7 @@ impl VpmSim {
     /// its gradient and at the tracers ([`sampling::GridDevice`]); a device failure ends the step with
     /// [`SimError::Device`].
     pub fn set_grid_device(&mut self, device: sampling::SharedGridDevice) {
+        self.solver.poisson.grid_device = Some(device.clone());
         self.solver.grid_device = Some(device);
     }
 

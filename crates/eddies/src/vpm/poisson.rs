@@ -193,6 +193,9 @@ pub trait SplatDevice: Send {
 /// gets the host's bits.
 pub const RHS_RUN: usize = 256;
 
+// The host takes whole runs in each parallel chunk.
+const _: () = assert!(CHUNK.is_multiple_of(RHS_RUN));
+
 /// The norm of a right-hand side from its runs' sums of squares ([`RHS_RUN`]), added in order.
 pub fn rhs_norm(squares: &[f64]) -> f64 {
     squares.iter().fold(0.0, |sum, &s| sum + s).sqrt()
@@ -228,6 +231,12 @@ pub struct PoissonVelocity {
     /// Whether the last splat left the vorticity on the splat device, which forms the solve's right-hand
     /// sides for the Poisson device ([`SplatDevice::splat_kept`]).
     rhs_on_device: bool,
+    /// The grid device that takes the potential from the Poisson device's solutions where the two share a
+    /// field ([`GridDevice::begin_potential`](super::sampling::GridDevice::begin_potential)), so that it
+    /// need not be sent for the curl ([`sample_on`](Self::sample_on)).
+    pub grid_device: Option<SharedGridDevice>,
+    /// Whether [`grid_device`](Self::grid_device) holds the last solve's potential.
+    potential_on_device: bool,
     /// The Gaussian splat's buffers.
     blobs: BlobSplat,
     /// The solution of a grid without interior points (its boundary values), component-major.
@@ -354,6 +363,7 @@ impl PoissonVelocity {
         } = blobs;
         let keep = self.keeps_vorticity(grid);
         self.rhs_on_device = false;
+        self.potential_on_device = false;
         let on_device = match &self.splat_device {
             Some(device) => {
                 let mut device = device.0.lock().unwrap_or_else(|p| p.into_inner());
@@ -405,6 +415,7 @@ impl PoissonVelocity {
         u: &mut Vec<DVec3>,
     ) -> Result<(), SolveError> {
         self.rhs_on_device = false;
+        self.potential_on_device = false;
         self.potential_from_vorticity(params, grid, integral)?;
         self.curl_into(grid, u);
         Ok(())
@@ -480,7 +491,16 @@ impl PoissonVelocity {
     ) -> Result<bool, String> {
         let t = Instant::now();
         let a = self.solution().expect("a solve before the curl");
-        let taken = device.sample(grid, GridField::Potential(a), at, out)?;
+        let kept = self.potential_on_device
+            && self
+                .grid_device
+                .as_ref()
+                .is_some_and(|d| Arc::ptr_eq(&d.0, &device.0));
+        let field = match kept {
+            true => GridField::KeptPotential,
+            false => GridField::Potential(a),
+        };
+        let taken = device.sample(grid, field, at, out)?;
         if taken {
             self.timings.curl += ms(t);
         }
@@ -748,29 +768,56 @@ impl PoissonVelocity {
                     Some(splat) if self.rhs_on_device => Some(OnSplat {
                         device: splat,
                         scale: h2,
-                        boundary: &self.values,
                     }),
                     _ => None,
+                };
+                let faces = device
+                    .0
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .face_field();
+                let on_grid = self.grid_device.as_ref().filter(|g| {
+                    let field =
+                        g.0.lock()
+                            .unwrap_or_else(|p| p.into_inner())
+                            .potential_field();
+                    field.is_some() && field == faces
+                });
+                let sides = Sides {
+                    on_splat,
+                    on_grid,
+                    boundary: &self.values,
                 };
                 let buffers = (&mut self.device_b, &mut self.device_x);
                 let tolerance = params.tolerance;
                 let solver = &mut self.device_solver;
-                let mut solved =
-                    device_solve(device, on_splat, solver, buffers, &mut mg, tolerance);
+                let mut solved = device_solve(device, sides, solver, buffers, &mut mg, tolerance);
                 if let (Ok(None), Some(splat)) = (&solved, &self.splat_device) {
                     // The Poisson device declined the right-hand sides on the splat device: the host forms
                     // them from the vorticity read back.
                     let mut splat = splat.0.lock().unwrap_or_else(|p| p.into_inner());
-                    splat
-                        .kept_vorticity(&mut self.vorticity)
-                        .map_err(SolveError::Device)?;
+                    let read = splat.kept_vorticity(&mut self.vorticity);
                     drop(splat);
                     self.rhs_on_device = false;
+                    if let Err(e) = read {
+                        self.mg = Some(mg);
+                        return Err(SolveError::Device(e));
+                    }
                     scaled_vorticity(&self.vorticity, h2, mg.fields_mut().0);
                     let buffers = (&mut self.device_b, &mut self.device_x);
-                    solved = device_solve(device, None, solver, buffers, &mut mg, tolerance);
+                    let sides = Sides {
+                        on_splat: None,
+                        on_grid,
+                        boundary: &self.values,
+                    };
+                    solved = device_solve(device, sides, solver, buffers, &mut mg, tolerance);
                 }
-                solved.map(|info| info.expect("a device solve with the host's right-hand sides"))
+                solved.map(|solved| {
+                    let (info, kept) =
+                        solved.expect("a device solve with the host's right-hand sides");
+                    self.potential_on_device = kept;
+                    info
+                })
             }
             None => mg.solve(),
         };
@@ -819,6 +866,15 @@ struct OnSplat<'a> {
     device: &'a SharedSplatDevice,
     /// `h²`: the vorticity's factor.
     scale: f64,
+}
+
+/// The other devices of a device solve: where its right-hand sides are formed and where its solutions go.
+struct Sides<'a> {
+    /// The splat device that forms the right-hand sides; `None`: the host forms them.
+    on_splat: Option<OnSplat<'a>>,
+    /// The grid device that takes each solution from the field it shares with the Poisson device, for the
+    /// curl ([`GridDevice::potential_component`](super::sampling::GridDevice::potential_component)).
+    on_grid: Option<&'a SharedGridDevice>,
     /// The boundary values, one per boundary point in storage order.
     boundary: &'a [DVec3],
 }
@@ -832,18 +888,25 @@ struct OnSplat<'a> {
 /// nearly zero component takes no iterations. The [`Info`] counts the most iterations a component took (each
 /// one V-cycle), and its residual is the three components' together.
 ///
-/// With `on_splat` the right-hand sides are formed on the splat device, which holds the vorticity (`mg`'s
-/// right-hand side is not read), and go to `device` through their shared field without crossing the bus;
-/// `Ok(None)`: `device` declined them, and the host is to form them. The splat device's sums of squares
-/// are the host's, run by run ([`RHS_RUN`]), so both give the same bits.
+/// With `sides.on_splat` the right-hand sides are formed on the splat device, which holds the vorticity
+/// (`mg`'s right-hand side is not read), and go to `device` through their shared field without crossing
+/// the bus; `Ok(None)`: `device` declined them, and the host is to form them. The splat device's sums of
+/// squares are the host's, run by run ([`RHS_RUN`]), so both give the same bits. With `sides.on_grid`
+/// each solution goes on to the grid device through the field too; the second value returned says
+/// whether it holds the whole potential.
 fn device_solve(
     device: &SharedPoissonDevice,
-    on_splat: Option<OnSplat>,
+    sides: Sides,
     solver: &mut Option<PoissonSolver<3>>,
     (b, x): (&mut Vec<f64>, &mut Vec<f64>),
     mg: &mut BoxMultigrid,
     tolerance: f64,
-) -> Result<Option<Info>, SolveError> {
+) -> Result<Option<(Info, bool)>, SolveError> {
+    let Sides {
+        on_splat,
+        on_grid,
+        boundary,
+    } = sides;
     let dims = mg.dims();
     if solver
         .as_ref()
@@ -879,7 +942,7 @@ fn device_solve(
     if let Some(on) = &on_splat {
         let mut splat = on.device.0.lock().unwrap_or_else(|p| p.into_inner());
         splat
-            .right_hand_sides(on.scale, on.boundary, &mut squares)
+            .right_hand_sides(on.scale, boundary, &mut squares)
             .map_err(SolveError::Device)?;
         if squares.len() != 3 * runs {
             return Err(SolveError::Device(format!(
@@ -944,12 +1007,28 @@ fn device_solve(
             "non-finite right-hand side or boundary values".into(),
         ));
     }
+    fn lock(
+        g: &SharedGridDevice,
+    ) -> std::sync::MutexGuard<'_, dyn super::sampling::GridDevice + 'static> {
+        g.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+    let mut kept = match on_grid {
+        Some(g) => lock(g)
+            .begin_potential(dims, boundary)
+            .map_err(SolveError::Device)?,
+        None => false,
+    };
     let mut iterations = 0;
     let mut squares = 0.0;
     for c in 0..3 {
         let xc = &mut x[c * len..(c + 1) * len];
         if references[c] == 0.0 {
             xc.fill(0.0);
+            if let (true, Some(g)) = (kept, on_grid) {
+                lock(g)
+                    .potential_component(c, false)
+                    .map_err(SolveError::Device)?;
+            }
             continue;
         }
         solver.params = PcgParams {
@@ -976,9 +1055,22 @@ fn device_solve(
             Some(info) => {
                 // The device's first batch of the next solve: as long as this one.
                 solver.expect_iterations(Some(info.iterations));
+                if let (true, Some(g)) = (kept, on_grid) {
+                    let mut d = device.0.lock().unwrap_or_else(|p| p.into_inner());
+                    kept = d.solution_to_faces(solver)?;
+                    drop(d);
+                    if kept {
+                        lock(g)
+                            .potential_component(c, true)
+                            .map_err(SolveError::Device)?;
+                    }
+                }
                 info
             }
-            None => solver.solve(&b[c * len..(c + 1) * len], xc)?,
+            None => {
+                kept = false;
+                solver.solve(&b[c * len..(c + 1) * len], xc)?
+            }
         };
         iterations = iterations.max(info.iterations);
         squares += (info.residual * references[c]).powi(2);
@@ -1004,7 +1096,7 @@ fn device_solve(
     } else {
         0.0
     };
-    Ok(Some(Info {
+    let info = Info {
         iterations,
         residual,
         history: vec![residual],
@@ -1013,7 +1105,8 @@ fn device_solve(
         } else {
             StopReason::ZeroRhs
         },
-    }))
+    };
+    Ok(Some((info, kept)))
 }
 
 /// The multigrid settings of [`PoissonVelocity::solve_interior`]: V(1,1) cycles after one sweep of the finest

@@ -21,6 +21,10 @@ pub enum GridField<'a> {
     Potential(&'a [f64]),
     /// The velocity (m/s) at each grid point, x fastest.
     Velocity(&'a [[f64; 3]]),
+    /// The vector potential that the device holds already, taken from the Poisson device's solutions
+    /// ([`GridDevice::potential_component`]) since the last [`GridDevice::begin_potential`] on this grid:
+    /// the device takes its curl first.
+    KeptPotential,
 }
 
 /// Where a [`GridDevice`] samples: the vortons, with the velocity gradient when `gradient`, and the tracers.
@@ -58,6 +62,32 @@ pub trait GridDevice: Send {
         at: Samples,
         out: Sampled,
     ) -> Result<bool, String>;
+
+    /// The field from which [`potential_component`](Self::potential_component) reads: an id that a Poisson
+    /// device writing its solutions there reports as its
+    /// [`PoissonDevice::face_field`](crate::linsolve::PoissonDevice::face_field). `None` (the default):
+    /// this device takes no potential from a solver.
+    fn potential_field(&self) -> Option<u64> {
+        None
+    }
+
+    /// Starts a vector potential on a grid of `dims` points kept on the device for
+    /// [`GridField::KeptPotential`]: its outer layer's values are `boundary` (one per point in storage
+    /// order: z, then y, then x slowest to fastest), its interior comes from
+    /// [`potential_component`](Self::potential_component). `Ok(false)` (the default): not offered.
+    fn begin_potential(&mut self, dims: [usize; 3], boundary: &[DVec3]) -> Result<bool, String> {
+        let _ = (dims, boundary);
+        Ok(false)
+    }
+
+    /// Takes component `component` of the potential's interior from the field, where the Poisson device
+    /// left its last solution ([`PoissonDevice::solution_to_faces`](crate::linsolve::PoissonDevice::
+    /// solution_to_faces): f64 in the padded layout of a box of the grid's shape), or zeros where `solved`
+    /// is false (a component without a right-hand side).
+    fn potential_component(&mut self, component: usize, solved: bool) -> Result<(), String> {
+        let _ = (component, solved);
+        Err("this grid device keeps no potential".into())
+    }
 }
 
 /// A [`GridDevice`] shared by the simulation's copies.
