@@ -837,9 +837,9 @@ impl eddies::linsolve::PoissonDevice<3> for Declining {
 /// each norm's partial sums in the host's order): the potentials, the multigrid iterations and the
 /// residuals, on lopsided grids (21 × 14 × 11 points, which a mix-up of the outer layer's axes would not
 /// survive, and 12 × 7 × 3, whose interior has both neighbours along z on the outer layer), with both
-/// splats, over three solves of one stage (the later ones from the extrapolated
-/// guess, the strengths grown by a hundredth each). No right-hand side goes up: every component's solve
-/// reads its own from the shared field. The kept vorticity, read back, is the splat's. A solver that
+/// splats, over three solves of one stage (the later ones from the extrapolated guess, the strengths grown
+/// by a hundredth each). No right-hand side goes up: every component's solve reads its own from the shared
+/// field. The kept vorticity, read back, is the splat's. A solver that
 /// declines the right-hand sides on the device ([`Declining`]) gets the host's, from the vorticity read
 /// back, with the same bits.
 #[test]
