@@ -439,8 +439,6 @@ fn vector_solve(sizes: &[usize]) -> Result<Vec<BenchRow>, BenchError> {
     use eddies::vpm::sampling::SharedGridDevice;
     use eddies::vpm::velocity::{Query, VelocitySolver};
     use eddies::vpm::{Ring, VelocityMethod, VpmParams, VpmSim};
-    use eddies_gpu::pressure::GpuPoisson;
-    use eddies_gpu::vpm::{GpuSampling, GpuSplat};
     use std::sync::{Arc, Mutex};
     let gpu = setup::gpu()?;
     let device = gpu.adapter().name.clone();
@@ -462,15 +460,7 @@ fn vector_solve(sizes: &[usize]) -> Result<Vec<BenchRow>, BenchError> {
             ..Default::default()
         };
         for kept in [true, false] {
-            let mut splat = GpuSplat::new(gpu.clone());
-            let mut solve = GpuPoisson::new(gpu.clone())?;
-            let mut sampling = GpuSampling::new(gpu.clone());
-            if kept {
-                let field = eddies_gpu::Scratch::new();
-                splat.share_field(field.clone());
-                sampling.share_field(field.clone());
-                solve.share_faces(field);
-            }
+            let (splat, solve, sampling) = eddies_gpu::vpm::poisson_stages(&gpu, kept)?;
             let on_gpu = Arc::new(Mutex::new(solve));
             let sampling = Arc::new(Mutex::new(sampling));
             let mut solver = VelocitySolver::default();

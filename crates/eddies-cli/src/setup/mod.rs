@@ -139,31 +139,21 @@ pub fn build(scene: &Scene) -> Result<Built, SetupError> {
                 sim.set_direct_device(eddies_gpu::vpm::GpuDirect::shared(gpu.clone()));
                 sim.set_exchange_device(eddies_gpu::vpm::GpuExchange::shared(gpu.clone()));
                 sim.set_baroclinic_device(eddies_gpu::vpm::GpuBaroclinic::shared(gpu.clone()));
-                let poisson = scene.vpm.params.velocity == eddies::vpm::VelocityMethod::Poisson;
-                // The Poisson technique's fields stay on the device between its stages: the splat forms
-                // the solve's right-hand sides into a field that the solver reads, and the solver leaves
-                // its solutions there for the curl.
-                let field = eddies_gpu::Scratch::new();
-                if scene.vpm.params.velocity.on_grid() {
-                    let mut sampling = eddies_gpu::vpm::GpuSampling::new(gpu.clone());
-                    if poisson {
-                        sampling.share_field(field.clone());
-                    }
-                    sim.set_grid_device(eddies::vpm::sampling::SharedGridDevice(Arc::new(
-                        std::sync::Mutex::new(sampling),
-                    )));
-                }
-                if poisson {
-                    let mut splat = eddies_gpu::vpm::GpuSplat::new(gpu.clone());
-                    splat.share_field(field.clone());
-                    let mut solve = GpuPoisson::new(gpu)?;
-                    solve.share_faces(field);
+                let velocity = scene.vpm.params.velocity;
+                if velocity == eddies::vpm::VelocityMethod::Poisson {
+                    // The technique's fields stay on the device between its stages.
+                    let (splat, solve, sampling) = eddies_gpu::vpm::poisson_stages(&gpu, true)?;
                     sim.set_splat_device(eddies::vpm::poisson::SharedSplatDevice(Arc::new(
                         std::sync::Mutex::new(splat),
                     )));
                     sim.set_poisson_device(eddies::vpm::poisson::SharedPoissonDevice(Arc::new(
                         std::sync::Mutex::new(solve),
                     )));
+                    sim.set_grid_device(eddies::vpm::sampling::SharedGridDevice(Arc::new(
+                        std::sync::Mutex::new(sampling),
+                    )));
+                } else if velocity.on_grid() {
+                    sim.set_grid_device(eddies_gpu::vpm::GpuSampling::shared(gpu.clone()));
                 }
             }
             fill.filled = sim.vortons().len();

@@ -31,7 +31,32 @@ use eddies::vpm::mollify::FittedGrid;
 use eddies::vpm::velocity::SharedDevice;
 use glam::DVec3;
 
-use crate::device::{dispatch, Gpu, GpuError};
+use crate::device::{dispatch, Gpu, GpuError, Scratch};
+use crate::pressure::GpuPoisson;
+
+/// The Poisson technique's splat, vector solve, and curl with the sampling, on `gpu`. With `shared` (as
+/// `--backend gpu` runs them) they share one field, so that the technique's grids stay on the device
+/// between the stages: the splat forms the solve's right-hand sides there from the vorticity it keeps
+/// ([`GpuSplat::share_field`]), and the solver leaves its solutions there for the sampling's curl
+/// ([`GpuSampling::share_field`]); without, each stage sends its grids across the bus.
+///
+/// # Errors
+/// As [`GpuPoisson::new`].
+pub fn poisson_stages(
+    gpu: &Arc<Gpu>,
+    shared: bool,
+) -> Result<(GpuSplat, GpuPoisson, GpuSampling), GpuError> {
+    let mut splat = GpuSplat::new(gpu.clone());
+    let mut solve = GpuPoisson::new(gpu.clone())?;
+    let mut sampling = GpuSampling::new(gpu.clone());
+    if shared {
+        let field = Scratch::new();
+        splat.share_field(field.clone());
+        sampling.share_field(field.clone());
+        solve.share_faces(field);
+    }
+    Ok((splat, solve, sampling))
+}
 
 /// The kernel's WGSL, after the prelude.
 pub(crate) const SOURCE: &str = include_str!("direct.wgsl");

@@ -698,15 +698,7 @@ fn on_gpu(gpu: &Arc<Gpu>) -> impl Fn(&mut eddies::vpm::VpmSim) + '_ {
 /// right-hand sides (`GpuSplat::share_field`), and the solutions, which the sampling takes for the curl
 /// (`GpuSampling::share_field`).
 fn poisson_devices(gpu: &Arc<Gpu>, shared: bool) -> PoissonDevices {
-    let mut splat = GpuSplat::new(gpu.clone());
-    let mut solve = GpuPoisson::new(gpu.clone()).unwrap();
-    let mut sampling = GpuSampling::new(gpu.clone());
-    if shared {
-        let field = eddies_gpu::Scratch::new();
-        splat.share_field(field.clone());
-        sampling.share_field(field.clone());
-        solve.share_faces(field);
-    }
+    let (splat, solve, sampling) = eddies_gpu::vpm::poisson_stages(gpu, shared).unwrap();
     PoissonDevices {
         splat: Arc::new(Mutex::new(splat)),
         solve: Arc::new(Mutex::new(solve)),
