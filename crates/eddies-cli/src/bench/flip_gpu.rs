@@ -217,6 +217,13 @@ fn dam_break(sizes: &[usize], quick: bool) -> Result<Vec<BenchRow>, BenchError> 
             moved(|t| t.projections as f64),
             "count",
         ));
+        // Steps whose fluid volume and largest divergence the device tallied on its own copy of the grid,
+        // the host's copy then projected only when the state is read.
+        rows.push(r(
+            "gpu-grid-tallies",
+            moved(|t| t.grid_tallies as f64),
+            "count",
+        ));
         // The grid fields that the transfers read back a step, per cell.
         rows.push(r(
             "gpu-grid-bytes-down-per-cell",

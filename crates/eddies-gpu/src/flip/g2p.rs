@@ -4,7 +4,7 @@
 use std::time::Instant;
 
 use eddies::flip::{
-    Advection, Boundary, Displacement, KeptParticles, Particles, Projection, Transfer,
+    Advection, Boundary, Displacement, GridTally, KeptParticles, Particles, Projection, Transfer,
 };
 use eddies::grid::MacGrid;
 use rayon::prelude::*;
@@ -19,6 +19,20 @@ use crate::device::{BufferRange, GpuError, Launch};
 /// The cells of `grid` with one halo cell per side: the pressure solve's padded layout.
 fn padded_cells<const D: usize>(grid: &MacGrid<D>) -> u64 {
     grid.dims.iter().map(|&n| n as u64 + 2).product()
+}
+
+/// The blocks of [`GridTally::BLOCK`] cells of `grid` (`project.wgsl`, OP 3 and OP 4).
+fn tally_blocks<const D: usize>(grid: &MacGrid<D>) -> u64 {
+    let cells: u64 = grid.dims.iter().map(|&n| n as u64).product();
+    cells.div_ceil(GridTally::BLOCK as u64)
+}
+
+/// The constants of `project.wgsl`'s `op`.
+pub(super) fn project_consts(op: u32) -> String {
+    format!(
+        "const OP: u32 = {op}u;\nconst BLOCK: u32 = {}u;",
+        GridTally::BLOCK
+    )
 }
 
 /// The uniform of `project.wgsl`'s OP 0 and OP 1 for `step` on `grid`.
@@ -63,14 +77,24 @@ impl GpuTransfer {
             keep_fill: keep_fill as u32,
             ..project_uniform(grid, step)
         };
+        self.tally_of = None;
         let Some(launch) = self.projection(grid, step.kept, 0, cells, uniform)? else {
             return Ok(false);
         };
-        self.gpu
-            .submit_launches("flip right-hand side", |_| {}, [&launch]);
+        // The fill fractions' sums per block, for the step's tally, while the fill fractions live.
+        let fill = match keep_fill {
+            true => self.projection(grid, step.kept, 3, tally_blocks(grid), uniform)?,
+            false => None,
+        };
+        self.gpu.submit_launches(
+            "flip right-hand side",
+            |_| {},
+            std::iter::once(&launch).chain(&fill),
+        );
         if keep_fill {
             self.fill_in_counts = key;
         }
+        self.fill_blocks_of = fill.and(key);
         self.times.right_hand_sides += 1;
         Ok(true)
     }
@@ -92,8 +116,19 @@ impl GpuTransfer {
         let Some(launch) = self.projection(grid, step.kept, 1, faces, uniform)? else {
             return Ok(false);
         };
-        self.gpu
-            .submit_launches("flip projection", |_| {}, [&launch]);
+        // The largest divergences per block, for the step's tally, before the launch rounds the velocity.
+        let key = Some(grid_key(grid));
+        let divergence = match self.fill_blocks_of == key {
+            true => self.projection(grid, step.kept, 4, tally_blocks(grid), uniform)?,
+            false => None,
+        };
+        self.gpu.submit_launches(
+            "flip projection",
+            |_| {},
+            divergence.iter().chain(std::iter::once(&launch)),
+        );
+        self.tally_of = divergence.and(key);
+        self.fill_blocks_of = None;
         (self.sums_of, self.fill_of) = (None, None);
         self.projected_of = Some(grid_key(grid));
         self.times.projections += 1;
@@ -136,7 +171,7 @@ impl GpuTransfer {
     /// The launch of `project.wgsl`'s `op` over `threads` threads with `uniform`, written; `None` where the
     /// particles kept are not `kept`'s, or the adapter has no double precision.
     fn projection<const D: usize>(
-        &self,
+        &mut self,
         grid: &MacGrid<D>,
         kept: KeptParticles,
         op: u32,
@@ -153,16 +188,61 @@ impl GpuTransfer {
             8 * padded_cells(grid),
         )?;
         let fill = self.fill_range(grid);
+        let tally_bytes = 16 * tally_blocks(grid);
+        if self
+            .grid_tallies
+            .as_ref()
+            .is_none_or(|t| t.size() < tally_bytes)
+        {
+            self.grid_tallies = None;
+            let gpu = &self.gpu;
+            self.grid_tallies = Some(gpu.allocating("the grid's tallies", || {
+                gpu.buffer("flip grid tallies", tally_bytes)
+            })?);
+        }
+        let tallies = self.grid_tallies.as_ref().expect("allocated");
         let b = self.buffers.as_ref().expect("buffers of the transfer");
         self.gpu.write(&b.project, &[uniform]);
         self.launch::<D>(
             "project",
             PROJECT,
-            &format!("const OP: u32 = {op}u;"),
-            &[&b.params, &b.project, &b.fields, &padded, &fill],
+            &project_consts(op),
+            &[&b.params, &b.project, &b.fields, &padded, &fill, tallies],
             threads.div_ceil(WG),
         )
         .map(Some)
+    }
+
+    /// [`TransferDevice::grid_tally`](eddies::flip::TransferDevice::grid_tally): the blocks' tallies that
+    /// [`rhs_on`](Self::rhs_on) and [`project_on`](Self::project_on) left for `grid`, read back and folded
+    /// on the host ([`GridTally::fold`]); `None` where they did not both run since the last transfer.
+    pub(super) fn grid_tally_on<const D: usize>(
+        &mut self,
+        grid: &MacGrid<D>,
+    ) -> Result<Option<GridTally>, GpuError> {
+        if self.tally_of != Some(grid_key(grid)) {
+            return Ok(None);
+        }
+        let blocks = tally_blocks(grid) as usize;
+        let buffer = self
+            .grid_tallies
+            .as_ref()
+            .expect("written by the projection");
+        let mut tally = None;
+        self.gpu
+            .read_into(&[(buffer, 0, 16 * blocks as u64)], |_, bytes| {
+                let value = |i: usize| {
+                    f64::from_le_bytes(bytes[8 * i..8 * i + 8].try_into().expect("8 bytes"))
+                };
+                // −1 stands for a divergence that is not a number.
+                let divergence = (blocks..2 * blocks).map(value).map(|d| match d < 0.0 {
+                    true => f64::NAN,
+                    false => d,
+                });
+                tally = Some(GridTally::fold((0..blocks).map(value), divergence));
+            })?;
+        self.times.grid_tallies += 1;
+        Ok(tally)
     }
 
     /// The grid-to-particle pass (see

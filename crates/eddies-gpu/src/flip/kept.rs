@@ -32,6 +32,7 @@ impl GpuTransfer {
         let start = Instant::now();
         let apic = transfer == Transfer::Apic;
         self.forget_sums();
+        (self.fill_blocks_of, self.tally_of) = (None, None);
         let n = match upload {
             Some(p) => {
                 let n = p.len() as u64;

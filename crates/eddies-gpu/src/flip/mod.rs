@@ -28,7 +28,9 @@
 //!   sums, the body force and the walls one launch forms the right-hand side into the face field before the
 //!   solve ([`TransferDevice::rhs_to_faces`]); after it, the solve leaves the pressure there, and another
 //!   forms the projected velocity, both in the host's double-precision arithmetic (`project.wgsl`;
-//!   [`TransferDevice::project_velocity`]).
+//!   [`TransferDevice::project_velocity`]). Two more launches tally the step's fill fraction and largest
+//!   divergence in blocks of cells ([`TransferDevice::grid_tally`]), so that the host leaves its own
+//!   copy's projection until the state is read.
 //! * **Where the data lives.** When the simulation leaves the particles on the device
 //!   ([`TransferDevice::keeps_particles`]; a scene that adds and removes none on the CPU), the device keeps
 //!   them between the passes: each transfer sorts them, counts them per cell and moves them into the sorted
@@ -52,8 +54,8 @@ use std::time::Instant;
 
 use bytemuck::{Pod, Zeroable};
 use eddies::flip::{
-    Advection, GridSums, KeptParticles, KeptTransfer, Particles, Projection, Tally, Transfer,
-    TransferDevice,
+    Advection, GridSums, GridTally, KeptParticles, KeptTransfer, Particles, Projection, Tally,
+    Transfer, TransferDevice,
 };
 use eddies::grid::MacGrid;
 
@@ -218,6 +220,9 @@ pub struct TransferTimes {
     /// Substeps whose volume correction's right-hand side the device formed itself (`project.wgsl`;
     /// [`TransferDevice::excess_to_faces`]).
     pub volume_right_hand_sides: usize,
+    /// Steps whose cell quantities the device tallied on its own copy of the grid (`project.wgsl`;
+    /// [`TransferDevice::grid_tally`]).
+    pub grid_tallies: usize,
 }
 
 /// The device buffers of one problem size; they grow to the largest and are reused.
@@ -303,6 +308,13 @@ pub struct GpuTransfer {
     keep_uniforms: Vec<wgpu::Buffer>,
     /// The kept particles' tallies per chunk (`tally.wgsl`) and their uniform, grown to the largest.
     tallies: Option<(wgpu::Buffer, wgpu::Buffer)>,
+    /// The grid's tallies per block of cells (`project.wgsl`, OP 3 and OP 4): the fill fractions' sums,
+    /// then the largest divergences; grown to the largest.
+    grid_tallies: Option<wgpu::Buffer>,
+    /// The grid whose fill fractions' sums the grid's tallies hold (OP 3), until the projection's OP 4.
+    fill_blocks_of: Option<usize>,
+    /// The grid whose tallies (both) the grid's tallies hold, until the next transfer.
+    tally_of: Option<usize>,
     /// Workgroups per dimension of a launch (the adapter's limit): larger launches fold into two.
     per_axis: u32,
     times: TransferTimes,
@@ -326,6 +338,9 @@ impl GpuTransfer {
             projected_of: None,
             fill_of: None,
             fill_in_counts: None,
+            grid_tallies: None,
+            fill_blocks_of: None,
+            tally_of: None,
             resident: None,
             kept: None,
             keep: true,
@@ -394,7 +409,8 @@ impl GpuTransfer {
     /// Device memory held (bytes), apart from the scratch buffer ([`scratch`](Self::scratch)), the face field
     /// ([`faces`](Self::faces)) included.
     pub fn bytes(&self) -> u64 {
-        let tallies = self.tallies.as_ref().map_or(0, |(b, _)| b.size());
+        let tallies = self.tallies.as_ref().map_or(0, |(b, _)| b.size())
+            + self.grid_tallies.as_ref().map_or(0, wgpu::Buffer::size);
         self.buffers.as_ref().map_or(0, Buffers::bytes) + tallies + self.faces.bytes()
     }
 
@@ -661,6 +677,14 @@ impl<const D: usize> TransferDevice<D> for GpuTransfer {
         self.excess_on(grid, kappa, kept).map_err(|e| e.to_string())
     }
 
+    fn tallies_grid(&self) -> bool {
+        self.gpu.has_f64()
+    }
+
+    fn grid_tally(&mut self, grid: &MacGrid<D>) -> Result<Option<GridTally>, String> {
+        self.grid_tally_on(grid).map_err(|e| e.to_string())
+    }
+
     fn sort_to_grid(&mut self, t: KeptTransfer<'_, D>) -> Result<Option<usize>, String> {
         self.sort_to_grid_on(t).map_err(|e| e.to_string())
     }
@@ -748,6 +772,16 @@ impl<const D: usize> TransferDevice<D> for SharedTransfer {
         TransferDevice::<D>::excess_to_faces(&mut *dev, grid, kappa, kept)
     }
 
+    fn tallies_grid(&self) -> bool {
+        let dev = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        TransferDevice::<D>::tallies_grid(&*dev)
+    }
+
+    fn grid_tally(&mut self, grid: &MacGrid<D>) -> Result<Option<GridTally>, String> {
+        let mut dev = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        TransferDevice::<D>::grid_tally(&mut *dev, grid)
+    }
+
     fn sort_to_grid(&mut self, t: KeptTransfer<'_, D>) -> Result<Option<usize>, String> {
         let mut dev = self.0.lock().unwrap_or_else(|e| e.into_inner());
         TransferDevice::<D>::sort_to_grid(&mut *dev, t)
@@ -788,12 +822,14 @@ mod tests {
             "const OP: u32 = 1u;",
             "const OP: u32 = 2u;",
         ];
+        let project_ops: Vec<String> = (0..5).map(g2p::project_consts).collect();
+        let project_ops: Vec<&str> = project_ops.iter().map(String::as_str).collect();
         let kernels: [(&str, &str, &[&str]); 11] = [
             ("keys", KEYS, &[""]),
             ("derive", DERIVE, &[""]),
             ("extrapolate", EXTRAPOLATE, &ops),
             ("load", LOAD, &[""]),
-            ("project", PROJECT, &ops),
+            ("project", PROJECT, &project_ops),
             ("p2g", P2G, &apic),
             ("g2p", G2P, &[""]),
             ("counts", COUNTS, &[""]),

@@ -28,6 +28,7 @@ impl GpuTransfer {
         let start = Instant::now();
         let apic = transfer == Transfer::Apic;
         self.forget_sums();
+        (self.fill_blocks_of, self.tally_of) = (None, None);
         self.upload(particles, grid, apic, apic, false)?;
         self.kept = None;
         self.resident = Some((particles.pos[0].as_ptr() as usize, particles.len() as u64));

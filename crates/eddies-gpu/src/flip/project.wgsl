@@ -4,7 +4,9 @@
 // before the solve, one thread per cell: the right-hand side into the face field; OP 1, after it, one thread
 // per face: the projected velocity from the pressure that the solve left in the face field; OP 2, after that,
 // one thread per cell: the volume correction's right-hand side into the face field (`eddies::flip`
-// volume.rs). Nothing is summed across threads: a run repeats bit for bit.
+// volume.rs). OP 3 (with OP 0) and OP 4 (before OP 1), one thread per block of BLOCK cells: the step's
+// tally (`eddies::flip` measure.rs, `GridTally`). Each thread adds in a fixed order: a run repeats bit for
+// bit.
 // - The host's velocity: `u = Σ w u / Σ w` (0 where `Σ w` is 0), divided as `derive.wgsl` divides it; the
 //   body force `u += Δt g` in double precision where the axis has gravity, then 0 on a closed wall.
 // - OP 0: on a fluid cell (one holding a kept particle) `scale (Σₖ (u_above − u_below)) inv_h`, the axes in
@@ -19,6 +21,12 @@
 //   transfer's read-back.
 // - OP 2: on a fluid cell `kappa (f − 1)` with `f` that fill fraction, or `kappa max(f − 1, 0)` where a
 //   neighbour inside the grid is not fluid; 0 on the others, in the padded layout (over the dead pressure).
+// - OP 3: the sum of `min(f, 1)` over the block's cells in order, of the fill fraction that the transfer
+//   derived (every cell: without obstacles none is solid), into `tally[block]`.
+// - OP 4: the largest |∇·u| over the block's fluid cells (0 on the others) of the velocity that OP 1 forms,
+//   before its rounding, with the host's divergence (`MacGrid::divergence_into`), into
+//   `tally[blocks + block]`; −1 for one that is not a number, where the driver keeps NaN (WGSL lets it
+//   assume there is none).
 
 struct Project {
     // Per component: its faces per axis, and its first face in `fields`.
@@ -41,6 +49,8 @@ struct Project {
 @group(0) @binding(3) var<storage, read_write> padded: array<f64>;
 // The fill fraction per cell that the transfer derived (`derive.wgsl`), read by OP 0 with `keep_fill`.
 @group(0) @binding(4) var<storage, read> fill: array<f32>;
+// The step's tallies per block: OP 3's sums, then OP 4's largest divergences.
+@group(0) @binding(5) var<storage, read_write> tally: array<f64>;
 
 // Where cell `c`'s count lies in the fields (after every component's faces).
 fn count_index(c: vec3<u32>) -> u32 {
@@ -117,9 +127,61 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         right_hand_side(t);
     } else if OP == 1u {
         project(t);
-    } else {
+    } else if OP == 2u {
         excess(t);
+    } else if OP == 3u {
+        fill_block(t);
+    } else {
+        divergence_block(t);
     }
+}
+
+// The cells of block `b`: its first, and one past its last (first ≥ last: no block).
+fn block_cells(b: u32) -> vec2<u32> {
+    let cells = p.cells.x * p.cells.y * p.cells.z;
+    let first = min(b * BLOCK, cells);
+    return vec2<u32>(first, min(first + BLOCK, cells));
+}
+
+// OP 3 at block `b`.
+fn fill_block(b: u32) {
+    let r = block_cells(b);
+    if r.x >= r.y {
+        return;
+    }
+    var sum = 0.0lf;
+    for (var c = r.x; c < r.y; c++) {
+        sum += f64(min(fill[c], 1.0));
+    }
+    tally[b] = sum;
+}
+
+// OP 4 at block `b`.
+fn divergence_block(b: u32) {
+    let r = block_cells(b);
+    if r.x >= r.y {
+        return;
+    }
+    var largest = 0.0lf;
+    var nan = false;
+    for (var i = r.x; i < r.y; i++) {
+        let c = cell_of(i);
+        if !fluid(c) {
+            continue;
+        }
+        var div = 0.0lf;
+        for (var k = 0u; k < D; k++) {
+            var above = c;
+            above[k] += 1u;
+            let hi = projected(k, above, old_velocity(face_index(k, above)));
+            div += hi - projected(k, c, old_velocity(face_index(k, c)));
+        }
+        let d = abs(div * q.inv_h);
+        nan = nan || d != d;
+        largest = max(largest, d);
+    }
+    let blocks = (p.cells.x * p.cells.y * p.cells.z + BLOCK - 1u) / BLOCK;
+    tally[blocks + b] = select(largest, -1.0lf, nan);
 }
 
 // Whether thread `i` has a cell, and which (x fastest).
@@ -200,6 +262,14 @@ fn project(f: u32) {
         rest /= q.dims[k][a];
     }
     let old = old_velocity(f);
+    let rounded = f32(projected(k, c, old));
+    fields[2u * f] = rounded;
+    fields[2u * f + 1u] = rounded - old;
+}
+
+// The projected velocity at face `c` of component `k` in double precision, from `old`, its `u_old`, and
+// the pressure in the face field.
+fn projected(k: u32, c: vec3<u32>, old: f32) -> f64 {
     var u = forced(k, c, old);
     let n = p.cells[k];
     let has_below = c[k] > 0u;
@@ -220,7 +290,5 @@ fn project(f: u32) {
             u = u - q.coef * (p_above - p_below);
         }
     }
-    let projected = f32(u);
-    fields[2u * f] = projected;
-    fields[2u * f + 1u] = projected - old;
+    return u;
 }

@@ -347,14 +347,19 @@ fn the_displacement_left_on_the_device_changes_no_bit() {
 /// forms the projection's right-hand side and the projected velocity from its own copy (`project.wgsl`)
 /// instead of receiving the host's, with the same bits: the body force, the divergence and the pressure
 /// difference in double precision as the host's, the velocity rounded once; and the volume correction's
-/// right-hand side from the fill fraction it derived. Without obstacles (the device
+/// right-hand side from the fill fraction it derived; and it tallies each step's fluid volume and largest
+/// divergence on that copy, while the host's copy waits for its projection until the state is read (here
+/// after the third step and at the end), with the same bits once read. Without obstacles (the device
 /// extrapolates its copy), PIC, FLIP and APIC in a closed 3D tank, FLIP in an open one that particles
 /// leave and in a 2D tank. The run without the shared face field does these on the host (and the volume
 /// correction's displacement, with the same bits: `the_displacement_left_on_the_device_changes_no_bit`).
 #[test]
 fn the_projection_formed_on_the_device_changes_no_bit() {
     let Some(gpu) = super::gpu() else { return };
-    type Outcome = (u64, Vec<f64>, TransferTimes, SolveTimes);
+    // The particle state; every step's quantities (as their exact decimal forms); the host's grids once the
+    // state is read (the velocity, the divergences before and after the projection, the volume excess,
+    // and the pressure field, as bits); the device's counts.
+    type Outcome = (u64, Vec<String>, Vec<u64>, TransferTimes, SolveTimes);
     fn run<const D: usize>(
         gpu: &Arc<Gpu>,
         mut sim: FlipSim<D>,
@@ -375,29 +380,43 @@ fn the_projection_formed_on_the_device_changes_no_bit() {
         sim.set_pressure_device(Box::new(SharedPoisson(solves.clone())));
         sim.set_transfer_device(Box::new(passes.clone()));
         sim.read_particles_per_frame(true);
-        let mut energies = Vec::new();
+        let mut quantities = Vec::new();
         for step in 0..steps {
             let dt = 2.0 * sim.max_dt(1.0);
             let rec = sim.step(dt).unwrap();
-            energies.push(rec.scalar("kinetic_energy").unwrap());
+            quantities.push(format!("{:?}", rec.quantities));
             if step == 2 {
                 sim.complete_records(&mut []).unwrap();
             }
         }
         sim.complete_records(&mut []).unwrap();
+        let (before, after) = sim.divergence();
+        let grids = sim
+            .grid_velocity()
+            .u
+            .iter()
+            .chain([before, after, sim.volume_excess()]);
+        let mut bits: Vec<u64> = grids
+            .flat_map(|g| g.data.iter().map(|v| v.to_bits()))
+            .collect();
+        let pressure = sim.field("pressure").unwrap().data;
+        bits.extend(pressure.iter().map(|v| u64::from(v.to_bits())));
         let moved = passes.0.lock().unwrap().take_times();
         let solved = solves.lock().unwrap().take_times();
-        (sim.checksum(), energies, moved, solved)
+        (sim.checksum(), quantities, bits, moved, solved)
     }
     let compare = |what: &str, on: Outcome, off: Outcome| {
-        assert_eq!(on.1, off.1, "{what}: kinetic energies");
+        assert_eq!(on.1, off.1, "{what}: the steps' quantities");
         assert_eq!(on.0, off.0, "{what}: particle state");
+        assert!(on.2 == off.2, "{what}: the host's grids once read");
         // Every substep's right-hand sides (the volume correction's where it ran) and velocity formed on the
         // device: no grid field and no right-hand side sent (the displacement stays there too); the host's
-        // sent every substep.
-        let (moved, solved) = (&on.2, &on.3);
+        // sent every substep. The device tallied every step's cell quantities, its copy of the grid ahead
+        // of the host's.
+        let (moved, solved) = (&on.3, &on.4);
         assert!(
-            moved.projections > 0
+            moved.grid_tallies == on.1.len()
+                && moved.projections > 0
                 && moved.right_hand_sides == moved.projections
                 && moved.volume_right_hand_sides > 0
                 && solved.rhs_in_faces == moved.projections + moved.volume_right_hand_sides
@@ -405,9 +424,10 @@ fn the_projection_formed_on_the_device_changes_no_bit() {
                 && moved.grid_bytes_up == 0,
             "{what}: {moved:?} {solved:?}"
         );
-        let (moved, solved) = (&off.2, &off.3);
+        let (moved, solved) = (&off.3, &off.4);
         assert!(
-            moved.projections == 0
+            moved.grid_tallies == 0
+                && moved.projections == 0
                 && moved.right_hand_sides == 0
                 && moved.volume_right_hand_sides == 0
                 && solved.rhs_in_faces == 0

@@ -20,6 +20,52 @@ pub(super) struct CellTally {
     pub(super) max_divergence: f64,
 }
 
+/// The two cell quantities of a step that a particle device reduces over its own copy of the grid
+/// ([`TransferDevice::grid_tally`](super::TransferDevice::grid_tally)), with the bits of
+/// [`FlipSim::cell_tally`]'s: the cells in blocks of [`GridTally::BLOCK`], each block's sum added
+/// sequentially, the blocks of each chunk of [`par::REDUCE_CHUNK`] cells in order, then the chunks in order;
+/// the largest value in any order (it has one result).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct GridTally {
+    /// `Σ min(f, 1)` of the fill fraction `f` over the cells (without obstacles no cell is solid).
+    pub fill: f64,
+    /// The largest |∇·u| over the fluid cells (0 on the others) of the projected velocity (1/s), NaN when
+    /// one is not a number, −∞ for no cell.
+    pub max_divergence: f64,
+}
+
+impl GridTally {
+    /// Cells per block of the sums.
+    pub const BLOCK: usize = 256;
+
+    /// The tally of a grid from its blocks' sums of `min(f, 1)` and largest |∇·u|, in block order.
+    pub fn fold(
+        fill: impl IntoIterator<Item = f64>,
+        divergence: impl IntoIterator<Item = f64>,
+    ) -> Self {
+        let per_chunk = par::REDUCE_CHUNK / Self::BLOCK;
+        let mut chunk = 0.0;
+        let (mut total, mut blocks) = (0.0, 0_usize);
+        for f in fill {
+            chunk += f;
+            blocks += 1;
+            if blocks.is_multiple_of(per_chunk) {
+                total += chunk;
+                chunk = 0.0;
+            }
+        }
+        if !blocks.is_multiple_of(per_chunk) {
+            total += chunk;
+        }
+        Self {
+            fill: total,
+            max_divergence: divergence.into_iter().fold(f64::NEG_INFINITY, par::nan_max),
+        }
+    }
+}
+
+const _: () = assert!(par::REDUCE_CHUNK.is_multiple_of(GridTally::BLOCK));
+
 /// What [`FlipSim::measure`] finds in one pass over the particles.
 pub(crate) struct Measured<const D: usize> {
     /// Kinetic energy (J, or J/m in 2D).
@@ -84,7 +130,7 @@ impl<const D: usize> FlipSim<D> {
     /// [`count_volume`](Self::count_volume) it moves continuously with the particles, so the random
     /// positions of jittered particles do not read as a loss of volume (docs/flip.md, "Volume").
     pub fn fluid_volume(&self) -> f64 {
-        self.cell_tally().fluid_volume
+        self.cell_tally(None).fluid_volume
     }
 
     /// Liquid volume (m³, m² in 2D) from the particle count per cell: `Σ_cells min(1, n_c / n₀) h^D` with
@@ -92,13 +138,15 @@ impl<const D: usize> FlipSim<D> {
     /// cell face, and the cap keeps only the deficits, so a liquid whose particles merely move reads about
     /// 7% low (docs/flip.md, "Volume"); kept to show that.
     pub fn count_volume(&self) -> f64 {
-        self.cell_tally().count_volume
+        self.cell_tally(None).count_volume
     }
 
     /// The step's cell quantities in one pass over the cells: the sums and the largest value add
     /// sequentially within each chunk of [`par::REDUCE_CHUNK`] and then chunk by chunk, as [`par::sum`] and
-    /// [`par::max`] do.
-    pub(super) fn cell_tally(&self) -> CellTally {
+    /// [`par::max`] do, but the fill fractions in blocks of [`GridTally::BLOCK`] within each chunk, the order
+    /// in which a device adds them. With `device`, the fill fractions' sum and the largest divergence are
+    /// that device's tally of its own copy of the grid (the host's copy lags).
+    pub(super) fn cell_tally(&self, device: Option<GridTally>) -> CellTally {
         let n0 = self.cfg.params.seeds_per_axis.pow(D as u32) as f64;
         let (fill, count, flags, div) = (&self.fill, &self.count, &self.flags, &self.div_after);
         let identity = CellTally {
@@ -119,25 +167,46 @@ impl<const D: usize> FlipSim<D> {
             identity,
             |r| {
                 let mut t = identity;
-                for i in r {
+                for i in r.clone() {
                     let f = flags.data[i];
                     // Solid cells add nothing (the sums are never −0, so skipping them keeps the bits).
                     if f != CellFlag::Solid {
-                        t.fluid_volume += fill.data[i].min(1.0);
                         t.count_volume += (count.data[i] as f64 / n0).min(1.0);
                     }
-                    let fluid = f == CellFlag::Fluid;
-                    t.fluid_cells += fluid as usize;
-                    let d = if fluid { div.data[i].abs() } else { 0.0 };
+                    t.fluid_cells += (f == CellFlag::Fluid) as usize;
+                }
+                if device.is_some() {
+                    return t;
+                }
+                for i in r.clone() {
+                    let d = if flags.data[i] == CellFlag::Fluid {
+                        div.data[i].abs()
+                    } else {
+                        0.0
+                    };
                     t.max_divergence = par::nan_max(t.max_divergence, d);
+                }
+                for block in r.clone().step_by(GridTally::BLOCK) {
+                    let mut sum = 0.0;
+                    for i in block..(block + GridTally::BLOCK).min(r.end) {
+                        if flags.data[i] != CellFlag::Solid {
+                            sum += fill.data[i].min(1.0);
+                        }
+                    }
+                    t.fluid_volume += sum;
                 }
                 t
             },
             then,
         );
+        let (fill, max_divergence) = match device {
+            Some(d) => (d.fill, d.max_divergence),
+            None => (t.fluid_volume, t.max_divergence),
+        };
         let cell = self.cfg.cell_size.powi(D as i32);
         CellTally {
-            fluid_volume: t.fluid_volume * cell,
+            max_divergence,
+            fluid_volume: fill * cell,
             count_volume: t.count_volume * cell,
             ..t
         }
@@ -217,6 +286,61 @@ mod tests {
         // The largest speed is one particle's: exactly equal.
         assert_eq!(got.max_speed, max_speed);
         assert!(!got.broken);
+    }
+
+    /// A device's blocks, folded, give the host's cell tally bit for bit: a grid of several chunks and a
+    /// partial one (128² = 16384 cells is one chunk; 130 × 129 adds a partial chunk, and a partial block),
+    /// fill fractions over and under 1, a fluid region's divergences.
+    #[test]
+    fn a_devices_blocks_fold_to_the_hosts_tally() {
+        let cfg = FlipConfig::<2> {
+            resolution: [130, 129],
+            cell_size: 1.0 / 130.0,
+            ..Default::default()
+        };
+        let mut sim = FlipSim::new(cfg).expect("valid config");
+        let n = sim.fill.len();
+        assert!(n > par::REDUCE_CHUNK && !n.is_multiple_of(GridTally::BLOCK));
+        for i in 0..n {
+            let x = i as f64;
+            sim.fill.data[i] = 1.3 * (0.37 * x).sin().abs();
+            sim.div_after.data[i] = (0.11 * x).cos() * 1e-3;
+            sim.flags.data[i] = if i % 7 < 4 {
+                CellFlag::Fluid
+            } else {
+                CellFlag::Air
+            };
+        }
+        let blocks: Vec<_> = (0..n).step_by(GridTally::BLOCK).collect();
+        let end = |b: usize| (b + GridTally::BLOCK).min(n);
+        let fill = blocks
+            .iter()
+            .map(|&b| (b..end(b)).fold(0.0, |s, i| s + sim.fill.data[i].min(1.0)));
+        let divergence = blocks.iter().map(|&b| {
+            (b..end(b))
+                .map(|i| match sim.flags.data[i] {
+                    CellFlag::Fluid => sim.div_after.data[i].abs(),
+                    _ => 0.0,
+                })
+                .fold(f64::NEG_INFINITY, f64::max)
+        });
+        let device = GridTally::fold(fill, divergence);
+        let host = sim.cell_tally(None);
+        let cell = sim.cfg.cell_size.powi(2);
+        assert_eq!(host.fluid_volume.to_bits(), (device.fill * cell).to_bits());
+        assert_eq!(
+            host.max_divergence.to_bits(),
+            device.max_divergence.to_bits()
+        );
+        let taken = sim.cell_tally(Some(device));
+        assert_eq!(taken.fluid_volume.to_bits(), host.fluid_volume.to_bits());
+        assert_eq!(
+            (taken.fluid_cells, taken.count_volume),
+            (host.fluid_cells, host.count_volume)
+        );
+        // A block whose divergence is not a number makes the largest one NaN, as on the host.
+        let nan = GridTally::fold([1.0], [0.5, f64::NAN, 0.25]);
+        assert!(nan.max_divergence.is_nan());
     }
 
     #[test]

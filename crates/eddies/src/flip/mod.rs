@@ -29,7 +29,9 @@
 //! the next, and come back once a step, or with [`FlipSim::read_particles_per_frame`] only when a caller
 //! needs them ([`Simulation::complete_records`]). Such a device runs stage 8 too in a scene without
 //! obstacles ([`TransferDevice::extrapolates`]); the host then extrapolates its own copy of the velocity only
-//! when the state is read.
+//! when the state is read. Where it also forms stages 3, 5–7 on its own copy of the grid and tallies the
+//! step's cell quantities there ([`TransferDevice::tallies_grid`]), the host leaves them on its own copy
+//! until the state is read too.
 //!
 //! A step longer than [`FlipParams::substep_cfl`] cells of travel is split into substeps. The liquid surface
 //! is available as a Zhu–Bridson signed distance (field `surface`). Method notes: `docs/flip.md`.
@@ -52,6 +54,7 @@ mod transfer;
 mod volume;
 
 pub use fields::{describe, STAGES};
+pub use measure::GridTally;
 pub use params::{Boundary, FlipConfig, FlipParams, Inflow, Obstacle, Sink, Transfer};
 pub use particles::{Particles, Tally};
 pub use surface::{SURFACE_KERNEL_RADIUS, SURFACE_PARTICLE_RADIUS};
@@ -63,7 +66,7 @@ pub use transfer::{
 use crate::checkpoint::SavedState;
 use crate::diag::{Quantity, StageTimer, StepRecord};
 use crate::grid::{CellFlag, Grid, MacGrid};
-use crate::linsolve::{PcgParams, PoissonDevice, PoissonSolver};
+use crate::linsolve::{Info, PcgParams, PoissonDevice, PoissonSolver};
 use crate::shape::Shape;
 use crate::sim::{Advance, Description, Field, SimError, Simulation};
 use measure::{CellTally, Measured};
@@ -159,10 +162,24 @@ pub struct FlipSim<const D: usize> {
     /// Whether the transfer device extrapolated its copy of `u` in the last substep and the host has not
     /// ([`TransferDevice::extrapolates`]): `read_kept` extrapolates `u` on the host too.
     extrapolation_behind: bool,
+    /// The host's grid stages of the last substep that the devices ran on their own copy and the host has
+    /// not: `read_kept` catches up ([`FlipSim::catch_up_grid`]).
+    grid_behind: Option<GridBehind>,
     shapes_now: Vec<Shape>,
     last_iterations: usize,
     last_residual: f64,
     last_substep_dt: f64,
+}
+
+/// The host's grid stages of a substep left to catch up with the devices' copy
+/// ([`TransferDevice::tallies_grid`]): `u` holds the transfer's velocity; the saving of `u_old`, the body
+/// force and the walls wait, and with `projected` the divergences and the pressure gradient (the pressure
+/// solved) too.
+#[derive(Clone, Copy, Debug)]
+struct GridBehind {
+    /// The substep (s).
+    dt: f64,
+    projected: bool,
 }
 
 impl<const D: usize> FlipSim<D> {
@@ -254,6 +271,7 @@ impl<const D: usize> FlipSim<D> {
             valid: std::array::from_fn(|_| Vec::new()),
             front: extrapolate::Front::default(),
             extrapolation_behind: false,
+            grid_behind: None,
             shapes_now: Vec::new(),
             last_iterations: 0,
             last_residual: 0.0,
@@ -473,6 +491,7 @@ impl<const D: usize> FlipSim<D> {
     /// volume correction's potential that the pressure device kept.
     fn read_kept(&mut self) -> Result<(), SimError> {
         self.read_potential()?;
+        self.catch_up_grid();
         if self.extrapolation_behind {
             self.extrapolate_on_host();
         }
@@ -564,6 +583,31 @@ impl<const D: usize> FlipSim<D> {
         self.extrapolation_behind = false;
     }
 
+    /// The host's grid stages that the substep left to the devices ([`GridBehind`]), on the host's copy, as
+    /// the substep runs them: the same bits. A no-op where none wait.
+    fn catch_up_grid(&mut self) {
+        let Some(GridBehind { dt, projected }) = self.grid_behind.take() else {
+            return;
+        };
+        for k in 0..D {
+            crate::linsolve::vector::copy(&self.u.u[k].data, &mut self.u_old.u[k].data);
+        }
+        project::apply_forces(&mut self.u, self.cfg.gravity, dt);
+        self.enforce_boundary();
+        if projected {
+            self.u.divergence_into(&mut self.div_before);
+            let c = dt / self.cfg.params.density;
+            project::subtract_gradient(
+                &mut self.u,
+                &self.flags,
+                self.cfg.boundary,
+                c,
+                &self.pressure,
+            );
+            self.u.divergence_into(&mut self.div_after);
+        }
+    }
+
     /// The walls' and the obstacles' velocities on their faces of `u` ([`project::enforce_boundary`]).
     fn enforce_boundary(&mut self) {
         project::enforce_boundary(
@@ -637,11 +681,87 @@ impl<const D: usize> FlipSim<D> {
             .map_err(failed)
     }
 
+    /// Stage `project` on the host's copy ([`project::project`]) and the divergence after it; only the solve
+    /// where the host's copy waits ([`GridBehind`]) and the device holds the right-hand side, unless it
+    /// declines (the host's copy then catches up first).
+    fn project(
+        &mut self,
+        rhs_in_faces: bool,
+        pcg: PcgParams,
+        dt: f64,
+    ) -> Result<Option<Info>, SimError> {
+        let (kind, density) = (self.cfg.params.preconditioner, self.cfg.params.density);
+        let step = self.steps + 1;
+        let failed = |source| SimError::solve_failed("project", step, source);
+        let liquid = self.flags.data.contains(&CellFlag::Fluid);
+        if let (Some(_), true, true, Some(device)) = (
+            self.grid_behind,
+            rhs_in_faces,
+            liquid,
+            self.pressure_device.as_mut(),
+        ) {
+            let solved = project::solve_on_device(
+                &self.flags,
+                self.cfg.boundary,
+                kind,
+                pcg,
+                &mut self.pressure,
+                &mut self.solver,
+                &mut **device,
+            )
+            .map_err(failed)?;
+            if solved.is_some() {
+                return Ok(solved);
+            }
+        }
+        self.catch_up_grid();
+        let info = project::project(
+            &mut self.u,
+            &self.flags,
+            self.cfg.boundary,
+            kind,
+            pcg,
+            density,
+            dt,
+            &mut self.div_before,
+            &mut self.rhs,
+            &mut self.pressure,
+            &mut self.solver,
+            self.pressure_device
+                .as_mut()
+                .map(|d| &mut **d as &mut dyn PoissonDevice<D>),
+            rhs_in_faces,
+        )
+        .map_err(failed)?;
+        self.u.divergence_into(&mut self.div_after);
+        Ok(info)
+    }
+
+    /// With the host's copy of the last substep's grid behind the devices' ([`GridBehind`]), the step's
+    /// cell quantities as the transfer device tallies them on its own ([`TransferDevice::grid_tally`]);
+    /// `None` otherwise, or where it did not, and the host's copy then catches up.
+    fn grid_tally(&mut self) -> Result<Option<GridTally>, SimError> {
+        if !self.grid_behind.is_some_and(|b| b.projected) {
+            return Ok(None);
+        }
+        let step = self.steps + 1;
+        let device = self.transfer_device.as_mut().expect("it projected");
+        let tally = device
+            .grid_tally(&self.u)
+            .map_err(|detail| SimError::Device { step, detail })?;
+        if tally.is_none() {
+            self.catch_up_grid();
+        }
+        Ok(tally)
+    }
+
     /// One substep of `dt` seconds: Eng's stages in order.
     fn substep(&mut self, dt: f64, timer: &mut StageTimer) -> Result<(), SimError> {
         let p = self.cfg.params.clone();
         let t_end = self.time + dt;
 
+        // The last substep's grids that wait are superseded by this one's.
+        self.grid_behind = None;
         let keep = self.keep_on_device();
         if !keep {
             // The CPU sorts them: those the device kept after the last step (with `per_frame`, or a scene
@@ -706,7 +826,37 @@ impl<const D: usize> FlipSim<D> {
             Ok::<_, SimError>(on_device)
         })?;
 
+        // Without obstacles the device that keeps the particles extrapolates its copy of the velocity itself
+        // (the cells holding them are the fluid ones); the host's copy follows only when it is read. Also
+        // where the host reads it after every step (without `per_frame`), so that the particles move with
+        // the same bits however often they come back.
+        let extrapolate_on_device = keep
+            && self.obstacles.is_empty()
+            && self
+                .transfer_device
+                .as_ref()
+                .is_some_and(|d| d.extrapolates());
+        let faces_on_device = self.faces_on_device(keep);
+        // That device also forms the projection's right-hand side and the projected velocity from its own
+        // copy, where it shares its face field with the pressure device; where it also tallies the step's
+        // cell quantities, the host's copy waits for the body force and the projection until it is read.
+        let project_on_device = faces_on_device && transferred_on_device && extrapolate_on_device;
+        let defer = project_on_device
+            && self
+                .transfer_device
+                .as_ref()
+                .is_some_and(|d| d.tallies_grid());
+        if defer {
+            self.grid_behind = Some(GridBehind {
+                dt,
+                projected: false,
+            });
+        }
+
         timer.time("save_velocities", || {
+            if defer {
+                return;
+            }
             for k in 0..D {
                 crate::linsolve::vector::copy(&self.u.u[k].data, &mut self.u_old.u[k].data);
             }
@@ -723,58 +873,34 @@ impl<const D: usize> FlipSim<D> {
         });
 
         timer.time("forces", || {
+            if defer {
+                return;
+            }
             project::apply_forces(&mut self.u, self.cfg.gravity, dt);
             self.enforce_boundary();
         });
 
-        // Without obstacles the device that keeps the particles extrapolates its copy of the velocity itself
-        // (the cells holding them are the fluid ones); the host's copy follows only when it is read. Also
-        // where the host reads it after every step (without `per_frame`), so that the particles move with
-        // the same bits however often they come back.
-        let extrapolate_on_device = keep
-            && self.obstacles.is_empty()
-            && self
-                .transfer_device
-                .as_ref()
-                .is_some_and(|d| d.extrapolates());
-        let faces_on_device = self.faces_on_device(keep);
-        // That device also forms the projection's right-hand side and the projected velocity from its own
-        // copy, where it shares its face field with the pressure device.
-        let project_on_device = faces_on_device && transferred_on_device && extrapolate_on_device;
         let rhs_in_faces = timer.time("project", || self.rhs_on_device(project_on_device, dt))?;
 
         let pcg = PcgParams {
             tolerance: p.tolerance,
             max_iterations: p.max_iterations,
         };
-        let info = timer.time("project", || {
-            project::project(
-                &mut self.u,
-                &self.flags,
-                self.cfg.boundary,
-                p.preconditioner,
-                pcg,
-                p.density,
-                dt,
-                &mut self.div_before,
-                &mut self.rhs,
-                &mut self.pressure,
-                &mut self.solver,
-                self.pressure_device
-                    .as_mut()
-                    .map(|d| &mut **d as &mut dyn PoissonDevice<D>),
-                rhs_in_faces,
-            )
-            .map_err(|source| SimError::solve_failed("project", self.steps + 1, source))
-        })?;
+        let info = timer.time("project", || self.project(rhs_in_faces, pcg, dt))?;
         (self.last_iterations, self.last_residual) = info
             .as_ref()
             .map_or((0, 0.0), |i| (i.iterations, i.residual));
-        timer.time("project", || self.u.divergence_into(&mut self.div_after));
 
         let projected = timer.time("project", || {
             self.project_on_device(info.is_some() && project_on_device, dt)
         })?;
+        if let Some(behind) = self.grid_behind.as_mut() {
+            // The device solved; where it did not also project its copy, the host's moves the particles.
+            behind.projected = true;
+            if !projected {
+                timer.time("project", || self.catch_up_grid());
+            }
+        }
         let correct = timer.time("volume_correction", || {
             self.volume_correction(info.is_some(), faces_on_device, projected)
         })?;
@@ -933,6 +1059,7 @@ impl<const D: usize> Simulation for FlipSim<D> {
             moved?;
             read?;
         }
+        let cells = timer.time("diagnostics", || self.grid_tally())?;
         self.steps += 1;
         let (
             Measured {
@@ -952,7 +1079,7 @@ impl<const D: usize> Simulation for FlipSim<D> {
                 Some(t) => self.measured(&t, self.kept_len),
                 None => self.measure(),
             };
-            (measured, self.cell_tally())
+            (measured, self.cell_tally(cells))
         });
         if !(kinetic.is_finite() && max_speed.is_finite()) || broken {
             return Err(SimError::Diverged {
@@ -1050,9 +1177,13 @@ impl<const D: usize> Simulation for FlipSim<D> {
     /// are read, and the substep counter is read by nothing. Obstacle cells and the sort's bins are derived
     /// again on restore.
     fn save_state(&self) -> Result<SavedState, SimError> {
-        if self.host_behind || self.potential_kept.is_some() || self.extrapolation_behind {
+        if self.host_behind
+            || self.potential_kept.is_some()
+            || self.extrapolation_behind
+            || self.grid_behind.is_some()
+        {
             return Err(SimError::InvalidInput(
-                "the particles, the volume correction's potential or the extrapolated velocity are on the GPU: \
+                "the particles, the volume correction's potential or the projected velocity are on the GPU: \
                  complete_records brings them back before a save"
                     .into(),
             ));

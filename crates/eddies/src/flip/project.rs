@@ -130,10 +130,6 @@ pub(crate) fn project<const D: usize>(
         pressure.fill(0.0);
         return Ok(None);
     }
-    let outside = match boundary {
-        Boundary::Closed => DomainBoundary::Solid,
-        Boundary::Open => DomainBoundary::Open,
-    };
     let scale = -density / dt;
     rhs.par_for_each_mut(|i, _, b| {
         *b = if flags.data[i] == CellFlag::Fluid {
@@ -142,20 +138,76 @@ pub(crate) fn project<const D: usize>(
             0.0
         };
     });
-    let solver = match solver {
-        Some(s) if s.preconditioner() == kind && s.operator().outside() == outside => {
-            s.set_flags(flags, outside)?;
-            s.params = pcg;
-            s
-        }
-        _ => solver.insert(PoissonSolver::from_flags(flags, outside, kind, pcg)?),
-    };
+    let solver = solver_for(flags, boundary, kind, pcg, solver)?;
     let info = match device {
         Some(d) if rhs_in_faces => solver.solve_grid_rhs_in_faces(d, rhs, pressure)?,
         d => solver.solve_grid_on(d, rhs, pressure)?,
     };
     apply_gradient(u, flags, boundary, dt / density, pressure, Write::Subtract);
     Ok(Some(info))
+}
+
+/// The solver of [`project`]'s operator on `flags`: `solver`, its operator set to `flags`, or a new one where
+/// it is of another preconditioner or boundary.
+fn solver_for<'a, const D: usize>(
+    flags: &Grid<CellFlag, D>,
+    boundary: Boundary,
+    kind: PreconditionerKind,
+    pcg: PcgParams,
+    solver: &'a mut Option<PoissonSolver<D>>,
+) -> Result<&'a mut PoissonSolver<D>, SolveError> {
+    let outside = match boundary {
+        Boundary::Closed => DomainBoundary::Solid,
+        Boundary::Open => DomainBoundary::Open,
+    };
+    let reuse = solver
+        .as_ref()
+        .is_some_and(|s| s.preconditioner() == kind && s.operator().outside() == outside);
+    if !reuse {
+        return Ok(solver.insert(PoissonSolver::from_flags(flags, outside, kind, pcg)?));
+    }
+    let s = solver.as_mut().expect("reused");
+    s.set_flags(flags, outside)?;
+    s.params = pcg;
+    Ok(s)
+}
+
+/// [`project`]'s solve alone, on `device`, whose face field holds the right-hand side
+/// ([`TransferDevice::rhs_to_faces`](super::TransferDevice::rhs_to_faces)) and which keeps the velocity:
+/// the pressure into `pressure` (its guess on entry). `Ok(None)` where the device declines. `flags` must
+/// hold a fluid cell.
+///
+/// # Errors
+/// As [`project`].
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn solve_on_device<const D: usize>(
+    flags: &Grid<CellFlag, D>,
+    boundary: Boundary,
+    kind: PreconditionerKind,
+    pcg: PcgParams,
+    pressure: &mut Grid<f64, D>,
+    solver: &mut Option<PoissonSolver<D>>,
+    device: &mut dyn PoissonDevice<D>,
+) -> Result<Option<Info>, SolveError> {
+    solver_for(flags, boundary, kind, pcg, solver)?.solve_grid_rhs_on_device(device, pressure)
+}
+
+/// `u −= (Δt / ρ) ∇p` on the faces that [`project`] projects, as it does after its solve.
+pub(crate) fn subtract_gradient<const D: usize>(
+    u: &mut MacGrid<D>,
+    flags: &Grid<CellFlag, D>,
+    boundary: Boundary,
+    dt_over_density: f64,
+    pressure: &Grid<f64, D>,
+) {
+    apply_gradient(
+        u,
+        flags,
+        boundary,
+        dt_over_density,
+        pressure,
+        Write::Subtract,
+    );
 }
 
 /// How [`apply_gradient`] writes a face.

@@ -92,6 +92,7 @@ impl<const D: usize> FlipSim<D> {
         self.pressure.data.copy_from_slice(pressure);
         self.excess_potential.data.copy_from_slice(potential);
         self.potential_kept = None;
+        self.grid_behind = None;
         if let Some(v) = velocity {
             let mut at = 0;
             for g in &mut self.u.u {

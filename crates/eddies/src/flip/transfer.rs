@@ -767,6 +767,27 @@ pub trait TransferDevice<const D: usize>: Send {
         Ok(false)
     }
 
+    /// Whether the device tallies the step's cell quantities on its own copy of the grid
+    /// ([`grid_tally`](Self::grid_tally)) in the substeps whose projection it forms: the simulation then
+    /// leaves the body force and the projection of its own copy until the state is read. `false` (the
+    /// default): it does not.
+    fn tallies_grid(&self) -> bool {
+        false
+    }
+
+    /// [`GridTally`](super::GridTally) of this substep on `grid`, with its bits: the fill fraction that the
+    /// device derived in its transfer, in blocks summed as the host sums them, and the divergence of the
+    /// velocity that [`project_velocity`](Self::project_velocity) formed, before its rounding to single
+    /// precision, over the cells holding one of its kept particles. `Ok(None)` where the device did not form
+    /// both in this substep.
+    ///
+    /// # Errors
+    /// What the device reported when it failed.
+    fn grid_tally(&mut self, grid: &MacGrid<D>) -> Result<Option<super::GridTally>, String> {
+        let _ = grid;
+        Ok(None)
+    }
+
     /// Whether the device keeps the particles between its passes: the simulation then leaves them there
     /// from one substep to the next, sorted by [`sort_to_grid`](Self::sort_to_grid), moved by
     /// [`grid_to_particles_advect`](Self::grid_to_particles_advect) with [`Advection::kept`], and read back by

@@ -470,6 +470,29 @@ impl<const D: usize> PoissonSolver<D> {
         self.solve_grid_from(Some(device), true, rhs, p)
     }
 
+    /// As [`solve_grid_rhs_in_faces`](Self::solve_grid_rhs_in_faces) without the right-hand side on this
+    /// host: `Ok(None)` where `device` declines, and the caller forms it to solve again.
+    ///
+    /// # Errors
+    /// As [`solve_grid_on`](Self::solve_grid_on).
+    pub fn solve_grid_rhs_on_device(
+        &mut self,
+        device: &mut dyn PoissonDevice<D>,
+        p: &mut Grid<f64, D>,
+    ) -> Result<Option<Info>, SolveError> {
+        self.check_grids(p, p)?;
+        self.op.pad_unknowns(&p.data, &mut self.x);
+        let mut x = std::mem::take(&mut self.x);
+        let out = device.solve_rhs_in_faces(self, &[], &mut x);
+        self.x = x;
+        let Some(info) = out? else {
+            return Ok(None);
+        };
+        self.expected = Some(info.iterations);
+        self.op.layout().unpad(&self.x, &mut p.data);
+        Ok(Some(info))
+    }
+
     fn solve_grid_from(
         &mut self,
         device: Option<&mut dyn PoissonDevice<D>>,
