@@ -21,6 +21,10 @@ fn padded_cells<const D: usize>(grid: &MacGrid<D>) -> u64 {
     grid.dims.iter().map(|&n| n as u64 + 2).product()
 }
 
+/// Cells per block of the grid's tallies: a workgroup adds a block (`project.wgsl`, OP 3 and OP 4).
+const BLOCK: u64 = GridTally::BLOCK as u64;
+const _: () = assert!(BLOCK == WG);
+
 /// The blocks of [`GridTally::BLOCK`] cells of `grid` (`project.wgsl`, OP 3 and OP 4).
 fn tally_blocks<const D: usize>(grid: &MacGrid<D>) -> u64 {
     let cells: u64 = grid.dims.iter().map(|&n| n as u64).product();
@@ -83,7 +87,7 @@ impl GpuTransfer {
         };
         // The fill fractions' sums per block, for the step's tally, while the fill fractions live.
         let fill = match keep_fill {
-            true => self.projection(grid, step.kept, 3, tally_blocks(grid), uniform)?,
+            true => self.projection(grid, step.kept, 3, BLOCK * tally_blocks(grid), uniform)?,
             false => None,
         };
         self.gpu.submit_launches(
@@ -119,7 +123,7 @@ impl GpuTransfer {
         // The largest divergences per block, for the step's tally, before the launch rounds the velocity.
         let key = Some(grid_key(grid));
         let divergence = match self.fill_blocks_of == key {
-            true => self.projection(grid, step.kept, 4, tally_blocks(grid), uniform)?,
+            true => self.projection(grid, step.kept, 4, BLOCK * tally_blocks(grid), uniform)?,
             false => None,
         };
         self.gpu.submit_launches(

@@ -4,9 +4,9 @@
 // before the solve, one thread per cell: the right-hand side into the face field; OP 1, after it, one thread
 // per face: the projected velocity from the pressure that the solve left in the face field; OP 2, after that,
 // one thread per cell: the volume correction's right-hand side into the face field (`eddies::flip`
-// volume.rs). OP 3 (with OP 0) and OP 4 (before OP 1), one thread per block of BLOCK cells: the step's
-// tally (`eddies::flip` measure.rs, `GridTally`). Each thread adds in a fixed order: a run repeats bit for
-// bit.
+// volume.rs). OP 3 (with OP 0) and OP 4 (before OP 1), one thread per cell and a workgroup per block of
+// BLOCK (= WG) cells: the step's tally (`eddies::flip` measure.rs, `GridTally`). Every sum has a fixed
+// order: a run repeats bit for bit.
 // - The host's velocity: `u = Σ w u / Σ w` (0 where `Σ w` is 0), divided as `derive.wgsl` divides it; the
 //   body force `u += Δt g` in double precision where the axis has gravity, then 0 on a closed wall.
 // - OP 0: on a fluid cell (one holding a kept particle) `scale (Σₖ (u_above − u_below)) inv_h`, the axes in
@@ -21,8 +21,10 @@
 //   transfer's read-back.
 // - OP 2: on a fluid cell `kappa (f − 1)` with `f` that fill fraction, or `kappa max(f − 1, 0)` where a
 //   neighbour inside the grid is not fluid; 0 on the others, in the padded layout (over the dead pressure).
-// - OP 3: the sum of `min(f, 1)` over the block's cells in order, of the fill fraction that the transfer
-//   derived (every cell: without obstacles none is solid), into `tally[block]`.
+// - OP 3: the sum of `min(f, 1)` over the block's cells, of the fill fraction that the transfer derived
+//   (every cell: without obstacles none is solid; 0 past the grid's end), as a pairwise tree
+//   (`GridTally::block_sum`: `v[i] += v[i + s]` for `i < s`, `s` halving from BLOCK / 2), into
+//   `tally[block]`.
 // - OP 4: the largest |∇·u| over the block's fluid cells (0 on the others) of the velocity that OP 1 forms,
 //   before its rounding, with the host's divergence (`MacGrid::divergence_into`), into
 //   `tally[blocks + block]`; −1 for one that is not a number, where the driver keeps NaN (WGSL lets it
@@ -130,58 +132,71 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     } else if OP == 2u {
         excess(t);
     } else if OP == 3u {
-        fill_block(t);
+        fill_block(t, lid);
     } else {
-        divergence_block(t);
+        divergence_block(t, lid);
     }
 }
 
-// The cells of block `b`: its first, and one past its last (first ≥ last: no block).
-fn block_cells(b: u32) -> vec2<u32> {
-    let cells = p.cells.x * p.cells.y * p.cells.z;
-    let first = min(b * BLOCK, cells);
-    return vec2<u32>(first, min(first + BLOCK, cells));
+// The block's values, OP 3's and OP 4's.
+var<workgroup> block: array<f64, BLOCK>;
+
+// The blocks of the grid (a launch folded into two dimensions may have workgroups past them).
+fn blocks() -> u32 {
+    return (p.cells.x * p.cells.y * p.cells.z + BLOCK - 1u) / BLOCK;
 }
 
-// OP 3 at block `b`.
-fn fill_block(b: u32) {
-    let r = block_cells(b);
-    if r.x >= r.y {
-        return;
+// OP 3 at cell `i`, thread `lid` of its block.
+fn fill_block(i: u32, lid: u32) {
+    var v = 0.0lf;
+    if in_grid(i) {
+        v = f64(min(fill[i], 1.0));
     }
-    var sum = 0.0lf;
-    for (var c = r.x; c < r.y; c++) {
-        sum += f64(min(fill[c], 1.0));
+    block[lid] = v;
+    workgroupBarrier();
+    for (var s = BLOCK / 2u; s > 0u; s /= 2u) {
+        if lid < s {
+            block[lid] += block[lid + s];
+        }
+        workgroupBarrier();
     }
-    tally[b] = sum;
+    if lid == 0u && i / BLOCK < blocks() {
+        tally[i / BLOCK] = block[0];
+    }
 }
 
-// OP 4 at block `b`.
-fn divergence_block(b: u32) {
-    let r = block_cells(b);
-    if r.x >= r.y {
-        return;
-    }
-    var largest = 0.0lf;
-    var nan = false;
-    for (var i = r.x; i < r.y; i++) {
+// OP 4 at cell `i`, thread `lid` of its block.
+fn divergence_block(i: u32, lid: u32) {
+    var d = 0.0lf;
+    if in_grid(i) {
         let c = cell_of(i);
-        if !fluid(c) {
-            continue;
+        if fluid(c) {
+            var div = 0.0lf;
+            for (var k = 0u; k < D; k++) {
+                var above = c;
+                above[k] += 1u;
+                let hi = projected(k, above, old_velocity(face_index(k, above)));
+                div += hi - projected(k, c, old_velocity(face_index(k, c)));
+            }
+            d = abs(div * q.inv_h);
+            if d != d {
+                d = -1.0lf;
+            }
         }
-        var div = 0.0lf;
-        for (var k = 0u; k < D; k++) {
-            var above = c;
-            above[k] += 1u;
-            let hi = projected(k, above, old_velocity(face_index(k, above)));
-            div += hi - projected(k, c, old_velocity(face_index(k, c)));
-        }
-        let d = abs(div * q.inv_h);
-        nan = nan || d != d;
-        largest = max(largest, d);
     }
-    let blocks = (p.cells.x * p.cells.y * p.cells.z + BLOCK - 1u) / BLOCK;
-    tally[blocks + b] = select(largest, -1.0lf, nan);
+    block[lid] = d;
+    workgroupBarrier();
+    for (var s = BLOCK / 2u; s > 0u; s /= 2u) {
+        if lid < s {
+            let a = block[lid];
+            let b = block[lid + s];
+            block[lid] = select(max(a, b), -1.0lf, a < 0.0lf || b < 0.0lf);
+        }
+        workgroupBarrier();
+    }
+    if lid == 0u && i / BLOCK < blocks() {
+        tally[blocks() + i / BLOCK] = block[0];
+    }
 }
 
 // Whether thread `i` has a cell, and which (x fastest).

@@ -4,7 +4,7 @@
 
 use eddies::flip::{Boundary, FlipConfig, FlipParams, FlipSim, Transfer};
 use eddies::grid::{CellFlag, Grid};
-use eddies::linsolve::PoissonDevice;
+use eddies::linsolve::{Guess, Info, PoissonDevice, PoissonSolver, SolveError};
 use eddies::validation::flip as validation;
 use eddies::{Shape, Simulation};
 use eddies_gpu::flip::{GpuTransfer, SharedTransfer, TransferTimes};
@@ -360,10 +360,13 @@ fn the_projection_formed_on_the_device_changes_no_bit() {
     // state is read (the velocity, the divergences before and after the projection, the volume excess,
     // and the pressure field, as bits); the device's counts.
     type Outcome = (u64, Vec<String>, Vec<u64>, TransferTimes, SolveTimes);
+    // `sends`: the pressure device declines a solve whose right-hand side the host does not hold, so that
+    // the host's copy catches up (the body force) and projects as without the device's tally.
     fn run<const D: usize>(
         gpu: &Arc<Gpu>,
         mut sim: FlipSim<D>,
         faces: bool,
+        sends: bool,
         steps: usize,
     ) -> Outcome
     where
@@ -377,7 +380,11 @@ fn the_projection_formed_on_the_device_changes_no_bit() {
             let shared = passes.0.lock().unwrap().faces().clone();
             solves.lock().unwrap().share_faces(shared);
         }
-        sim.set_pressure_device(Box::new(SharedPoisson(solves.clone())));
+        let shared = SharedPoisson(solves.clone());
+        match sends {
+            true => sim.set_pressure_device(Box::new(SendsRhs(shared))),
+            false => sim.set_pressure_device(Box::new(shared)),
+        }
         sim.set_transfer_device(Box::new(passes.clone()));
         sim.read_particles_per_frame(true);
         let mut quantities = Vec::new();
@@ -405,7 +412,26 @@ fn the_projection_formed_on_the_device_changes_no_bit() {
         let solved = solves.lock().unwrap().take_times();
         (sim.checksum(), quantities, bits, moved, solved)
     }
-    let compare = |what: &str, on: Outcome, off: Outcome| {
+    let compare = |what: &str, on: Outcome, sent: Outcome, off: Outcome| {
+        // Where the solve declines the right-hand side the host does not hold, the host catches up and
+        // solves with its own, and the device still forms the projection: the same bits, without the tally.
+        assert_eq!(
+            on.1, sent.1,
+            "{what}: the steps' quantities, the right-hand side sent"
+        );
+        assert_eq!(
+            on.0, sent.0,
+            "{what}: particle state, the right-hand side sent"
+        );
+        assert!(
+            on.2 == sent.2,
+            "{what}: the host's grids, the right-hand side sent"
+        );
+        let (moved, solved) = (&sent.3, &sent.4);
+        assert!(
+            moved.grid_tallies == 0 && moved.projections > 0 && solved.rhs_bytes_up > 0,
+            "{what}: {moved:?} {solved:?}"
+        );
         assert_eq!(on.1, off.1, "{what}: the steps' quantities");
         assert_eq!(on.0, off.0, "{what}: particle state");
         assert!(on.2 == off.2, "{what}: the host's grids once read");
@@ -440,8 +466,9 @@ fn the_projection_formed_on_the_device_changes_no_bit() {
         let sim = || splash(transfer, false);
         compare(
             &format!("{transfer:?} closed"),
-            run(gpu, sim(), true, 6),
-            run(gpu, sim(), false, 6),
+            run(gpu, sim(), true, false, 6),
+            run(gpu, sim(), true, true, 6),
+            run(gpu, sim(), false, false, 6),
         );
     }
     let open = || {
@@ -451,14 +478,64 @@ fn the_projection_formed_on_the_device_changes_no_bit() {
     };
     compare(
         "FLIP open",
-        run(gpu, open(), true, 4),
-        run(gpu, open(), false, 4),
+        run(gpu, open(), true, false, 4),
+        run(gpu, open(), true, true, 4),
+        run(gpu, open(), false, false, 4),
     );
     compare(
         "2D tank",
-        run(gpu, tank_2d(), true, 8),
-        run(gpu, tank_2d(), false, 8),
+        run(gpu, tank_2d(), true, false, 8),
+        run(gpu, tank_2d(), true, true, 8),
+        run(gpu, tank_2d(), false, false, 8),
     );
+}
+
+/// The suite's pressure device, but a solve whose right-hand side lies in the face field is sent the host's
+/// copy instead, and one without a copy on the host is declined (the trait's default).
+struct SendsRhs(SharedPoisson);
+
+impl<const D: usize> PoissonDevice<D> for SendsRhs
+where
+    SharedPoisson: PoissonDevice<D>,
+{
+    fn solve(
+        &mut self,
+        solver: &PoissonSolver<D>,
+        b: &[f64],
+        x: &mut [f64],
+    ) -> Result<Option<Info>, SolveError> {
+        self.0.solve(solver, b, x)
+    }
+
+    fn face_field(&self) -> Option<u64> {
+        PoissonDevice::<D>::face_field(&self.0)
+    }
+
+    fn solve_gradient(
+        &mut self,
+        solver: &PoissonSolver<D>,
+        b: &[f64],
+        guess: Guess<'_>,
+    ) -> Result<Option<(Info, u64)>, SolveError> {
+        self.0.solve_gradient(solver, b, guess)
+    }
+
+    fn solve_gradient_rhs_in_faces(
+        &mut self,
+        solver: &PoissonSolver<D>,
+        b: &[f64],
+        guess: Guess<'_>,
+    ) -> Result<Option<(Info, u64)>, SolveError> {
+        self.0.solve_gradient_rhs_in_faces(solver, b, guess)
+    }
+
+    fn solution_to_faces(&mut self, solver: &PoissonSolver<D>) -> Result<bool, SolveError> {
+        self.0.solution_to_faces(solver)
+    }
+
+    fn read_solution(&mut self, token: u64, x: &mut [f64]) -> Result<(), SolveError> {
+        PoissonDevice::<D>::read_solution(&mut self.0, token, x)
+    }
 }
 
 /// The device that keeps the particles between its passes (sorting them itself, the CPU reading them back

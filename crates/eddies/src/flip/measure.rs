@@ -22,9 +22,9 @@ pub(super) struct CellTally {
 
 /// The two cell quantities of a step that a particle device reduces over its own copy of the grid
 /// ([`TransferDevice::grid_tally`](super::TransferDevice::grid_tally)), with the bits of
-/// [`FlipSim::cell_tally`]'s: the cells in blocks of [`GridTally::BLOCK`], each block's sum added
-/// sequentially, the blocks of each chunk of [`par::REDUCE_CHUNK`] cells in order, then the chunks in order;
-/// the largest value in any order (it has one result).
+/// [`FlipSim::cell_tally`]'s: the cells in blocks of [`GridTally::BLOCK`], each block's sum a pairwise tree
+/// ([`GridTally::block_sum`], as a GPU workgroup adds), the blocks of each chunk of [`par::REDUCE_CHUNK`]
+/// cells in order, then the chunks in order; the largest value in any order (it has one result).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct GridTally {
     /// `Σ min(f, 1)` of the fill fraction `f` over the cells (without obstacles no cell is solid).
@@ -37,6 +37,19 @@ pub struct GridTally {
 impl GridTally {
     /// Cells per block of the sums.
     pub const BLOCK: usize = 256;
+
+    /// The sum of a block's values (0 past the grid's end): `v[i] += v[i + s]` for `i < s`, with `s` from
+    /// half the block down to 1, then `v[0]`.
+    pub fn block_sum(mut v: [f64; Self::BLOCK]) -> f64 {
+        let mut s = Self::BLOCK / 2;
+        while s > 0 {
+            for i in 0..s {
+                v[i] += v[i + s];
+            }
+            s /= 2;
+        }
+        v[0]
+    }
 
     /// The tally of a grid from its blocks' sums of `min(f, 1)` and largest |∇·u|, in block order.
     pub fn fold(
@@ -187,13 +200,13 @@ impl<const D: usize> FlipSim<D> {
                     t.max_divergence = par::nan_max(t.max_divergence, d);
                 }
                 for block in r.clone().step_by(GridTally::BLOCK) {
-                    let mut sum = 0.0;
-                    for i in block..(block + GridTally::BLOCK).min(r.end) {
+                    let mut v = [0.0; GridTally::BLOCK];
+                    for (v, i) in v.iter_mut().zip(block..r.end) {
                         if flags.data[i] != CellFlag::Solid {
-                            sum += fill.data[i].min(1.0);
+                            *v = fill.data[i].min(1.0);
                         }
                     }
-                    t.fluid_volume += sum;
+                    t.fluid_volume += GridTally::block_sum(v);
                 }
                 t
             },
@@ -313,9 +326,13 @@ mod tests {
         }
         let blocks: Vec<_> = (0..n).step_by(GridTally::BLOCK).collect();
         let end = |b: usize| (b + GridTally::BLOCK).min(n);
-        let fill = blocks
-            .iter()
-            .map(|&b| (b..end(b)).fold(0.0, |s, i| s + sim.fill.data[i].min(1.0)));
+        let fill = blocks.iter().map(|&b| {
+            let mut v = [0.0; GridTally::BLOCK];
+            for i in b..end(b) {
+                v[i - b] = sim.fill.data[i].min(1.0);
+            }
+            GridTally::block_sum(v)
+        });
         let divergence = blocks.iter().map(|&b| {
             (b..end(b))
                 .map(|i| match sim.flags.data[i] {
@@ -341,6 +358,10 @@ mod tests {
         // A block whose divergence is not a number makes the largest one NaN, as on the host.
         let nan = GridTally::fold([1.0], [0.5, f64::NAN, 0.25]);
         assert!(nan.max_divergence.is_nan());
+        // The tree adds pairs: 2⁵³ + 1 + 1 is 2⁵³ in sequence but 2⁵³ + 2 in pairs.
+        let mut v = [0.0; GridTally::BLOCK];
+        (v[0], v[1], v[129]) = (2f64.powi(53), 1.0, 1.0);
+        assert_eq!(GridTally::block_sum(v), 2f64.powi(53) + 2.0);
     }
 
     #[test]

@@ -29,9 +29,9 @@
 //! the next, and come back once a step, or with [`FlipSim::read_particles_per_frame`] only when a caller
 //! needs them ([`Simulation::complete_records`]). Such a device runs stage 8 too in a scene without
 //! obstacles ([`TransferDevice::extrapolates`]); the host then extrapolates its own copy of the velocity only
-//! when the state is read. Where it also forms stages 3, 5–7 on its own copy of the grid and tallies the
-//! step's cell quantities there ([`TransferDevice::tallies_grid`]), the host leaves them on its own copy
-//! until the state is read too.
+//! when the state is read. Where it also forms stages 3, 5, 6 and the projection of 7 on its own copy of the
+//! grid and tallies the step's cell quantities there ([`TransferDevice::tallies_grid`]), the host leaves
+//! those on its own copy until the state is read too.
 //!
 //! A step longer than [`FlipParams::substep_cfl`] cells of travel is split into substeps. The liquid surface
 //! is available as a Zhu–Bridson signed distance (field `surface`). Method notes: `docs/flip.md`.
@@ -214,7 +214,11 @@ impl<const D: usize> FlipSim<D> {
     /// come back only in [`Simulation::complete_records`] (once per output frame in `eddies run`) or before a
     /// change on the CPU (an impulse, a fill, an obstacle, an emitter's first step). Until then, what reads
     /// the particles ([`Simulation::particle_positions`], [`particles`](Self::particles), the `surface`
-    /// field, the checksum) sees them as of the last read; [`Simulation::save_state`] refuses. Off by
+    /// field, the checksum) sees them as of the last read, and where the device also tallies the grid
+    /// ([`TransferDevice::tallies_grid`]) what reads the grid ([`grid_velocity`](Self::grid_velocity),
+    /// [`divergence`](Self::divergence), the velocity, divergence and residual fields) sees the last
+    /// substep's transferred velocity without its body force and projection; [`Simulation::save_state`]
+    /// refuses. Off by
     /// default; `eddies run`, the viewer and Python turn it on for the GPU backend. A device that cannot
     /// tally the particles bit for bit (no double precision) has them read back each step as before.
     pub fn read_particles_per_frame(&mut self, on: bool) {
@@ -711,6 +715,10 @@ impl<const D: usize> FlipSim<D> {
             )
             .map_err(failed)?;
             if solved.is_some() {
+                // The pressure is solved: a catch-up projects with it.
+                if let Some(behind) = self.grid_behind.as_mut() {
+                    behind.projected = true;
+                }
                 return Ok(solved);
             }
         }
@@ -760,8 +768,6 @@ impl<const D: usize> FlipSim<D> {
         let p = self.cfg.params.clone();
         let t_end = self.time + dt;
 
-        // The last substep's grids that wait are superseded by this one's.
-        self.grid_behind = None;
         let keep = self.keep_on_device();
         if !keep {
             // The CPU sorts them: those the device kept after the last step (with `per_frame`, or a scene
@@ -790,6 +796,8 @@ impl<const D: usize> FlipSim<D> {
             }
         });
 
+        // The last substep's grids that wait are superseded by this transfer's.
+        self.grid_behind = None;
         let transferred_on_device = timer.time("particles_to_grid", || {
             if keep {
                 return self.sort_to_grid_kept(p.transfer).map(|()| true);
@@ -894,12 +902,9 @@ impl<const D: usize> FlipSim<D> {
         let projected = timer.time("project", || {
             self.project_on_device(info.is_some() && project_on_device, dt)
         })?;
-        if let Some(behind) = self.grid_behind.as_mut() {
-            // The device solved; where it did not also project its copy, the host's moves the particles.
-            behind.projected = true;
-            if !projected {
-                timer.time("project", || self.catch_up_grid());
-            }
+        if self.grid_behind.is_some() && !projected {
+            // The device solved but did not project its copy: the host's moves the particles.
+            timer.time("project", || self.catch_up_grid());
         }
         let correct = timer.time("volume_correction", || {
             self.volume_correction(info.is_some(), faces_on_device, projected)

@@ -471,7 +471,8 @@ impl<const D: usize> PoissonSolver<D> {
     }
 
     /// As [`solve_grid_rhs_in_faces`](Self::solve_grid_rhs_in_faces) without the right-hand side on this
-    /// host: `Ok(None)` where `device` declines, and the caller forms it to solve again.
+    /// host: `Ok(None)` where `device` declines, and the caller forms it to solve again. A right-hand side
+    /// that is not finite is reported without the cell that holds it.
     ///
     /// # Errors
     /// As [`solve_grid_on`](Self::solve_grid_on).
