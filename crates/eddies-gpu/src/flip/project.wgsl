@@ -171,14 +171,7 @@ fn divergence_block(i: u32, lid: u32) {
     if in_grid(i) {
         let c = cell_of(i);
         if fluid(c) {
-            var div = 0.0lf;
-            for (var k = 0u; k < D; k++) {
-                var above = c;
-                above[k] += 1u;
-                let hi = projected(k, above, old_velocity(face_index(k, above)));
-                div += hi - projected(k, c, old_velocity(face_index(k, c)));
-            }
-            d = abs(div * q.inv_h);
+            d = abs(divergence(c, true) * q.inv_h);
             if d != d {
                 d = -1.0lf;
             }
@@ -199,6 +192,27 @@ fn divergence_block(i: u32, lid: u32) {
     }
 }
 
+// `Σₖ (u_above − u_below)` at cell `c`, the axes in order, of the host's velocity after the body force and
+// the walls (OP 0), or with `after` after the projection too (OP 4).
+fn divergence(c: vec3<u32>, after: bool) -> f64 {
+    var div = 0.0lf;
+    for (var k = 0u; k < D; k++) {
+        var above = c;
+        above[k] += 1u;
+        div += face_velocity(k, above, after) - face_velocity(k, c, after);
+    }
+    return div;
+}
+
+// The host's velocity at face `c` of component `k`, as `divergence` takes it.
+fn face_velocity(k: u32, c: vec3<u32>, after: bool) -> f64 {
+    let old = old_velocity(face_index(k, c));
+    if after {
+        return projected(k, c, old);
+    }
+    return forced(k, c, old);
+}
+
 // Whether thread `i` has a cell, and which (x fastest).
 fn in_grid(i: u32) -> bool {
     return i < p.cells.x * p.cells.y * p.cells.z;
@@ -217,14 +231,7 @@ fn right_hand_side(i: u32) {
     let c = cell_of(i);
     var b = 0.0lf;
     if fluid(c) {
-        var div = 0.0lf;
-        for (var k = 0u; k < D; k++) {
-            var above = c;
-            above[k] += 1u;
-            let hi = forced(k, above, old_velocity(face_index(k, above)));
-            div += hi - forced(k, c, old_velocity(face_index(k, c)));
-        }
-        b = q.scale * (div * q.inv_h);
+        b = q.scale * (divergence(c, false) * q.inv_h);
         if q.keep_fill != 0u {
             // Only this thread reads this cell's count, and as bits it stays above 0.
             fields[count_index(c)] = bitcast<f32>(bitcast<u32>(fill[i]) | 0x80000000u);
