@@ -593,11 +593,8 @@ impl<const D: usize> FlipSim<D> {
         let Some(GridBehind { dt, projected }) = self.grid_behind.take() else {
             return;
         };
-        for k in 0..D {
-            crate::linsolve::vector::copy(&self.u.u[k].data, &mut self.u_old.u[k].data);
-        }
-        project::apply_forces(&mut self.u, self.cfg.gravity, dt);
-        self.enforce_boundary();
+        self.save_velocities();
+        self.apply_forces(dt);
         if projected {
             self.u.divergence_into(&mut self.div_before);
             let c = dt / self.cfg.params.density;
@@ -610,6 +607,19 @@ impl<const D: usize> FlipSim<D> {
             );
             self.u.divergence_into(&mut self.div_after);
         }
+    }
+
+    /// Stage `save_velocities`: `u_old` = `u`, for the FLIP update.
+    fn save_velocities(&mut self) {
+        for k in 0..D {
+            crate::linsolve::vector::copy(&self.u.u[k].data, &mut self.u_old.u[k].data);
+        }
+    }
+
+    /// Stage `forces`: the body force over `dt` seconds, then the walls' and obstacles' velocities.
+    fn apply_forces(&mut self, dt: f64) {
+        project::apply_forces(&mut self.u, self.cfg.gravity, dt);
+        self.enforce_boundary();
     }
 
     /// The walls' and the obstacles' velocities on their faces of `u` ([`project::enforce_boundary`]).
@@ -862,11 +872,8 @@ impl<const D: usize> FlipSim<D> {
         }
 
         timer.time("save_velocities", || {
-            if defer {
-                return;
-            }
-            for k in 0..D {
-                crate::linsolve::vector::copy(&self.u.u[k].data, &mut self.u_old.u[k].data);
+            if !defer {
+                self.save_velocities();
             }
         });
 
@@ -881,11 +888,9 @@ impl<const D: usize> FlipSim<D> {
         });
 
         timer.time("forces", || {
-            if defer {
-                return;
+            if !defer {
+                self.apply_forces(dt);
             }
-            project::apply_forces(&mut self.u, self.cfg.gravity, dt);
-            self.enforce_boundary();
         });
 
         let rhs_in_faces = timer.time("project", || self.rhs_on_device(project_on_device, dt))?;
