@@ -44,6 +44,10 @@ bench vpm-gpu-direct-sum 60
 # Issue 30's figures: FLIP's dam break at 64³–256³ and the pressure solvers' table (MGPCG at 256³).
 bench flip-gpu-dam-break 150
 bench flip-gpu-pressure-tank 90
+# The same table with the solver's fused passes apart (docs/gpu.md), against the run above.
+tag=-separate
+bench flip-gpu-pressure-tank 90 EDDIES_GPU_SEPARATE_PASSES=1
+tag=""
 # The stages moved to the device since the last hardware run, each against the CPU.
 bench flip-gpu-pressure-bodies 90
 bench vpm-gpu-splat 30

@@ -183,6 +183,12 @@ fn dam_break(sizes: &[usize], quick: bool) -> Result<Vec<BenchRow>, BenchError> 
         rows.push(r("gpu-solve-iterate", part(|t| t.iterate_ms), "ms"));
         rows.push(r("gpu-solve-record", part(|t| t.record_ms), "ms"));
         rows.push(r("gpu-solve-download", part(|t| t.download_ms), "ms"));
+        // Kernel launches of both solves' iterations a step (those submitted past the solution included).
+        rows.push(r(
+            "gpu-solve-launches",
+            part(|t| t.launches as f64),
+            "count",
+        ));
         // Volume corrections whose solution and displacement stayed on the device, per step.
         rows.push(r("gpu-solves-kept", part(|t| t.kept as f64), "count"));
         // Solves (the projection's, the volume correction's) whose right-hand side the particle device
@@ -409,6 +415,8 @@ fn table(mask: Mask, quick: bool) -> Result<Vec<BenchRow>, BenchError> {
             rows.push(r("iterations", info.iterations as f64, "iterations"));
             rows.push(r("solve-time", iterate, "ms"));
             rows.push(r("record-time", part(|t| t.record_ms), "ms"));
+            // Kernel launches of the solve (the start, and its batches of iterations).
+            rows.push(r("launches", part(|t| t.launches as f64), "count"));
             rows.push(r("upload-time", part(|t| t.upload_ms), "ms"));
             rows.push(r("download-time", part(|t| t.download_ms), "ms"));
             if kind == PreconditionerKind::Multigrid {

@@ -1,6 +1,6 @@
 // One step of the V-cycle on a large level, one cell per thread (`mg_common.wgsl`), as OP says:
-// 0: a red-black half-sweep of step.colour on level step.fine;  1: its residual;
-// 2: restriction from step.fine to step.coarse;  3: the fold on step.coarse;
+// 0: a red-black half-sweep of step.colour on level step.fine, a thread per cell of that colour;
+// 1: its residual;  2: restriction from step.fine to step.coarse;  3: the fold on step.coarse;
 // 4: the fold on step.coarse and its first red half-sweep (from zero);
 // 5: prolongation from step.coarse to step.fine;  6: the extension on step.coarse.
 
@@ -20,7 +20,14 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     }
     switch OP {
         case 0u: {
-            relax(f, i, step.colour);
+            // Half a row (rounded up) of threads per row of cells, each on the colour's every other cell.
+            let half = (f.padded.x + 1u) / 2u;
+            let row = i / half;
+            let y = row % f.padded.y;
+            let x = 2u * (i % half) + (step.colour + y + row / f.padded.y + DIM) % 2u;
+            if x < f.padded.x && row < f.padded.y * f.padded.z {
+                relax(f, row * f.padded.x + x, step.colour);
+            }
         }
         case 1u: {
             residual(f, i);

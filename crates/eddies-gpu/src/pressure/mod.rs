@@ -11,7 +11,9 @@
 //!   the finest level's cell kinds by the CPU's rules (`mg_build.wgsl`) into packed buffers, and the same
 //!   V-cycle (red-black Gauss–Seidel, full weighting, multilinear prolongation, the coarsest level by
 //!   symmetric sweeps), a launch per step on large levels and one workgroup for all the small ones
-//!   (`mg_level.wgsl`, `mg_small.wgsl`, both over the per-cell steps of `mg_common.wgsl`). The
+//!   (`mg_level.wgsl`, `mg_small.wgsl`, both over the per-cell steps of `mg_common.wgsl`), the update of
+//!   `x` and `r` and the product `r · z` sharing launches with the cycle's ends where the adapter allows
+//!   ([`GpuPoisson::set_fused_launches`], `mg_cg.wgsl`). The
 //!   incomplete Cholesky factors are sequential by nature and stay on the CPU: [`PoissonDevice::solve`]
 //!   hands them back.
 //! * **No read-back per iteration.** The scalars (α, β, the residual, the stopping rule) live in a device
@@ -68,6 +70,7 @@ const MG_LEVEL: &str = include_str!("mg_level.wgsl");
 const MG_SMALL: &str = include_str!("mg_small.wgsl");
 const MG_BUILD: &str = include_str!("mg_build.wgsl");
 const MG_ENDS: &str = include_str!("mg_ends.wgsl");
+const MG_CG: &str = include_str!("mg_cg.wgsl");
 const FACES: &str = include_str!("faces.wgsl");
 
 /// The longest first batch of iterations ([`PoissonSolver::expected_iterations`]).
@@ -76,7 +79,7 @@ const MAX_FIRST_BATCH: usize = 256;
 /// Every kernel with the constants its variants take (for the tests that compile them without a GPU); the
 /// V-cycle's kernels come after `mg_common.wgsl`.
 #[cfg(test)]
-const KERNELS: [(&str, &str, &[&str]); 13] = [
+const KERNELS: [(&str, &str, &[&str]); 14] = [
     (
         "apply",
         APPLY,
@@ -102,6 +105,7 @@ const KERNELS: [(&str, &str, &[&str]); 13] = [
             "const OP: u32 = 0u;",
             "const OP: u32 = 1u;",
             "const OP: u32 = 2u;",
+            "const OP: u32 = 3u;",
         ],
     ),
     (
@@ -137,6 +141,11 @@ const KERNELS: [(&str, &str, &[&str]); 13] = [
         &["const OP: u32 = 0u;", "const OP: u32 = 1u;"],
     ),
     (
+        "mg-cg",
+        MG_CG,
+        &["const OP: u32 = 0u;", "const OP: u32 = 1u;"],
+    ),
+    (
         "mg-build",
         MG_BUILD,
         &[
@@ -151,8 +160,17 @@ const KERNELS: [(&str, &str, &[&str]); 13] = [
 
 /// Whether a kernel's source needs `mg_common.wgsl` before it.
 fn uses_mg_common(source: &str) -> bool {
-    source == MG_LEVEL || source == MG_SMALL || source == MG_ENDS
+    source == MG_LEVEL || source == MG_SMALL || source == MG_ENDS || source == MG_CG
 }
+
+/// Storage buffers that a launch of `mg_cg.wgsl` binds: the conjugate gradients' passes over the finest level
+/// fused with the V-cycle's ends there run where the adapter binds this many to one kernel (NVIDIA's Vulkan
+/// driver and lavapipe do; WebGPU's default is 8), the passes apart elsewhere.
+const FUSED_STORAGE_BUFFERS: u32 = 13;
+
+/// The environment variable that, set to `1`, keeps the solves' fusable passes apart
+/// ([`GpuPoisson::set_fused_launches`]), so that one binary measures both on a lent GPU.
+pub const SEPARATE_VAR: &str = "EDDIES_GPU_SEPARATE_PASSES";
 
 /// Levels of at most this many padded cells are "small" on a software adapter: the V-cycle below the largest
 /// of them runs in one workgroup (`mg_small.wgsl`), where a launch per step would cost more than its
@@ -285,6 +303,7 @@ const MASK: u32 = 3;
 const NULL_SUMS: u32 = 0;
 const NULL_MEANS: u32 = 1;
 const NULL_SUBTRACT: u32 = 2;
+const NULL_SUBTRACT_DOT: u32 = 3;
 
 /// Workgroups for one thread per entry of a vector of `n`, folded into two dimensions of at most `per_axis`
 /// each, and how many of them there are.
@@ -412,6 +431,8 @@ pub struct SolveTimes {
     pub download_ms: f64,
     /// Batches submitted (each followed by a read-back of the state).
     pub batches: usize,
+    /// Kernel launches of the batches (the iterations past a solution's included, which return at once).
+    pub launches: usize,
     /// Of `iterate_ms`, recording and submitting the batches' launches on the CPU (the device waits for
     /// each batch's recording).
     pub record_ms: f64,
@@ -448,6 +469,12 @@ pub struct GpuPoisson {
     /// Levels of at most this many padded cells run in one workgroup ([`SMALL_CELLS`] on a software
     /// adapter, [`SMALL_CELLS_HARDWARE`] on a GPU).
     small_cells: u64,
+    /// Whether passes over the finest level share launches
+    /// ([`set_fused_launches`](Self::set_fused_launches)).
+    fuse: bool,
+    /// Whether the adapter binds [`FUSED_STORAGE_BUFFERS`] storage buffers to a kernel, as the fusion of a
+    /// multigrid solve's update and its V-cycle's ends needs (`mg_cg.wgsl`).
+    mg_cg: bool,
     /// The finest level's cell kinds as bytes, for the upload.
     kind_bytes: Vec<u8>,
     /// The null space's groups and slots of the operator in the buffers ([`NullIndex`]).
@@ -479,6 +506,11 @@ struct PlanKey {
     null_groups: u32,
     per_axis: u32,
     small_cells: u64,
+    /// Whether passes are fused ([`GpuPoisson::set_fused_launches`]): the null space's removal from `z` with
+    /// the product `r · z` (`null.wgsl`); and `fused`, for multigrid on a large finest level where the
+    /// adapter allows, the update and the cycle's ends (`mg_cg.wgsl`).
+    fuse: bool,
+    fused: bool,
     /// The V-cycle's sweeps on every level and on the coarsest.
     sweeps: Option<(u32, u32)>,
     /// The multigrid levels the cycle uses.
@@ -492,6 +524,24 @@ impl GpuPoisson {
     /// take the same steps with the same arithmetic.
     pub fn set_small_cells(&mut self, cells: u64) {
         self.small_cells = cells;
+    }
+
+    /// Fuses (`true`, the default unless [`SEPARATE_VAR`] is `1`) or separates passes over the finest level
+    /// that need no neighbour's result of the pass before: the product `r · z` with the pass that leaves
+    /// `z`, the removal of its null-space part or, without a null space, the V-cycle's end; and the update
+    /// of `x` and `r` with the V-cycle's start. Two launches and two passes fewer per multigrid iteration,
+    /// one per iteration of the other preconditioners with a null space. The bits do not depend on it, as
+    /// both take the same steps with the same arithmetic. The V-cycle's ends stay apart on an adapter that
+    /// binds fewer than [`FUSED_STORAGE_BUFFERS`] storage buffers to a kernel
+    /// ([`fuses_cycle_ends`](Self::fuses_cycle_ends)).
+    pub fn set_fused_launches(&mut self, on: bool) {
+        self.fuse = on;
+    }
+
+    /// Whether multigrid solves on a large finest level fuse their V-cycle's ends with the conjugate
+    /// gradients' passes ([`set_fused_launches`](Self::set_fused_launches), and the adapter's limit).
+    pub fn fuses_cycle_ends(&self) -> bool {
+        self.fuse && self.mg_cg
     }
 
     /// The solver on `gpu`.
@@ -512,9 +562,12 @@ impl GpuPoisson {
         } else {
             SMALL_CELLS_HARDWARE
         };
+        let mg_cg = gpu.limits().max_storage_buffers_per_shader_stage >= FUSED_STORAGE_BUFFERS;
         Ok(Self {
             per_axis,
             small_cells,
+            fuse: !std::env::var(SEPARATE_VAR).is_ok_and(|v| v == "1"),
+            mg_cg,
             gpu,
             finest: None,
             hierarchy: None,
@@ -1166,6 +1219,11 @@ impl GpuPoisson {
             null_groups: self.null.0.next_power_of_two(),
             per_axis: self.per_axis,
             small_cells: self.small_cells,
+            fuse: self.fuse,
+            fused: self.fuse
+                && self.mg_cg
+                && kind == PreconditionerKind::Multigrid
+                && self.first_small() > 0,
             sweeps: mg.map(|p| (p.pre_sweeps as u32, p.coarsest_sweeps as u32)),
             levels: self.hierarchy.as_ref().map_or(0, |h| h.used),
             buffers: self.buffer_sizes(),
@@ -1180,6 +1238,7 @@ impl GpuPoisson {
         };
         let start = Instant::now();
         let mut batches = 0;
+        let mut launches = 0;
         let mut record_ms = 0.0;
         // The first batch is as long as the solver expects the solve to be (its last solve's), and the
         // batches after it short, then doubling: a repeated solve launches no iterations past its
@@ -1199,6 +1258,7 @@ impl GpuPoisson {
                 list.push(&plan.iteration);
             }
             let recording = Instant::now();
+            launches += list.iter().map(|l| l.len()).sum::<usize>();
             self.submit(&list);
             record_ms += recording.elapsed().as_secs_f64() * 1e3;
             batches += 1;
@@ -1241,6 +1301,7 @@ impl GpuPoisson {
                 t.iterate_ms += iterate_ms;
                 t.download_ms += done.elapsed().as_secs_f64() * 1e3;
                 t.batches += batches;
+                t.launches += launches;
                 t.record_ms += record_ms;
                 t.kept += usize::from(matches!(out, Solution::Device(_)));
                 if matches!(out, Solution::Host(_)) {
@@ -1491,41 +1552,61 @@ impl GpuPoisson {
             )
         };
         // v −= its mean over each group of the null space (`null.wgsl`): the groups' sums per workgroup,
-        // their means (a workgroup per group), the subtraction.
-        let remove_mean = |v: &dyn Bindable, gated: bool| -> Result<Vec<Launch>, GpuError> {
-            if !singular {
-                return Ok(Vec::new());
-            }
-            let groups = fold_groups(key.null_groups as u64, self.per_axis);
-            [
-                (NULL_SUMS, grid),
-                (NULL_MEANS, groups),
-                (NULL_SUBTRACT, grid),
-            ]
-            .into_iter()
-            .map(|(op, over)| {
-                self.launch::<D>(
-                    "null",
-                    NULL,
-                    gated,
-                    &format!("const OP: u32 = {op}u;"),
-                    over,
-                    &[&f.cg, &f.state, v, &f.labels, &f.null_index, &f.null_sums],
-                )
-            })
-            .collect()
-        };
+        // their means (a workgroup per group), the subtraction, with `dot` the partial sums of r · v too (v
+        // not r, which the kernel reads through another binding).
+        let remove_mean_dot =
+            |v: &dyn Bindable, gated: bool, dot: bool| -> Result<Vec<Launch>, GpuError> {
+                if !singular {
+                    return Ok(Vec::new());
+                }
+                let groups = fold_groups(key.null_groups as u64, self.per_axis);
+                let last = if dot {
+                    NULL_SUBTRACT_DOT
+                } else {
+                    NULL_SUBTRACT
+                };
+                [(NULL_SUMS, grid), (NULL_MEANS, groups), (last, grid)]
+                    .into_iter()
+                    .map(|(op, over)| {
+                        self.launch::<D>(
+                            "null",
+                            NULL,
+                            gated,
+                            &format!("const OP: u32 = {op}u;"),
+                            over,
+                            &[
+                                &f.cg,
+                                &f.state,
+                                v,
+                                &f.labels,
+                                &f.null_index,
+                                &f.null_sums,
+                                &f.r,
+                                &f.partials,
+                            ],
+                        )
+                    })
+                    .collect()
+            };
+        let remove_mean = |v: &dyn Bindable, gated: bool| remove_mean_dot(v, gated, false);
         let identity = kind == PreconditionerKind::None;
+        // Where fused, the pass that leaves z sums r · z too: the V-cycle's end, or with a null space the
+        // removal of its mean.
+        let end_dot = key.fused && !singular;
+        let null_dot = key.fuse && singular;
         // z = M⁻¹ r (without its null-space part), rᵀz reduced with `action`, and the direction set from z by
-        // `op`.
-        let preconditioned = |action: u32, op: u32| -> Result<Vec<Launch>, GpuError> {
-            let mut out = self.precondition::<D>(key, grid)?;
-            out.extend(remove_mean(&f.z, true)?);
-            out.push(dot(&f.r, &f.z)?);
-            out.push(reduce(action, true)?);
-            out.push(elementwise(op, true, &f.z, &f.p)?);
-            Ok(out)
-        };
+        // `op`; `started`: the V-cycle's start ran with the update.
+        let preconditioned =
+            |action: u32, op: u32, started: bool| -> Result<Vec<Launch>, GpuError> {
+                let mut out = self.precondition::<D>(key, grid, started, end_dot)?;
+                out.extend(remove_mean_dot(&f.z, true, null_dot)?);
+                if !(end_dot || null_dot) {
+                    out.push(dot(&f.r, &f.z)?);
+                }
+                out.push(reduce(action, true)?);
+                out.push(elementwise(op, true, &f.z, &f.p)?);
+                Ok(out)
+            };
 
         let mut init = remove_mean(&f.r, true)?;
         init.push(dot(&f.r, &f.r)?);
@@ -1546,7 +1627,7 @@ impl GpuPoisson {
         if identity {
             init.push(elementwise(COPY, true, &f.r, &f.p)?);
         } else {
-            init.extend(preconditioned(FIRST_RZ, COPY)?);
+            init.extend(preconditioned(FIRST_RZ, COPY, false)?);
         }
 
         let mut iteration = vec![
@@ -1559,20 +1640,24 @@ impl GpuPoisson {
                 &[&f.cg, &f.state, &f.diag, &f.p, &f.q, &f.partials],
             )?,
             reduce(ALPHA, true)?,
-            self.launch::<D>(
-                "update",
-                UPDATE,
-                true,
-                "",
-                grid,
-                &[&f.cg, &f.state, &f.p, &f.q, &f.x, &f.r, &f.partials],
-            )?,
+            if key.fused {
+                self.fused::<D>(0, grid)?
+            } else {
+                self.launch::<D>(
+                    "update",
+                    UPDATE,
+                    true,
+                    "",
+                    grid,
+                    &[&f.cg, &f.state, &f.p, &f.q, &f.x, &f.r, &f.partials],
+                )?
+            },
             reduce(RESIDUAL, true)?,
         ];
         if identity {
             iteration.push(elementwise(XPBY, true, &f.r, &f.p)?);
         } else {
-            iteration.extend(preconditioned(BETA, XPBY)?);
+            iteration.extend(preconditioned(BETA, XPBY, key.fused)?);
         }
         let finish = remove_mean(&f.x, false)?;
         Ok(Plan {
@@ -1582,11 +1667,13 @@ impl GpuPoisson {
         })
     }
 
-    /// The launches of `z = M⁻¹ r`.
+    /// The launches of `z = M⁻¹ r`; for multigrid, `started` and `end_dot` as [`vcycle`](Self::vcycle).
     fn precondition<const D: usize>(
         &self,
         key: &PlanKey,
         grid: [u32; 3],
+        started: bool,
+        end_dot: bool,
     ) -> Result<Vec<Launch>, GpuError> {
         let f = self.finest.as_ref().expect("buffers of a solve");
         match key.kind {
@@ -1614,7 +1701,7 @@ impl GpuPoisson {
             }
             PreconditionerKind::Multigrid => {
                 let (sweeps, coarsest) = key.sweeps.expect("the V-cycle's sweeps");
-                self.vcycle::<D>(grid, sweeps, coarsest)
+                self.vcycle::<D>(grid, sweeps, coarsest, started, end_dot)
             }
             other => unreachable!("{} runs on the CPU", other.name()),
         }
@@ -1632,12 +1719,16 @@ impl GpuPoisson {
     /// Where a step needs no neighbour's result of the step before it, the two share a launch: the load of
     /// `r` and the first red half-sweep (`mg_ends.wgsl`), a coarse level's fold and its first red
     /// half-sweep, the last red half-sweep and the store into `z`: five launches fewer per cycle with four
-    /// large levels (at 256³).
+    /// large levels (at 256³). With `started`, the cycle's start (the load of `r` and the first red
+    /// half-sweep) ran with the update of `x` and `r` (`mg_cg.wgsl`); with `end_dot`, its end sums `r · z`
+    /// too. Both need a large finest level.
     fn vcycle<const D: usize>(
         &self,
         grid: [u32; 3],
         sweeps: u32,
         coarsest: u32,
+        started: bool,
+        end_dot: bool,
     ) -> Result<Vec<Launch>, GpuError> {
         let f = self.finest.as_ref().expect("buffers of a solve");
         let h = self
@@ -1645,28 +1736,36 @@ impl GpuPoisson {
             .as_ref()
             .expect("the hierarchy of a multigrid solve");
         let last = h.used - 1;
-        // The first small level: every level from it down runs in one workgroup.
-        let small_cells = self.small_cells;
-        let small = h.cells[..h.used]
-            .iter()
-            .position(|&n| n <= small_cells)
-            .unwrap_or(last);
+        let small = self.first_small();
+        debug_assert!(
+            small > 0 || !(started || end_dot),
+            "fused ends on a small finest level"
+        );
         let buffers = |step: &wgpu::Buffer| {
             [
                 step, &f.state, &h.levels, &f.diag, &h.ghost, &h.b, &h.x, &h.t,
             ]
             .map(|b| b.clone())
         };
-        // One launch of step `op` (`mg_level.wgsl`) on levels `fine` and `coarse`, over the cells of `over`.
+        // One launch of step `op` (`mg_level.wgsl`) on levels `fine` and `coarse`, over the cells of `over`
+        // (a half-sweep over those of its colour: half of each padded row, rounded up).
         let level = |op: u32, fine: usize, coarse: usize, colour: u32, over: usize| {
             let step = self.step_uniform([fine as u32, coarse as u32, colour, 0]);
             let b = buffers(&step);
+            let threads = match op {
+                0 => {
+                    let d = h.dims[over];
+                    let padded = |a: usize| if a < D { d[a] as u64 + 2 } else { 1 };
+                    padded(0).div_ceil(2) * padded(1) * padded(2)
+                }
+                _ => h.cells[over],
+            };
             let mut launch = self.launch::<D>(
                 "mg-level",
                 MG_LEVEL,
                 true,
                 &format!("const OP: u32 = {op}u;"),
-                groups_for(h.cells[over], self.per_axis).0,
+                groups_for(threads, self.per_axis).0,
                 &b.iter().map(|b| b as &dyn Bindable).collect::<Vec<_>>(),
             )?;
             const STEPS: [&str; 7] = [
@@ -1716,7 +1815,7 @@ impl GpuPoisson {
         }
         for l in 0..small {
             // The first red half-sweep of every large level comes with the step that set its b.
-            if l == 0 {
+            if l == 0 && !started {
                 out.push(end(0, &f.r)?);
             }
             out.push(level(0, l, l, 1, l)?);
@@ -1757,10 +1856,63 @@ impl GpuPoisson {
         }
         out.push(if small == 0 {
             load(1, &f.z)?
+        } else if end_dot {
+            self.fused::<D>(1, grid)?
         } else {
             end(1, &f.z)?
         });
         Ok(out)
+    }
+
+    /// The first level of the V-cycle that runs in one workgroup, with every level below it: the first of
+    /// at most [`small_cells`](Self::set_small_cells) padded cells, or the coarsest.
+    fn first_small(&self) -> usize {
+        let h = self
+            .hierarchy
+            .as_ref()
+            .expect("the hierarchy of a multigrid solve");
+        h.cells[..h.used]
+            .iter()
+            .position(|&n| n <= self.small_cells)
+            .unwrap_or(h.used - 1)
+    }
+
+    /// A launch of step `op` of `mg_cg.wgsl` over the finest level's `grid` workgroups: 0, the update of `x`
+    /// and `r` with the V-cycle's start; 1, the cycle's end with the partial sums of `r · z`.
+    fn fused<const D: usize>(&self, op: u32, grid: [u32; 3]) -> Result<Launch, GpuError> {
+        let f = self.finest.as_ref().expect("buffers of a solve");
+        let h = self
+            .hierarchy
+            .as_ref()
+            .expect("the hierarchy of a multigrid solve");
+        let step = self.step_uniform([0; 4]);
+        let mut launch = self.launch::<D>(
+            "mg-cg",
+            MG_CG,
+            true,
+            &format!("const OP: u32 = {op}u;"),
+            grid,
+            &[
+                &step,
+                &f.state,
+                &h.levels,
+                &f.diag,
+                &h.ghost,
+                &h.b,
+                &h.x,
+                &h.t,
+                &f.cg,
+                &f.p,
+                &f.q,
+                &f.x,
+                &f.r,
+                &f.z,
+                &f.partials,
+            ],
+        )?;
+        launch.name = ["mg-cg update and start", "mg-cg end and r·z"][op as usize].to_string();
+        launch.keep = Some(step);
+        Ok(launch)
     }
 }
 

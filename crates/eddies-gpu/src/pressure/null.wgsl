@@ -3,7 +3,8 @@
 // 0, 1, … in `labels` (NO_LABEL elsewhere). Three passes, as OP says:
 // 0: per workgroup of cells, the sum of v over each group that has cells in it (a fixed tree each);
 // 1: per group, one workgroup adds its workgroups' sums in workgroup order and divides by its size;
-// 2: v −= its group's mean.
+// 2: v −= its group's mean;
+// 3: the same, with partial sums of r · v (the arithmetic of `dot.wgsl` after pass 2, so the same bits).
 //
 // `index` (built on the host with the labels, null.rs) lists, from word 0: for each workgroup w of pass 0,
 // where its slots start (cg.partials + 1 words); each slot's group (cg.null_entries words); each slot's entry
@@ -18,6 +19,8 @@
 @group(0) @binding(3) var<storage, read> labels: array<u32>;
 @group(0) @binding(4) var<storage, read> index: array<u32>;
 @group(0) @binding(5) var<storage, read_write> group_sums: array<f64>;
+@group(0) @binding(6) var<storage, read_write> r: array<f64>;
+@group(0) @binding(7) var<storage, read_write> partials: array<f64>;
 
 const NO_LABEL: u32 = 0xffffffffu;
 
@@ -78,13 +81,31 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
                 group_sums[entries + w] = total / f64(size);
             }
         }
-        default: {
+        case 2u: {
             let i = thread_index(wid, nwg, lid);
             if live && i < cg.level.padded.w {
                 let l = labels[i];
                 if l != NO_LABEL {
                     v[i] -= group_sums[entries + l];
                 }
+            }
+        }
+        default: {
+            let i = thread_index(wid, nwg, lid);
+            var term = 0.0lf;
+            // Every thread reaches the workgroup's sum below.
+            if live && i < cg.level.padded.w {
+                let l = labels[i];
+                var vi = v[i];
+                if l != NO_LABEL {
+                    vi -= group_sums[entries + l];
+                    v[i] = vi;
+                }
+                term = r[i] * vi;
+            }
+            let total = workgroup_sum(lid, term);
+            if lid == 0u && live && w < cg.partials {
+                partials[w] = total;
             }
         }
     }
