@@ -183,7 +183,8 @@ fn dam_break(sizes: &[usize], quick: bool) -> Result<Vec<BenchRow>, BenchError> 
         rows.push(r("gpu-solve-iterate", part(|t| t.iterate_ms), "ms"));
         rows.push(r("gpu-solve-record", part(|t| t.record_ms), "ms"));
         rows.push(r("gpu-solve-download", part(|t| t.download_ms), "ms"));
-        // Kernel launches of both solves' iterations a step (those submitted past the solution included).
+        // Kernel launches of both solves a step: their starts and iterations (those past the solution
+        // included).
         rows.push(r(
             "gpu-solve-launches",
             part(|t| t.launches as f64),

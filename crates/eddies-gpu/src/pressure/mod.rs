@@ -624,7 +624,8 @@ impl GpuPoisson {
         std::mem::take(&mut self.times)
     }
 
-    /// The sizes of every buffer a solve binds, in a fixed order: a new allocation changes one.
+    /// The sizes of every buffer a solve binds and the multigrid levels' shapes, in a fixed order: a new
+    /// allocation changes one.
     fn buffer_sizes(&self) -> Vec<u64> {
         let mut sizes = Vec::new();
         if let Some(f) = &self.finest {
@@ -639,6 +640,8 @@ impl GpuPoisson {
             ]);
         }
         if let Some(h) = &self.hierarchy {
+            // The levels' shapes, not only their cells: another shape of as many cells has buffers of its own.
+            sizes.extend(h.dims.iter().flatten().map(|&n| n as u64));
             sizes.extend(&h.cells);
             sizes.push(h.labels.size());
         }

@@ -1,6 +1,6 @@
 // The null space of a singular operator removed from a vector of the finest level: v −= the mean of v over
 // each group of unknowns without a Dirichlet neighbour (a pocket of liquid sealed by walls), groups labelled
-// 0, 1, … in `labels` (NO_LABEL elsewhere). Three passes, as OP says:
+// 0, 1, … in `labels` (NO_LABEL elsewhere). Three passes, the last in one of two forms, as OP says:
 // 0: per workgroup of cells, the sum of v over each group that has cells in it (a fixed tree each);
 // 1: per group, one workgroup adds its workgroups' sums in workgroup order and divides by its size;
 // 2: v −= its group's mean;
