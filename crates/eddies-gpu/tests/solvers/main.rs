@@ -84,6 +84,17 @@ fn splash<const D: usize>(dims: [usize; D]) -> Grid<CellFlag, D> {
     })
 }
 
+/// The multigrid solver of `flags` in a box with solid walls, to the suite's tolerance.
+fn multigrid<const D: usize>(flags: &Grid<CellFlag, D>) -> PoissonSolver<D> {
+    PoissonSolver::from_flags(
+        flags,
+        DomainBoundary::Solid,
+        PreconditionerKind::Multigrid,
+        PARAMS,
+    )
+    .unwrap()
+}
+
 /// A reproducible right-hand side on the unknowns of `solver`, without its null-space part.
 fn rhs<const D: usize>(solver: &PoissonSolver<D>) -> Vec<f64> {
     let op = solver.operator();
@@ -190,13 +201,7 @@ fn an_open_domain_in_2d_solves_as_on_the_cpu() {
 fn a_closed_tank_is_solved_without_its_constant() {
     let flags = Grid::new([12, 10, 9], [0.0; 3], 0.1, CellFlag::Fluid);
     agree(&flags, DomainBoundary::Solid);
-    let solver = PoissonSolver::from_flags(
-        &flags,
-        DomainBoundary::Solid,
-        PreconditionerKind::Multigrid,
-        PARAMS,
-    )
-    .unwrap();
+    let solver = multigrid(&flags);
     assert!(solver.operator().is_singular());
     let b = rhs(&solver);
     let mut x = vec![1.0; b.len()];
@@ -245,13 +250,7 @@ where
     GpuPoisson: PoissonDevice<D>,
 {
     agree(flags, DomainBoundary::Solid);
-    let solver = PoissonSolver::from_flags(
-        flags,
-        DomainBoundary::Solid,
-        PreconditionerKind::Multigrid,
-        PARAMS,
-    )
-    .unwrap();
+    let solver = multigrid(flags);
     let (labels, sizes) = solver.operator().null_space();
     let b = rhs(&solver);
     let mut runs = Vec::new();
@@ -296,13 +295,7 @@ fn a_regular_solve_after_a_singular_one_keeps_its_bits() {
         PARAMS,
     )
     .unwrap();
-    let singular = PoissonSolver::from_flags(
-        &bodies(dims),
-        DomainBoundary::Solid,
-        PreconditionerKind::Multigrid,
-        PARAMS,
-    )
-    .unwrap();
+    let singular = multigrid(&bodies(dims));
     assert!(!regular.operator().is_singular() && singular.operator().is_singular());
     let b = rhs(&regular);
     let solve = |dev: &mut GpuPoisson| {
@@ -364,13 +357,7 @@ fn small_levels_in_one_workgroup_give_the_same_bits() {
     where
         GpuPoisson: PoissonDevice<D>,
     {
-        let solver = PoissonSolver::from_flags(
-            flags,
-            DomainBoundary::Solid,
-            PreconditionerKind::Multigrid,
-            PARAMS,
-        )
-        .unwrap();
+        let solver = multigrid(flags);
         let b = rhs(&solver);
         let mut runs = Vec::new();
         for small in [1100, 6000, 0, u64::MAX] {
@@ -476,12 +463,12 @@ fn fused_launches_give_the_same_bits() {
             );
         }
     }
-    let multigrid = PreconditionerKind::Multigrid;
-    runs(gpu, &splash([32, 30, 28]), multigrid, "a splash in 3D");
-    runs(gpu, &splash([80, 72]), multigrid, "a splash in 2D");
+    let mg = PreconditionerKind::Multigrid;
+    runs(gpu, &splash([32, 30, 28]), mg, "a splash in 3D");
+    runs(gpu, &splash([80, 72]), mg, "a splash in 2D");
     let tank = Grid::new([26, 22, 20], [0.0; 3], 0.1, CellFlag::Fluid);
-    runs(gpu, &tank, multigrid, "a closed tank");
-    runs(gpu, &bodies([36, 30, 24]), multigrid, "bodies of liquid");
+    runs(gpu, &tank, mg, "a closed tank");
+    runs(gpu, &bodies([36, 30, 24]), mg, "bodies of liquid");
     let jacobi = PreconditionerKind::Jacobi;
     runs(
         gpu,
@@ -498,13 +485,7 @@ fn fused_launches_give_the_same_bits() {
 fn a_new_shape_of_as_many_cells_gets_its_own_launches() {
     let Some(gpu) = gpu() else { return };
     let solve = |dev: &mut GpuPoisson, dims: [usize; 2]| {
-        let solver = PoissonSolver::from_flags(
-            &splash(dims),
-            DomainBoundary::Solid,
-            PreconditionerKind::Multigrid,
-            PARAMS,
-        )
-        .unwrap();
+        let solver = multigrid(&splash(dims));
         let b = rhs(&solver);
         let mut x = vec![0.0; b.len()];
         let info = PoissonDevice::<2>::solve(dev, &solver, &b, &mut x)
@@ -721,13 +702,7 @@ fn the_cpu_keeps_what_the_gpu_does_not_take() {
     };
     assert_eq!(r, Ok(None), "IC(0) is sequential: the CPU solves it");
 
-    let mut solver = PoissonSolver::from_flags(
-        &flags,
-        DomainBoundary::Solid,
-        PreconditionerKind::Multigrid,
-        PARAMS,
-    )
-    .unwrap();
+    let mut solver = multigrid(&flags);
     let mut bad = b.clone();
     let i = bad.iter().position(|&v| v != 0.0).unwrap();
     bad[i] = f64::NAN;
